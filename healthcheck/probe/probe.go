@@ -1,0 +1,67 @@
+// Package probe asks an MCP server, over its own transport, the question a
+// real client asks first: will you answer an MCP handshake? One file per
+// transport; no prober touches the health cache, the state machine decides.
+package probe
+
+import "time"
+
+// Verdict is what a probe learned about a server.
+type Verdict string
+
+const (
+	// Healthy: a well-formed JSON-RPC answer to the handshake (an error
+	// answer included: it proves an MCP endpoint).
+	Healthy Verdict = "healthy"
+	// AuthRequired: 401/403 to the probe. The endpoint is alive and guards
+	// itself; the real client holds credentials the probe does not.
+	AuthRequired Verdict = "auth-required"
+	// RateLimited: 429. RetryAfter says how long the server asked to wait.
+	RateLimited Verdict = "rate-limited"
+	// Unavailable: 500/502/503/504, the server says it cannot serve now.
+	Unavailable Verdict = "unavailable"
+	// Transport: refused, DNS, timeout, spawn failure, a process that exits
+	// or hangs before answering.
+	Transport Verdict = "transport"
+	// NotMCP: something answered, but not with JSON-RPC.
+	NotMCP Verdict = "not-mcp"
+	// Unsupported: nightwatch cannot probe this transport (ws).
+	Unsupported Verdict = "unsupported"
+)
+
+// Reachable reports whether the verdict proves the server can be called.
+func (v Verdict) Reachable() bool { return v == Healthy || v == AuthRequired }
+
+// Result is one probe's outcome. A failing server is a Result with a
+// reason, not an error.
+type Result struct {
+	Verdict Verdict `json:"verdict"`
+	// Reason is short human text: what was seen, with the tail of the
+	// server's stderr when it has one, secrets redacted.
+	Reason string `json:"reason"`
+	// Status is the HTTP status of the handshake answer, 0 for stdio.
+	Status int `json:"status,omitempty"`
+	// RetryAfter is the server's Retry-After, when it sent one.
+	RetryAfter time.Duration `json:"retryAfter,omitempty"`
+	Latency    time.Duration `json:"latency"`
+	// Tools is the number of tools listed, or -1 when not asked or unknown.
+	Tools           int    `json:"tools"`
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	ServerName      string `json:"serverName,omitempty"`
+}
+
+// ClientProtocolVersion is what Claude Code sends in initialize.
+const ClientProtocolVersion = "2025-11-25"
+
+// Options tune one probe.
+type Options struct {
+	// Timeout bounds the whole probe, spawn to teardown. Default 5 s.
+	Timeout time.Duration
+	// ListTools also asks tools/list and counts the tools (costs a round
+	// trip; the hook skips it, `nightwatch probe` and preflight ask).
+	ListTools bool
+	// Cwd is where a stdio server starts (the session's cwd).
+	Cwd string
+	// Environ is the base environment of a stdio server (the session's);
+	// the server's own env entries are laid over it. Nil means os.Environ().
+	Environ []string
+}

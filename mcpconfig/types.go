@@ -1,0 +1,94 @@
+// Package mcpconfig finds and reads MCP server definitions the way Claude
+// Code does, so that nightwatch probes exactly the server a session would
+// start: same command, args, environment, URL and headers.
+package mcpconfig
+
+import "encoding/json"
+
+// Transport is how Claude Code talks to a server.
+type Transport string
+
+const (
+	Stdio Transport = "stdio"
+	HTTP  Transport = "http" // Streamable HTTP; "streamable-http" is read as this
+	SSE   Transport = "sse"  // the legacy HTTP+SSE transport
+	WS    Transport = "ws"   // exists in Claude Code; nightwatch cannot probe it
+)
+
+// Scope names where a definition came from, in Claude Code's words.
+type Scope string
+
+const (
+	ScopeExplicit      Scope = "explicit"               // NIGHTWATCH_MCP_CONFIG / --config
+	ScopeLocal         Scope = "local"                  // ~/.claude.json projects["<cwd>"].mcpServers
+	ScopeProject       Scope = "project"                // <cwd>/.mcp.json
+	ScopeProjectLocal  Scope = "project-settings-local" // <cwd>/.claude/settings.local.json
+	ScopeProjectShared Scope = "project-settings"       // <cwd>/.claude/settings.json
+	ScopeUser          Scope = "user"                   // ~/.claude.json top-level mcpServers
+	ScopeUserSettings  Scope = "user-settings"          // ~/.claude/settings.json
+)
+
+// Server is one resolved MCP server definition, with ${VAR} references
+// already expanded.
+type Server struct {
+	Name      string            `json:"name"`
+	Transport Transport         `json:"transport"`
+	Command   string            `json:"command,omitempty"`
+	Args      []string          `json:"args,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	URL       string            `json:"url,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	// Source is the absolute path of the file that defined the server.
+	Source string `json:"source"`
+	Scope  Scope  `json:"scope"`
+	// Missing lists ${VAR} references that had no value and no default;
+	// like Claude Code, the literal text is left in place.
+	Missing []string `json:"missing,omitempty"`
+	// Raw is the entry exactly as written, before expansion, so callers can
+	// keep fields nightwatch does not model (timeout, alwaysLoad, …).
+	Raw json.RawMessage `json:"-"`
+}
+
+// Definition is one place a server name is defined.
+type Definition struct {
+	Source string `json:"source"`
+	Scope  Scope  `json:"scope"`
+}
+
+// Problem is a config file nightwatch could not use. Explicit files that are
+// missing or broken must be reported every time: silently treating them as
+// "no config" is the article's trap.
+type Problem struct {
+	Path     string `json:"path"`
+	Explicit bool   `json:"explicit"`
+	Err      error  `json:"-"`
+	Message  string `json:"message"`
+}
+
+func (p Problem) Error() string { return p.Message }
+
+// Resolved is the outcome of a search: the winning definition of every name,
+// the definitions each winner shadows, and every file problem met.
+type Resolved struct {
+	Servers  map[string]*Server      `json:"servers"`
+	Names    []string                `json:"names"` // in precedence order of first appearance
+	Shadowed map[string][]Definition `json:"shadowed,omitempty"`
+	Searched []string                `json:"searched"`
+	Problems []Problem               `json:"problems,omitempty"`
+	// Dropped are entries Claude Code would silently drop (a url with no
+	// type, an http entry with no url), keyed by name, with the reason.
+	Dropped map[string]string `json:"dropped,omitempty"`
+}
+
+// Options says where to search and which environment expands ${VAR}.
+type Options struct {
+	// Cwd is the session's working directory (the hook payload's cwd).
+	Cwd string
+	// Home is the user's home directory.
+	Home string
+	// Explicit, when non-empty, replaces the search with these files.
+	Explicit []string
+	// Getenv looks variables up for ${VAR} expansion; nil means os.Getenv
+	// semantics are not wanted and nothing expands.
+	Getenv func(string) (string, bool)
+}
