@@ -1,0 +1,47 @@
+// Command nightwatch keeps unattended Claude Code sessions away from dead
+// MCP servers. This package only wires commands; the logic lives in the
+// packages it calls.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "nightwatch: internal error: %v\n", r)
+			code = 70
+		}
+	}()
+	root := newRoot()
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		if ec, ok := err.(exitCode); ok {
+			return int(ec)
+		}
+		fmt.Fprintln(os.Stderr, "nightwatch:", err)
+		return 2
+	}
+	return 0
+}
+
+// exitCode lets a command end with a code of its own after printing its
+// result (probe: 1 when a server is unhealthy).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }

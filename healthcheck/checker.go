@@ -1,0 +1,409 @@
+package healthcheck
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+// Action is what the reconnect policy says to do about a failure.
+type Action string
+
+const (
+	ActionReconnect Action = "reconnect"
+	ActionWait      Action = "wait"
+	ActionNone      Action = "none"
+)
+
+// ReconnectResult is the outcome of one reconnect command.
+type ReconnectResult struct {
+	Attempted bool
+	OK        bool
+	// Detail is short, redacted text for logs and lastError.
+	Detail string
+}
+
+// Checker makes the PreToolUse decision and records what real calls teach.
+// Every dependency is a field so that tests and the supervisor can replace
+// it, as go-retryablehttp does with its policies.
+type Checker struct {
+	Store    *Store
+	Settings Settings
+	Now      func() time.Time
+	// Probe asks one server; the hook passes probe.Probe with its options.
+	Probe func(ctx context.Context, srv *mcpconfig.Server) probe.Result
+	// Policy maps a failure to an action (reconnect.DefaultPolicy).
+	Policy func(code FailureCode, haveCommand bool) Action
+	// HaveReconnect says whether a reconnect command is configured.
+	HaveReconnect func(server string) bool
+	// Reconnect runs the server's reconnect command.
+	Reconnect func(ctx context.Context, server string) ReconnectResult
+	// ProbeWait bounds how long a hook waits for another hook's probe of
+	// the same server before probing itself.
+	ProbeWait time.Duration
+	Events    *EventLog
+	// Warn says out loud what must not stay silent (stderr in the hook).
+	Warn func(string)
+	// Redact removes secrets from every reason before it is stored or
+	// written to the events file.
+	Redact func(string) string
+}
+
+// Decision is the answer for one call.
+type Decision struct {
+	Allow  bool
+	Server string
+	// Entry is the server's record after the decision (nil when unknown).
+	Entry *Entry
+	// Probed is true when this decision ran a probe.
+	Probed bool
+	// Trial is true when an auth-failed server is let through for one
+	// call because a probe cannot see the session's credentials.
+	Trial bool
+	// Unchecked is true when the call is allowed because nightwatch could
+	// not check it (no config for the server, a transport it cannot probe).
+	Unchecked bool
+	Note      string
+}
+
+func (c *Checker) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *Checker) warn(msg string) {
+	if c.Warn != nil {
+		c.Warn(msg)
+	}
+}
+
+func (c *Checker) redact(s string) string {
+	if c.Redact == nil || s == "" {
+		return s
+	}
+	return c.Redact(s)
+}
+
+func (c *Checker) read() *File {
+	f, err := c.Store.Read()
+	if err != nil {
+		c.warn("nightwatch: " + err.Error())
+	}
+	return f
+}
+
+// Gate decides from the cache alone; it touches nothing but the cache file.
+func (c *Checker) Gate(server string) (Gate, *Entry) {
+	e := c.read().Entry(server)
+	return GateOf(e, c.now()), e
+}
+
+// Decide answers whether a call to server may go ahead: the two gates
+// first, then (after the backoff) one probe per server at a time, the
+// reconnect policy and a record of the outcome. lookup finds the server's
+// definition; it is called only when a probe is needed.
+func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpconfig.Server) Decision {
+	switch g, e := c.Gate(server); g {
+	case GateAllow:
+		return Decision{Allow: true, Server: server, Entry: e}
+	case GateBlock:
+		return Decision{Allow: false, Server: server, Entry: e}
+	}
+
+	wait := c.ProbeWait
+	if wait <= 0 {
+		wait = 15 * time.Second
+	}
+	lock, ok, err := c.Store.AcquireProbe(ctx, server, wait)
+	switch {
+	case err != nil:
+		c.warn(fmt.Sprintf("nightwatch: %v; probing %s without it", err, server))
+	case !ok:
+		c.warn(fmt.Sprintf("nightwatch: another process has been probing %s for over %s; probing it again", server, wait))
+	default:
+		defer lock.Release()
+	}
+	// Another hook may have probed while this one waited for the lock.
+	if g, e := c.Gate(server); g != GateProbe {
+		return Decision{Allow: g == GateAllow, Server: server, Entry: e}
+	}
+
+	srv := lookup()
+	if srv == nil {
+		return Decision{Allow: true, Server: server, Unchecked: true,
+			Note: fmt.Sprintf("no definition of MCP server %q was found, so it cannot be probed; the call goes ahead unchecked", server)}
+	}
+	res := c.Probe(ctx, srv)
+	if res.Verdict == probe.Unsupported {
+		return Decision{Allow: true, Server: server, Unchecked: true, Probed: true,
+			Note: fmt.Sprintf("MCP server %q: %s; the call goes ahead unchecked", server, res.Reason)}
+	}
+	return c.settle(ctx, srv, res, "probe")
+}
+
+// settle turns a probe result into a recorded state and a decision,
+// running the reconnect policy on a failure.
+func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.Result, by string) Decision {
+	server := srv.Name
+	if res.Verdict == probe.AuthRequired {
+		prev := c.read().Entry(server)
+		if prev != nil && prev.Status == StatusUnhealthy && prev.LastFailureCode == CodeAuth {
+			// The probe cannot see the session's credentials: only a real
+			// call can show whether re-authentication worked. Let one
+			// through and keep the server blocked for everyone else.
+			e := c.record(server, func(p *Entry, now time.Time) Entry {
+				if p == nil {
+					p = prev
+				}
+				return c.Settings.Postpone(*p, now)
+			}, Event{Kind: EventTrial, Verdict: string(res.Verdict), Reason: res.Reason})
+			return Decision{Allow: true, Server: server, Entry: e, Probed: true, Trial: true,
+				Note: fmt.Sprintf("MCP server %q failed authentication on its last call; letting one trial call through", server)}
+		}
+	}
+	if res.Verdict.Reachable() {
+		e := c.record(server, func(p *Entry, now time.Time) Entry {
+			n := c.Settings.MarkHealthy(p, now, restoreWay(by))
+			stamp(&n, srv, res)
+			return n
+		}, Event{By: by, Verdict: string(res.Verdict)})
+		return Decision{Allow: true, Server: server, Entry: e, Probed: true}
+	}
+
+	code := CodeOfVerdict(res.Verdict)
+	reason := res.Reason
+	if c.policy(code, server) == ActionReconnect {
+		rc := c.Reconnect(ctx, server)
+		if rc.Attempted && rc.OK {
+			again := c.Probe(ctx, srv)
+			if again.Verdict.Reachable() {
+				e := c.record(server, func(p *Entry, now time.Time) Entry {
+					n := c.Settings.MarkHealthy(p, now, RestoredByReconnect)
+					stamp(&n, srv, again)
+					return n
+				}, Event{By: RestoredByReconnect, Verdict: string(again.Verdict), Reason: rc.Detail})
+				return Decision{Allow: true, Server: server, Entry: e, Probed: true}
+			}
+			res, code = again, CodeOfVerdict(again.Verdict)
+			reason = again.Reason + " (after reconnect: " + rc.Detail + ")"
+		} else if rc.Attempted {
+			reason += " (reconnect failed: " + rc.Detail + ")"
+		}
+	}
+	f := Failure{Code: code, Reason: reason, RetryAfter: res.RetryAfter}
+	e := c.record(server, func(p *Entry, now time.Time) Entry {
+		n := c.Settings.MarkUnhealthy(p, now, f)
+		stamp(&n, srv, res)
+		return n
+	}, Event{By: by, Verdict: string(res.Verdict), Code: string(code), Reason: reason})
+	return Decision{Allow: false, Server: server, Entry: e, Probed: true}
+}
+
+func (c *Checker) policy(code FailureCode, server string) Action {
+	if c.Policy == nil || c.Reconnect == nil {
+		return ActionWait
+	}
+	have := c.HaveReconnect != nil && c.HaveReconnect(server)
+	return c.Policy(code, have)
+}
+
+func restoreWay(by string) string {
+	if by == "probe" {
+		return RestoredByProbe
+	}
+	return by
+}
+
+func stamp(e *Entry, srv *mcpconfig.Server, res probe.Result) {
+	if srv.Source != "" {
+		e.Source = srv.Source
+	}
+	e.Transport = string(srv.Transport)
+	e.Verdict = string(res.Verdict)
+	e.LatencyMs = res.Latency.Milliseconds()
+}
+
+// record applies change to the freshest entry under the cache lock and
+// reports a change of state to the events file. A cache that cannot be
+// written is reported every time; the decision stands regardless.
+func (c *Checker) record(server string, change func(prev *Entry, now time.Time) Entry, ev Event) *Entry {
+	now := c.now()
+	var before *Entry
+	var after Entry
+	err := c.Store.Update(func(f *File) error {
+		before = f.Entry(server)
+		after = change(before, now)
+		after.LastError = c.redact(after.LastError)
+		f.Servers[server] = &after
+		return nil
+	})
+	if err != nil {
+		if before == nil {
+			after = change(nil, now)
+		}
+		c.warn(fmt.Sprintf("nightwatch: cannot save the health of %s: %v (decision made without saving it)", server, err))
+	}
+	from := Status("")
+	if before != nil {
+		from = before.Status
+	}
+	if ev.Kind == "" {
+		if from == after.Status {
+			return &after
+		}
+		ev.Kind = EventState
+	}
+	ev.Time, ev.Server, ev.From, ev.To = now, server, from, after.Status
+	if ev.Code == "" {
+		ev.Code = string(after.LastFailureCode)
+	}
+	if after.Status == StatusUnhealthy {
+		ev.Until = after.NextRetryAt.Time()
+		if ev.Reason == "" {
+			ev.Reason = after.LastError
+		}
+	}
+	ev.Reason = c.redact(ev.Reason)
+	c.Events.Append(ev)
+	return &after
+}
+
+// RecordSuccess is PostToolUse: a real call that worked is the best probe.
+// A healthy entry with more than half its TTL left is not rewritten, so a
+// busy session does not fsync the cache after every call.
+func (c *Checker) RecordSuccess(server string, srv *mcpconfig.Server) {
+	now := c.now()
+	if e := c.read().Entry(server); e != nil && e.Status == StatusHealthy &&
+		e.ExpiresAt.Time().Sub(now) > c.Settings.TTL/2 {
+		return
+	}
+	c.record(server, func(p *Entry, now time.Time) Entry {
+		n := c.Settings.MarkHealthy(p, now, RestoredByPassive)
+		if srv != nil {
+			n.Source = srv.Source
+			n.Transport = string(srv.Transport)
+		}
+		return n
+	}, Event{By: RestoredByPassive})
+}
+
+// RecordFailure is PostToolUseFailure: classify the client's error text,
+// mark the server, and run the reconnect policy. It returns the
+// classification and the entry after it (nil when nothing was recorded).
+func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconfig.Server, text string) (Classification, *Entry) {
+	transport := mcpconfig.Transport("")
+	if srv != nil {
+		transport = srv.Transport
+	}
+	cl := Classify(text, transport)
+	if !cl.MarksUnhealthy {
+		return cl, nil
+	}
+	reason := oneLine(text, 300)
+	if cl.NeedsProbe && srv != nil {
+		// The client dropped the HTTP status; ask the server for it.
+		res := c.Probe(ctx, srv)
+		if res.Verdict.Reachable() {
+			c.warn(fmt.Sprintf("nightwatch: a call to %s failed (%s) but a probe now finds it reachable; not marking it unhealthy", server, reason))
+			return cl, nil
+		}
+		res.Reason = reason + "; probe: " + res.Reason
+		d := c.settle(ctx, srv, res, "call-failure")
+		cl.Code = CodeOfVerdict(res.Verdict)
+		return cl, d.Entry
+	}
+	f := Failure{Code: cl.Code, Reason: reason}
+	e := c.record(server, func(p *Entry, now time.Time) Entry {
+		n := c.Settings.MarkUnhealthy(p, now, f)
+		if srv != nil {
+			n.Source = srv.Source
+			n.Transport = string(srv.Transport)
+		}
+		return n
+	}, Event{By: "call-failure", Code: string(cl.Code), Reason: reason})
+
+	if srv != nil && c.policy(cl.Code, server) == ActionReconnect {
+		rc := c.Reconnect(ctx, server)
+		if rc.Attempted && rc.OK {
+			// Only a healthy re-probe clears the entry.
+			res := c.Probe(ctx, srv)
+			if res.Verdict == probe.Healthy || (res.Verdict == probe.AuthRequired && cl.Code != CodeAuth) {
+				e = c.record(server, func(p *Entry, now time.Time) Entry {
+					n := c.Settings.MarkHealthy(p, now, RestoredByReconnect)
+					stamp(&n, srv, res)
+					return n
+				}, Event{By: RestoredByReconnect, Verdict: string(res.Verdict), Reason: rc.Detail})
+			}
+		} else if rc.Attempted {
+			c.warn(fmt.Sprintf("nightwatch: reconnect of %s failed: %s", server, rc.Detail))
+		}
+	}
+	return cl, e
+}
+
+func oneLine(s string, max int) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		if r == '\n' || r == '\r' || r == '\t' {
+			r = ' '
+		}
+		out = append(out, r)
+		if len(out) >= max {
+			out = append(out, '…')
+			break
+		}
+	}
+	return string(out)
+}
+
+// RecordProbe stores a probe's verdict as it is, without the reconnect
+// policy: `nightwatch probe` and preflight report what they see.
+func (c *Checker) RecordProbe(srv *mcpconfig.Server, res probe.Result) *Entry {
+	if res.Verdict == probe.Unsupported {
+		return nil
+	}
+	if res.Verdict.Reachable() {
+		return c.record(srv.Name, func(p *Entry, now time.Time) Entry {
+			n := c.Settings.MarkHealthy(p, now, RestoredByProbe)
+			stamp(&n, srv, res)
+			return n
+		}, Event{By: "probe", Verdict: string(res.Verdict)})
+	}
+	f := Failure{Code: CodeOfVerdict(res.Verdict), Reason: res.Reason, RetryAfter: res.RetryAfter}
+	return c.record(srv.Name, func(p *Entry, now time.Time) Entry {
+		n := c.Settings.MarkUnhealthy(p, now, f)
+		stamp(&n, srv, res)
+		return n
+	}, Event{By: "probe", Verdict: string(res.Verdict), Code: string(f.Code), Reason: res.Reason})
+}
+
+// Reset removes entries: the named ones, every one (all), or the stuck
+// ones (backoff pinned at its cap). It returns the names removed. This
+// replaces the article's python one-liner, under the same lock as hooks.
+func (c *Checker) Reset(names []string, all, stuck bool) ([]string, error) {
+	var removed []string
+	err := c.Store.Update(func(f *File) error {
+		for name, e := range f.Servers {
+			drop := all || (stuck && c.Settings.Stuck(e))
+			for _, n := range names {
+				drop = drop || n == name
+			}
+			if drop {
+				delete(f.Servers, name)
+				removed = append(removed, name)
+			}
+		}
+		return nil
+	})
+	sort.Strings(removed)
+	for _, name := range removed {
+		c.Events.Append(Event{Time: c.now(), Kind: EventState, Server: name, To: "", By: "reset"})
+	}
+	return removed, err
+}

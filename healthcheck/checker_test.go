@@ -1,0 +1,272 @@
+package healthcheck
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+// scripted is a prober that answers from a list, for state-machine tests;
+// the probers themselves are tested against real servers in package probe.
+type scripted struct {
+	mu      sync.Mutex
+	answers []probe.Result
+	calls   int
+	delay   time.Duration
+}
+
+func (s *scripted) probe(ctx context.Context, srv *mcpconfig.Server) probe.Result {
+	time.Sleep(s.delay)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if len(s.answers) == 0 {
+		return probe.Result{Verdict: probe.Healthy}
+	}
+	r := s.answers[0]
+	if len(s.answers) > 1 {
+		s.answers = s.answers[1:]
+	}
+	return r
+}
+
+type fixture struct {
+	c          *Checker
+	prober     *scripted
+	now        time.Time
+	reconnects int
+	reconnOK   bool
+	haveCmd    bool
+	srv        *mcpconfig.Server
+}
+
+func newFixture(t *testing.T, answers ...probe.Result) *fixture {
+	f := &fixture{now: t0, prober: &scripted{answers: answers}, reconnOK: true,
+		srv: &mcpconfig.Server{Name: "notes", Transport: mcpconfig.Stdio, Source: "/p/.mcp.json"}}
+	f.c = &Checker{
+		Store:    &Store{Path: filepath.Join(t.TempDir(), "cache.json")},
+		Settings: DefaultSettings(),
+		Now:      func() time.Time { return f.now },
+		Probe:    f.prober.probe,
+		Policy: func(code FailureCode, have bool) Action {
+			if code == CodeRateLimited || !have {
+				return ActionWait
+			}
+			return ActionReconnect
+		},
+		HaveReconnect: func(string) bool { return f.haveCmd },
+		Reconnect: func(context.Context, string) ReconnectResult {
+			f.reconnects++
+			return ReconnectResult{Attempted: true, OK: f.reconnOK, Detail: "pm2 restart notes"}
+		},
+	}
+	return f
+}
+
+func (f *fixture) decide() Decision {
+	return f.c.Decide(context.Background(), "notes", func() *mcpconfig.Server { return f.srv })
+}
+
+func TestDecideProbesOnlyWhenTheCacheCannotDecide(t *testing.T) {
+	f := newFixture(t, probe.Result{Verdict: probe.Healthy})
+	if d := f.decide(); !d.Allow || !d.Probed || f.prober.calls != 1 {
+		t.Fatalf("first call: %+v, probes %d", d, f.prober.calls)
+	}
+	f.now = f.now.Add(time.Minute)
+	if d := f.decide(); !d.Allow || d.Probed || f.prober.calls != 1 {
+		t.Fatalf("within TTL must not probe: %+v, probes %d", d, f.prober.calls)
+	}
+	f.now = f.now.Add(2 * time.Minute)
+	if d := f.decide(); !d.Allow || !d.Probed || f.prober.calls != 2 {
+		t.Fatalf("after TTL must probe: %+v, probes %d", d, f.prober.calls)
+	}
+	e := f.c.read().Entry("notes")
+	if e.Source != "/p/.mcp.json" || e.Transport != "stdio" || e.Verdict != "healthy" {
+		t.Errorf("entry not stamped: %+v", e)
+	}
+}
+
+func TestDecideBlocksDuringBackoffThenRetries(t *testing.T) {
+	f := newFixture(t,
+		probe.Result{Verdict: probe.Transport, Reason: "exited before answering initialize"},
+		probe.Result{Verdict: probe.Transport, Reason: "still down"},
+		probe.Result{Verdict: probe.Healthy})
+	d := f.decide()
+	if d.Allow || d.Entry.FailureCount != 1 || d.Entry.NextRetryAt != MillisOf(t0.Add(30*time.Second)) {
+		t.Fatalf("first failure: %+v %+v", d, d.Entry)
+	}
+	f.now = t0.Add(29 * time.Second)
+	if d := f.decide(); d.Allow || d.Probed {
+		t.Fatalf("within backoff must block without probing: %+v", d)
+	}
+	f.now = t0.Add(30 * time.Second)
+	d = f.decide()
+	if d.Allow || d.Entry.FailureCount != 2 || d.Entry.NextRetryAt != MillisOf(f.now.Add(time.Minute)) {
+		t.Fatalf("second failure must double the backoff: %+v", d.Entry)
+	}
+	if d.Entry.UnhealthySince != MillisOf(t0) {
+		t.Errorf("outage start moved: %+v", d.Entry)
+	}
+	f.now = f.now.Add(time.Minute)
+	d = f.decide()
+	if !d.Allow || d.Entry.RestoredBy != RestoredByProbe || d.Entry.LastRestoredAt != MillisOf(f.now) {
+		t.Fatalf("recovery: %+v", d.Entry)
+	}
+	if f.reconnects != 0 {
+		t.Errorf("no reconnect command is configured, yet %d ran", f.reconnects)
+	}
+}
+
+func TestReconnectPolicy(t *testing.T) {
+	tests := []struct {
+		name        string
+		first       probe.Result
+		reprobe     probe.Result
+		haveCmd     bool
+		reconnOK    bool
+		wantAllow   bool
+		wantReconn  int
+		wantRetryAt time.Duration
+	}{
+		{"unavailable, reconnect fixes it", probe.Result{Verdict: probe.Unavailable, Status: 503}, probe.Result{Verdict: probe.Healthy}, true, true, true, 1, 0},
+		{"unavailable, reconnect works but server still down", probe.Result{Verdict: probe.Unavailable}, probe.Result{Verdict: probe.Unavailable}, true, true, false, 1, 30 * time.Second},
+		{"unavailable, reconnect command fails", probe.Result{Verdict: probe.Unavailable}, probe.Result{Verdict: probe.Healthy}, true, false, false, 1, 30 * time.Second},
+		{"transport without a command waits", probe.Result{Verdict: probe.Transport}, probe.Result{Verdict: probe.Healthy}, false, true, false, 0, 30 * time.Second},
+		{"rate limited never reconnects", probe.Result{Verdict: probe.RateLimited, Status: 429, RetryAfter: 7 * time.Second}, probe.Result{Verdict: probe.Healthy}, true, true, false, 0, 7 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.first, tt.reprobe)
+			f.haveCmd, f.reconnOK = tt.haveCmd, tt.reconnOK
+			d := f.decide()
+			if d.Allow != tt.wantAllow || f.reconnects != tt.wantReconn {
+				t.Fatalf("allow %v reconnects %d, want %v %d (%+v)", d.Allow, f.reconnects, tt.wantAllow, tt.wantReconn, d.Entry)
+			}
+			if !d.Allow && d.Entry.NextRetryAt != MillisOf(t0.Add(tt.wantRetryAt)) {
+				t.Errorf("next retry %v, want now+%s", d.Entry.NextRetryAt.Time(), tt.wantRetryAt)
+			}
+			if d.Allow && tt.wantReconn > 0 && d.Entry.RestoredBy != RestoredByReconnect {
+				t.Errorf("restoredBy = %q", d.Entry.RestoredBy)
+			}
+		})
+	}
+}
+
+func TestAuthRequiredProbe(t *testing.T) {
+	f := newFixture(t, probe.Result{Verdict: probe.AuthRequired, Status: 401})
+	if d := f.decide(); !d.Allow || d.Entry.Status != StatusHealthy || d.Entry.Verdict != "auth-required" {
+		t.Fatalf("an auth-guarded endpoint is reachable: %+v", d.Entry)
+	}
+	// A real call then fails authentication.
+	f.srv.Transport = mcpconfig.HTTP
+	cl, e := f.c.RecordFailure(context.Background(), "notes", f.srv, "Command failed with no output")
+	if cl.Code != CodeAuth || e.Status != StatusUnhealthy {
+		t.Fatalf("auth failure not recorded: %+v %+v", cl, e)
+	}
+	// After the backoff the probe still sees only 401: one trial call goes
+	// through, the server stays blocked for the others.
+	f.now = f.now.Add(31 * time.Second)
+	d := f.decide()
+	if !d.Allow || !d.Trial || d.Entry.Status != StatusUnhealthy || d.Entry.FailureCount != 1 {
+		t.Fatalf("trial: %+v %+v", d, d.Entry)
+	}
+	if d2 := f.decide(); d2.Allow {
+		t.Fatalf("a second call during the trial must be blocked: %+v", d2)
+	}
+}
+
+func TestNoDefinitionIsSaidNotBlocked(t *testing.T) {
+	f := newFixture(t)
+	d := f.c.Decide(context.Background(), "ghost", func() *mcpconfig.Server { return nil })
+	if !d.Allow || !d.Unchecked || d.Note == "" || f.prober.calls != 0 {
+		t.Fatalf("%+v", d)
+	}
+}
+
+// TestOneProbeForConcurrentHooks: when the backoff runs out, eight hooks
+// ask at once; one probes, the others wait for its verdict.
+func TestOneProbeForConcurrentHooks(t *testing.T) {
+	f := newFixture(t, probe.Result{Verdict: probe.Healthy})
+	f.prober.delay = 200 * time.Millisecond
+	var allowed atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each hook is its own process in life: its own Store and lock.
+			c := *f.c
+			c.Store = &Store{Path: f.c.Store.Path}
+			if c.Decide(context.Background(), "notes", func() *mcpconfig.Server { return f.srv }).Allow {
+				allowed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if f.prober.calls != 1 || allowed.Load() != 8 {
+		t.Fatalf("probes %d (want 1), allowed %d (want 8)", f.prober.calls, allowed.Load())
+	}
+}
+
+func TestRecordFailure(t *testing.T) {
+	tests := []struct {
+		name       string
+		text       string
+		transport  mcpconfig.Transport
+		probe      probe.Result
+		haveCmd    bool
+		wantStatus Status
+		wantCode   FailureCode
+		wantProbes int
+		wantRecon  int
+	}{
+		{"tool error leaves the server alone", "STUB isError text", mcpconfig.Stdio, probe.Result{}, true, "", CodeToolError, 0, 0},
+		{"crash marks transport", "MCP error -32000: Connection closed", mcpconfig.Stdio, probe.Result{}, false, StatusUnhealthy, CodeTransport, 0, 0},
+		{"crash with reconnect and healthy re-probe", "MCP error -32000: Connection closed", mcpconfig.Stdio, probe.Result{Verdict: probe.Healthy}, true, StatusHealthy, "", 1, 1},
+		{"status-less HTTP error asks the server", "Streamable HTTP error: Error POSTing to endpoint: ", mcpconfig.HTTP, probe.Result{Verdict: probe.Unavailable, Status: 503}, false, StatusUnhealthy, CodeUnavailable, 1, 0},
+		{"status-less HTTP error, server fine now", "Streamable HTTP error: Error POSTing to endpoint: oops", mcpconfig.HTTP, probe.Result{Verdict: probe.Healthy}, false, "", CodeUnavailable, 1, 0},
+		{"status-less HTTP error is a 429", "Streamable HTTP error: Error POSTing to endpoint: ", mcpconfig.HTTP, probe.Result{Verdict: probe.RateLimited, RetryAfter: time.Minute}, true, StatusUnhealthy, CodeRateLimited, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.probe)
+			f.haveCmd = tt.haveCmd
+			f.srv.Transport = tt.transport
+			_, e := f.c.RecordFailure(context.Background(), "notes", f.srv, tt.text)
+			got := Status("")
+			if e != nil {
+				got = e.Status
+			}
+			if got != tt.wantStatus || f.prober.calls != tt.wantProbes || f.reconnects != tt.wantRecon {
+				t.Fatalf("status %q probes %d reconnects %d, want %q %d %d (%+v)", got, f.prober.calls, f.reconnects,
+					tt.wantStatus, tt.wantProbes, tt.wantRecon, e)
+			}
+			if e != nil && e.LastFailureCode != tt.wantCode {
+				t.Errorf("code %q, want %q", e.LastFailureCode, tt.wantCode)
+			}
+		})
+	}
+}
+
+func TestEventsFileRecordsChangesAndResets(t *testing.T) {
+	f := newFixture(t, probe.Result{Verdict: probe.Transport, Reason: "refused"}, probe.Result{Verdict: probe.Healthy})
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	f.c.Events = &EventLog{Path: path}
+	f.decide()
+	f.now = f.now.Add(time.Minute)
+	f.decide()
+	f.decide() // within TTL: no change, no line
+	if _, err := f.c.Reset([]string{"notes"}, false, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := readLines(t, path)
+	if len(lines) != 3 {
+		t.Fatalf("want 3 events (down, up, reset), got %d:\n%v", len(lines), lines)
+	}
+}

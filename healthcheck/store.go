@@ -1,0 +1,228 @@
+package healthcheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+)
+
+// FileVersion is the article's cache format version.
+const FileVersion = 1
+
+// File is the whole cache file.
+type File struct {
+	Version int                        `json:"version"`
+	Servers map[string]*Entry          `json:"servers"`
+	Extra   map[string]json.RawMessage `json:"-"`
+}
+
+func (f *File) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		return errors.New("the cache is not a JSON object")
+	}
+	f.Version = 0
+	if v, ok := raw["version"]; ok {
+		if err := json.Unmarshal(v, &f.Version); err != nil {
+			return fmt.Errorf("version: %w", err)
+		}
+		delete(raw, "version")
+	}
+	f.Servers = map[string]*Entry{}
+	if s, ok := raw["servers"]; ok {
+		var servers map[string]*Entry
+		if err := json.Unmarshal(s, &servers); err != nil {
+			return fmt.Errorf("servers: %w", err)
+		}
+		for name, e := range servers {
+			if e != nil {
+				f.Servers[name] = e
+			}
+		}
+		delete(raw, "servers")
+	}
+	if len(raw) > 0 {
+		f.Extra = raw
+	}
+	return nil
+}
+
+func (f File) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"version":`)
+	buf.WriteString(strconv.Itoa(FileVersion))
+	buf.WriteString(`,"servers":`)
+	servers := f.Servers
+	if servers == nil {
+		servers = map[string]*Entry{}
+	}
+	sb, err := json.Marshal(servers)
+	if err != nil {
+		return nil, err
+	}
+	buf.Write(sb)
+	keys := make([]string, 0, len(f.Extra))
+	for k := range f.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kb, _ := json.Marshal(k)
+		buf.WriteByte(',')
+		buf.Write(kb)
+		buf.WriteByte(':')
+		buf.Write(f.Extra[k])
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// Store is the cache file shared by every hook process, the supervisor and
+// the operator commands. Reads take no lock (a rename makes every version
+// whole); every change is a read-modify-write under an exclusive lock on a
+// sibling .lock file, so concurrent hooks never lose each other's updates.
+type Store struct {
+	Path string
+	// Warn receives problems that must not stay silent: a corrupt file
+	// moved aside. Nil discards them (tests).
+	Warn func(msg string)
+	// Now is used for the name of a moved-aside file.
+	Now func() time.Time
+	// LockTimeout bounds the wait for the lock (default 10 s): a hook must
+	// decide even if another process holds the lock forever.
+	LockTimeout time.Duration
+}
+
+// ErrCorrupt marks a cache file that could not be parsed.
+var ErrCorrupt = errors.New("corrupt health cache")
+
+// Read returns the current file. A missing file is an empty cache. A
+// corrupt one is returned as an empty cache with an error wrapping
+// ErrCorrupt; the next Update moves it aside.
+func (s *Store) Read() (*File, error) {
+	b, err := os.ReadFile(s.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &File{Version: FileVersion, Servers: map[string]*Entry{}}, nil
+	}
+	if err != nil {
+		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
+			fmt.Errorf("read health cache %s: %w", s.Path, err)
+	}
+	return parseFile(s.Path, b)
+}
+
+func parseFile(path string, b []byte) (*File, error) {
+	f := &File{}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
+			fmt.Errorf("%w %s: the file is empty", ErrCorrupt, path)
+	}
+	if err := json.Unmarshal(b, f); err != nil {
+		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
+			fmt.Errorf("%w %s: %v", ErrCorrupt, path, err)
+	}
+	if f.Version != FileVersion && f.Version != 0 {
+		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
+			fmt.Errorf("%w %s: version %d is not the version-1 format nightwatch reads", ErrCorrupt, path, f.Version)
+	}
+	f.Version = FileVersion
+	return f, nil
+}
+
+// Entry returns a copy of one server's entry, or nil.
+func (f *File) Entry(name string) *Entry {
+	if e, ok := f.Servers[name]; ok && e != nil {
+		c := *e
+		return &c
+	}
+	return nil
+}
+
+// Update runs change on the current file under the exclusive lock and
+// writes the result atomically (temp file, fsync, rename, 0600). A corrupt
+// file is moved aside to <name>.corrupt-<unixms> first and reported through
+// Warn. If change returns an error nothing is written.
+func (s *Store) Update(change func(f *File) error) error {
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	if fi, err := os.Lstat(s.Path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// A planted link would make nightwatch overwrite another file.
+		return fmt.Errorf("health cache %s is a symlink; nightwatch only writes regular files it owns", s.Path)
+	}
+	f, err := s.Read()
+	if errors.Is(err, ErrCorrupt) {
+		aside := s.moveAside()
+		s.warn(fmt.Sprintf("nightwatch: %v; moved it to %s and started a fresh cache", err, aside))
+	} else if err != nil {
+		return err
+	}
+	if err := change(f); err != nil {
+		return err
+	}
+	// Indented like the article's file: operators read it with cat.
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode health cache: %w", err)
+	}
+	data = append(data, '\n')
+	if err := atomicfile.WriteFile(s.Path, data, atomicfile.Mode); err != nil {
+		return fmt.Errorf("save health cache: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) moveAside() string {
+	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
+	}
+	aside := s.Path + ".corrupt-" + strconv.FormatInt(now.UnixMilli(), 10)
+	if err := os.Rename(s.Path, aside); err != nil {
+		return fmt.Sprintf("(nowhere: %v)", err)
+	}
+	return aside
+}
+
+func (s *Store) warn(msg string) {
+	if s.Warn != nil {
+		s.Warn(msg)
+	}
+}
+
+func (s *Store) lock() (func(), error) {
+	dir := filepath.Dir(s.Path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("lock health cache: %w", err)
+	}
+	lk := flock.New(s.Path+".lock", flock.SetPermissions(atomicfile.Mode))
+	timeout := s.LockTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ok, err := tryLock(lk, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("lock health cache %s.lock: %w", s.Path, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("lock health cache %s.lock: still held by another process after %s", s.Path, timeout)
+	}
+	return func() { _ = lk.Unlock() }, nil
+}

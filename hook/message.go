@@ -1,0 +1,73 @@
+package hook
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+)
+
+// condition says in a few words what is wrong with a server.
+func condition(code healthcheck.FailureCode) string {
+	switch code {
+	case healthcheck.CodeAuth, "401", "403":
+		return "failing authentication"
+	case healthcheck.CodeRateLimited, "429":
+		return "rate limited"
+	case healthcheck.CodeUnavailable, "502", "503", "504":
+		return "unavailable"
+	case healthcheck.CodeTransport:
+		return "unreachable"
+	case healthcheck.CodeTimeout:
+		return "not responding (timed out)"
+	case healthcheck.CodeSessionExpired:
+		return "losing its sessions"
+	case healthcheck.CodeNotMCP:
+		return "not answering as an MCP server"
+	default:
+		return "unhealthy"
+	}
+}
+
+// BlockMessage is what the model reads when a call is blocked: which
+// server, why, until when, and what to do instead. One short paragraph, no
+// secrets (lastError was redacted before it was stored).
+func BlockMessage(server string, e *healthcheck.Entry, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "nightwatch: MCP server %q is %s", server, condition(e.LastFailureCode))
+	if why := strings.TrimSpace(e.LastError); why != "" {
+		fmt.Fprintf(&b, " (%s)", shorten(why, 200))
+	}
+	until := e.NextRetryAt.Time()
+	if until.After(now) {
+		fmt.Fprintf(&b, ", so its tools (mcp__%s__*) are blocked until %s, %s from now.",
+			server, until.UTC().Format(time.RFC3339), roundWait(until.Sub(now)))
+	} else {
+		fmt.Fprintf(&b, ", so its tools (mcp__%s__*) are blocked for now.", server)
+	}
+	fmt.Fprintf(&b, " Do not call them again before then: continue the task with other tools,"+
+		" and leave what needs %q for the end or report it as not done.", server)
+	return b.String()
+}
+
+func roundWait(d time.Duration) string {
+	if d < time.Second {
+		return "under a second"
+	}
+	return d.Round(time.Second).String()
+}
+
+func shorten(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

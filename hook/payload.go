@@ -1,0 +1,371 @@
+// Package hook speaks Claude Code's hook protocol for nightwatch: it reads
+// the payload on stdin, asks healthcheck, and answers with an exit code, a
+// decision on stdout and a short text on stderr.
+package hook
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Payload is the part of a hook's input nightwatch needs. tool_input is
+// written by the model and is never read: it is skipped byte by byte, so a
+// 50 MiB file in it costs time, not memory, and cannot make a false block.
+type Payload struct {
+	Event     string
+	ToolName  string
+	SessionID string
+	Cwd       string
+	ToolUseID string
+	// Error is PostToolUseFailure's error text (its first MaxErrorBytes).
+	Error string
+	// HasError and HasToolResponse say which keys were present, so the
+	// event can be inferred when hook_event_name is missing.
+	HasError        bool
+	HasToolResponse bool
+}
+
+// Limits on the strings kept. Longer values are read through and cut, never
+// refused: the decision never depends on the payload's size.
+const (
+	MaxFieldBytes = 4 << 10
+	MaxErrorBytes = 16 << 10
+)
+
+// ErrNotObject says the input was not a JSON object.
+var ErrNotObject = errors.New("hook input is not a JSON object")
+
+// Decode reads one JSON object from r, keeping only the keys nightwatch
+// uses, then drains r so Claude Code never sees a broken pipe.
+func Decode(r io.Reader) (*Payload, error) {
+	d := &decoder{r: bufio.NewReaderSize(r, 64<<10)}
+	p, err := d.object()
+	_, _ = io.Copy(io.Discard, d.r)
+	if err != nil {
+		return p, fmt.Errorf("read hook input at byte %d: %w", d.off, err)
+	}
+	return p, nil
+}
+
+type decoder struct {
+	r   *bufio.Reader
+	off int64
+}
+
+func (d *decoder) next() (byte, error) {
+	c, err := d.r.ReadByte()
+	if err == io.EOF {
+		return 0, io.ErrUnexpectedEOF
+	}
+	if err == nil {
+		d.off++
+	}
+	return c, err
+}
+
+func (d *decoder) nonSpace() (byte, error) {
+	for {
+		c, err := d.next()
+		if err != nil {
+			return 0, err
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c, nil
+		}
+	}
+}
+
+func (d *decoder) object() (*Payload, error) {
+	p := &Payload{}
+	c, err := d.nonSpace()
+	if err != nil {
+		return p, err
+	}
+	if c != '{' {
+		return p, ErrNotObject
+	}
+	c, err = d.nonSpace()
+	if err != nil {
+		return p, err
+	}
+	if c == '}' {
+		return p, nil
+	}
+	for {
+		if c != '"' {
+			return p, fmt.Errorf("expected a key, found %q", c)
+		}
+		key, err := d.str(256)
+		if err != nil {
+			return p, err
+		}
+		if c, err = d.nonSpace(); err != nil {
+			return p, err
+		} else if c != ':' {
+			return p, fmt.Errorf("expected ':' after key %q", key)
+		}
+		if err := d.field(p, key); err != nil {
+			return p, fmt.Errorf("%s: %w", key, err)
+		}
+		c, err = d.nonSpace()
+		if err != nil {
+			return p, err
+		}
+		if c == '}' {
+			return p, nil
+		}
+		if c != ',' {
+			return p, fmt.Errorf("expected ',' or '}' after %q", key)
+		}
+		if c, err = d.nonSpace(); err != nil {
+			return p, err
+		}
+	}
+}
+
+func (d *decoder) field(p *Payload, key string) error {
+	var dst *string
+	limit := MaxFieldBytes
+	switch key {
+	case "hook_event_name":
+		dst = &p.Event
+	case "tool_name":
+		dst = &p.ToolName
+	case "session_id":
+		dst = &p.SessionID
+	case "cwd":
+		dst = &p.Cwd
+	case "tool_use_id":
+		dst = &p.ToolUseID
+	case "error":
+		p.HasError = true
+		dst, limit = &p.Error, MaxErrorBytes
+	case "tool_response":
+		p.HasToolResponse = true
+	}
+	c, err := d.nonSpace()
+	if err != nil {
+		return err
+	}
+	if dst != nil && c == '"' {
+		s, err := d.str(limit)
+		*dst = s
+		return err
+	}
+	return d.skip(c, 0)
+}
+
+// str reads the rest of a string whose opening quote was consumed, keeping
+// at most limit bytes of its decoded text.
+func (d *decoder) str(limit int) (string, error) {
+	var buf []byte
+	keep := func(b ...byte) {
+		if len(buf) < limit {
+			buf = append(buf, b...)
+		}
+	}
+	for {
+		c, err := d.next()
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case c == '"':
+			if len(buf) > limit {
+				buf = buf[:limit]
+			}
+			for len(buf) > 0 && !utf8.Valid(buf) {
+				buf = buf[:len(buf)-1]
+			}
+			return string(buf), nil
+		case c < 0x20:
+			return "", fmt.Errorf("control character in string")
+		case c != '\\':
+			keep(c)
+			continue
+		}
+		e, err := d.next()
+		if err != nil {
+			return "", err
+		}
+		switch e {
+		case '"', '\\', '/':
+			keep(e)
+		case 'b':
+			keep('\b')
+		case 'f':
+			keep('\f')
+		case 'n':
+			keep('\n')
+		case 'r':
+			keep('\r')
+		case 't':
+			keep('\t')
+		case 'u':
+			r, err := d.hex4()
+			if err != nil {
+				return "", err
+			}
+			if utf16.IsSurrogate(r) {
+				r = d.lowSurrogate(r)
+			}
+			var tmp [4]byte
+			keep(tmp[:utf8.EncodeRune(tmp[:], r)]...)
+		default:
+			return "", fmt.Errorf("bad escape \\%c", e)
+		}
+	}
+}
+
+func (d *decoder) hex4() (rune, error) {
+	var h [4]byte
+	for i := range h {
+		c, err := d.next()
+		if err != nil {
+			return 0, err
+		}
+		h[i] = c
+	}
+	n, err := strconv.ParseUint(string(h[:]), 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("bad \\u escape")
+	}
+	return rune(n), nil
+}
+
+// lowSurrogate completes a UTF-16 pair when the next escape is its second
+// half; a lone half becomes U+FFFD, as encoding/json does.
+func (d *decoder) lowSurrogate(hi rune) rune {
+	if b, err := d.r.Peek(6); err == nil && b[0] == '\\' && b[1] == 'u' {
+		if n, err := strconv.ParseUint(string(b[2:6]), 16, 32); err == nil {
+			if r := utf16.DecodeRune(hi, rune(n)); r != utf8.RuneError {
+				_, _ = d.r.Discard(6)
+				d.off += 6
+				return r
+			}
+		}
+	}
+	return utf8.RuneError
+}
+
+const maxDepth = 10000
+
+// skip reads past one value whose first byte is c without keeping it.
+func (d *decoder) skip(c byte, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("nesting deeper than %d", maxDepth)
+	}
+	switch c {
+	case '"':
+		return d.skipString()
+	case '{', '[':
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		n, err := d.nonSpace()
+		if err != nil {
+			return err
+		}
+		if n == closer {
+			return nil
+		}
+		for {
+			if c == '{' {
+				if n != '"' {
+					return fmt.Errorf("expected a key, found %q", n)
+				}
+				if err := d.skipString(); err != nil {
+					return err
+				}
+				if n, err = d.nonSpace(); err != nil {
+					return err
+				} else if n != ':' {
+					return fmt.Errorf("expected ':'")
+				}
+				if n, err = d.nonSpace(); err != nil {
+					return err
+				}
+			}
+			if err := d.skip(n, depth+1); err != nil {
+				return err
+			}
+			if n, err = d.nonSpace(); err != nil {
+				return err
+			}
+			if n == closer {
+				return nil
+			}
+			if n != ',' {
+				return fmt.Errorf("expected ',' or %q", closer)
+			}
+			if n, err = d.nonSpace(); err != nil {
+				return err
+			}
+		}
+	default:
+		return d.skipScalar(c)
+	}
+}
+
+func (d *decoder) skipString() error {
+	escaped := false
+	for {
+		// ReadSlice scans the buffer without copying: a huge string is
+		// passed over in 64 KiB steps, whatever its size.
+		chunk, err := d.r.ReadSlice('"')
+		d.off += int64(len(chunk))
+		for _, b := range chunk {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				return nil
+			}
+		}
+		switch {
+		case err == nil, err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF:
+			return io.ErrUnexpectedEOF
+		default:
+			return err
+		}
+	}
+}
+
+func (d *decoder) skipScalar(c byte) error {
+	var lit []byte
+	lit = append(lit, c)
+	for {
+		b, err := d.r.Peek(1)
+		if err != nil || isDelim(b[0]) {
+			break
+		}
+		n, _ := d.next()
+		if len(lit) > 64 {
+			return fmt.Errorf("value too long for a number or literal")
+		}
+		lit = append(lit, n)
+	}
+	s := string(lit)
+	switch s {
+	case "true", "false", "null":
+		return nil
+	}
+	if _, err := strconv.ParseFloat(s, 64); err != nil {
+		return fmt.Errorf("bad value %q", s)
+	}
+	return nil
+}
+
+func isDelim(c byte) bool {
+	return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r'
+}

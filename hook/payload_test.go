@@ -1,0 +1,150 @@
+package hook
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+)
+
+// A PostToolUseFailure payload exactly as Claude Code 2.1.197 sent it.
+const realFailure = `{"session_id":"f2bf3b2d-a068-4e56-81b2-3e557a88a044","transcript_path":"/home/u/.claude/projects/-home-u-work/f2bf3b2d.jsonl","cwd":"/home/u/work","prompt_id":"e033a359","permission_mode":"default","effort":{"level":"high"},"hook_event_name":"PostToolUseFailure","tool_name":"mcp__stub__rpcerr","tool_input":{"message":"c"},"tool_use_id":"toolu_01","error":"MCP error -32603: STUB rpc failure message","is_interrupt":false,"duration_ms":5}`
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want Payload
+	}{
+		{"real failure payload", realFailure, Payload{Event: "PostToolUseFailure", ToolName: "mcp__stub__rpcerr",
+			SessionID: "f2bf3b2d-a068-4e56-81b2-3e557a88a044", Cwd: "/home/u/work", ToolUseID: "toolu_01",
+			Error: "MCP error -32603: STUB rpc failure message", HasError: true}},
+		{"tool_input before tool_name, nested and escaped", `{"tool_input":{"a":[1,{"b":"x\"}y"}],"c":"\\"},"tool_name":"mcp__a__b","hook_event_name":"PreToolUse"}`,
+			Payload{Event: "PreToolUse", ToolName: "mcp__a__b"}},
+		{"escapes in kept strings", `{"cwd":"/tmp/a\u00e9\ud83d\ude00\n","tool_name":"mcp__x\/y"}`,
+			Payload{Cwd: "/tmp/aé😀\n", ToolName: "mcp__x/y"}},
+		{"lone surrogate", `{"cwd":"\ud800x"}`, Payload{Cwd: "\uFFFDx"}},
+		{"tool_response string", `{"tool_response":"all good","tool_name":"mcp__a__b"}`, Payload{ToolName: "mcp__a__b", HasToolResponse: true}},
+		{"tool_response array", `{"tool_response":[{"type":"text","text":"ok"}]}`, Payload{HasToolResponse: true}},
+		{"non-string known key is skipped", `{"tool_name":42,"error":{"x":1}}`, Payload{HasError: true}},
+		{"whitespace everywhere", " \n{ \"tool_name\" : \"mcp__a__b\" , \"x\" : [ true , null , -1.5e3 ] } \n", Payload{ToolName: "mcp__a__b"}},
+		{"empty object", `{}`, Payload{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decode(strings.NewReader(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *got != tt.want {
+				t.Errorf("got %+v\nwant %+v", *got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	for _, in := range []string{``, `[]`, `"x"`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":"x`, `{"a":tru}`, `{"a":"\q"}`,
+		`{"a":[1,2}`, `{"a":{"b" 1}}`, `{"tool_name":"a` + "\x01" + `"}`, `{a:1}`} {
+		if _, err := Decode(strings.NewReader(in)); err == nil {
+			t.Errorf("Decode(%q) succeeded, want an error", in)
+		}
+	}
+}
+
+// hugeReader streams a payload whose tool_input holds n bytes of text with
+// escapes, without ever holding it in memory.
+type hugeReader struct {
+	head, tail []byte
+	n          int
+	pos        int
+}
+
+func (h *hugeReader) Read(p []byte) (int, error) {
+	total := len(h.head) + h.n + len(h.tail)
+	if h.pos >= total {
+		return 0, io.EOF
+	}
+	i := 0
+	for i < len(p) && h.pos < total {
+		switch {
+		case h.pos < len(h.head):
+			p[i] = h.head[h.pos]
+		case h.pos < len(h.head)+h.n:
+			// a repeating run with escaped quotes and backslashes
+			p[i] = `ab\"c\\d `[(h.pos-len(h.head))%9]
+		default:
+			p[i] = h.tail[h.pos-len(h.head)-h.n]
+		}
+		i++
+		h.pos++
+	}
+	return i, nil
+}
+
+func TestDecodeFiftyMiBToolInput(t *testing.T) {
+	r := &hugeReader{
+		head: []byte(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"mcp__notes__write","tool_input":{"content":"`),
+		n:    50 << 20 / 9 * 9,
+		tail: []byte(`"},"tool_use_id":"toolu_9","cwd":"/w"}`),
+	}
+	p, err := Decode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ToolName != "mcp__notes__write" || p.ToolUseID != "toolu_9" || p.Cwd != "/w" {
+		t.Fatalf("decoded %+v", p)
+	}
+}
+
+func TestLongKeptFieldsAreCut(t *testing.T) {
+	long := strings.Repeat("é", MaxErrorBytes)
+	in, _ := json.Marshal(map[string]string{"error": long, "cwd": "/x"})
+	p, err := Decode(bytes.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Error) > MaxErrorBytes || !strings.HasPrefix(long, p.Error) || p.Cwd != "/x" {
+		t.Fatalf("error kept %d bytes (max %d), cwd %q", len(p.Error), MaxErrorBytes, p.Cwd)
+	}
+}
+
+// FuzzDecode checks the streaming decoder against encoding/json: it never
+// panics, and where encoding/json reads an object, the fields agree.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(realFailure))
+	f.Add([]byte(`{"tool_input":{"a":[1,{"b":"x\"}y"}]},"tool_name":"mcp__a__b"}`))
+	f.Add([]byte(`{"cwd":"\ud83d\ude00","error":"\u0000"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Decode(bytes.NewReader(data))
+		var ref map[string]any
+		if json.Unmarshal(data, &ref) != nil || ref == nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("encoding/json reads %q but Decode failed: %v", data, err)
+		}
+		check := func(key, got string, limit int) {
+			want, ok := ref[key].(string)
+			if !ok {
+				return
+			}
+			if len(want) <= limit && got != want && !strings.ContainsRune(want, '\uFFFD') {
+				t.Errorf("%s: got %q want %q", key, got, want)
+			}
+		}
+		check("tool_name", p.ToolName, MaxFieldBytes)
+		check("hook_event_name", p.Event, MaxFieldBytes)
+		check("cwd", p.Cwd, MaxFieldBytes)
+		check("error", p.Error, MaxErrorBytes)
+	})
+}
+
+func BenchmarkDecodeRealPayload(b *testing.B) {
+	for b.Loop() {
+		if _, err := Decode(strings.NewReader(realFailure)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

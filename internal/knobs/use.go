@@ -1,0 +1,23 @@
+package knobs
+
+import (
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+// Settings are the state machine's numbers from these knobs.
+func (k Knobs) Settings() healthcheck.Settings {
+	s := healthcheck.DefaultSettings()
+	s.TTL, s.Backoff, s.MaxBackoff = k.TTL.V, k.Backoff.V, k.MaxBackoff.V
+	return s
+}
+
+// ConfigOptions says where to look for MCP server definitions: the
+// explicit list when one is set, else Claude Code's search from cwd.
+func (k Knobs) ConfigOptions(cwd, home string, getenv Getenv) mcpconfig.Options {
+	opts := mcpconfig.Options{Cwd: cwd, Home: home, Getenv: getenv}
+	if k.MCPConfig.V != "" {
+		opts.Explicit = mcpconfig.ExplicitPaths(k.MCPConfig.V, home, getenv)
+	}
+	return opts
+}
