@@ -45,7 +45,7 @@ func TestDecode(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	for _, in := range []string{``, `[]`, `"x"`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":"x`, `{"a":tru}`, `{"a":"\q"}`,
+	for _, in := range []string{``, `[]`, `"x"`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":"x`, `{"a":tru}`, `{"cwd":"\q"}`,
 		`{"a":[1,2}`, `{"a":{"b" 1}}`, `{"tool_name":"a` + "\x01" + `"}`, `{a:1}`} {
 		if _, err := Decode(strings.NewReader(in)); err == nil {
 			t.Errorf("Decode(%q) succeeded, want an error", in)

@@ -76,7 +76,9 @@ type Resolved struct {
 	Searched []string                `json:"searched"`
 	Problems []Problem               `json:"problems,omitempty"`
 	// Dropped are entries Claude Code would silently drop (a url with no
-	// type, an http entry with no url), keyed by name, with the reason.
+	// type, an http entry with no url), keyed by name, with the reason and
+	// the file. A dropped entry never wins: a weaker definition of the same
+	// name may still be in Servers, and then this explains why it won.
 	Dropped map[string]string `json:"dropped,omitempty"`
 }
 
@@ -88,7 +90,9 @@ type Options struct {
 	Home string
 	// Explicit, when non-empty, replaces the search with these files.
 	Explicit []string
-	// Getenv looks variables up for ${VAR} expansion; nil means os.Getenv
-	// semantics are not wanted and nothing expands.
+	// Getenv looks variables up for ${VAR} expansion (pass os.LookupEnv for
+	// the process environment). nil means an empty environment: defaults of
+	// ${VAR:-default} apply, and a bare ${VAR} stays literal and is listed
+	// in Server.Missing, so a forgotten Getenv is visible, not silent.
 	Getenv func(string) (string, bool)
 }

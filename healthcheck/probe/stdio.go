@@ -1,0 +1,378 @@
+package probe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+// stopGrace is how long a stdio server gets between SIGTERM and SIGKILL of
+// its process group. A probe's server has no state worth a long goodbye.
+const stopGrace = 200 * time.Millisecond
+
+// stderrTailSize is how much of a server's stderr a reason may quote.
+const stderrTailSize = 2 << 10
+
+// Stdio probes a stdio server the way Claude Code starts it: srv.Command
+// with srv.Args, the session's environment with srv.Env laid over it, in the
+// session's cwd. It does the real initialize handshake over stdin/stdout
+// (the article's "stays alive for 5 s" check called servers healthy that
+// crashed in the handshake), then kills the server's whole process group.
+func Stdio(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
+	opts = opts.withDefaults()
+	secrets := secretsOf(srv.Env, srv.Headers)
+	if srv.Command == "" {
+		return Result{Verdict: Transport, Tools: -1, Reason: "no command configured"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	start := time.Now()
+
+	s, err := startStdio(ctx, srv, opts)
+	if err != nil {
+		return Result{Verdict: Transport, Tools: -1,
+			Reason: scrub(fmt.Sprintf("cannot start %s: %v", srv.Command, err), secrets...)}
+	}
+	res, err := handshake(ctx, s, opts, start)
+	s.stop(cancel)
+	if err == nil {
+		if s.garbage != "" {
+			res.Reason += fmt.Sprintf("; ignored non-JSON-RPC stdout output %q", s.garbage)
+		}
+		res.Reason = scrub(res.Reason, secrets...)
+		return res
+	}
+	return s.failure(err, opts.Timeout, secrets)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return o
+}
+
+// stdioServer is a started server and the goroutines that feed its output
+// back; stop ends all of them.
+type stdioServer struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *os.File // our read end; the child holds the write end
+	stderr *tailBuffer
+
+	lines       chan []byte // stdout lines; closed at EOF
+	stopReading chan struct{}
+	readerDone  sync.WaitGroup
+
+	exited  chan struct{} // closed once proc.Wait returned
+	waitErr error         // valid after exited is closed
+
+	// garbage is the first stdout line that was not JSON-RPC; Claude Code
+	// skips such lines, and so do we, but it explains a server that never
+	// answers.
+	garbage string
+}
+
+// errStdoutClosed: the server closed stdout but did not exit.
+var errStdoutClosed = errors.New("closed stdout")
+
+// exitError: the server exited before answering.
+type exitError struct{ err error }
+
+func (e *exitError) Error() string { return "exited (" + proc.ExitDescription(e.err) + ")" }
+
+func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdioServer, error) {
+	env := mergeEnv(opts.Environ, srv.Env)
+	path, err := resolveCommand(srv.Command, env, opts.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, path, srv.Args...)
+	cmd.Args[0] = srv.Command
+	cmd.Env = env
+	cmd.Dir = opts.Cwd
+	proc.Prepare(cmd, stopGrace)
+
+	s := &stdioServer{
+		cmd:         cmd,
+		stderr:      &tailBuffer{max: stderrTailSize},
+		lines:       make(chan []byte),
+		stopReading: make(chan struct{}),
+		exited:      make(chan struct{}),
+	}
+	cmd.Stderr = s.stderr
+	if s.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	// Our own pipe rather than StdoutPipe: exec closes StdoutPipe as soon
+	// as the process exits, which could drop a last line still unread.
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		s.stdin.Close()
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	cmd.Stdout = stdoutW
+	if err := cmd.Start(); err != nil {
+		s.stdin.Close()
+		stdoutR.Close()
+		stdoutW.Close()
+		return nil, err
+	}
+	stdoutW.Close()
+	s.stdout = stdoutR
+
+	go func() {
+		s.waitErr = proc.Wait(cmd)
+		close(s.exited)
+	}()
+	s.readerDone.Add(1)
+	go func() {
+		defer s.readerDone.Done()
+		readLines(stdoutR, s.lines, s.stopReading)
+	}()
+	return s, nil
+}
+
+// stop closes stdin, SIGTERMs the process group, SIGKILLs it stopGrace
+// later, and waits for every goroutine of the probe to end.
+func (s *stdioServer) stop(cancel context.CancelFunc) {
+	s.stdin.Close()
+	cancel() // proc.Prepare turns this into SIGTERM, then SIGKILL after the grace
+	<-s.exited
+	close(s.stopReading)
+	s.stdout.Close()
+	s.readerDone.Wait()
+}
+
+func (s *stdioServer) call(ctx context.Context, id int64, method string, params any) (*message, error) {
+	// A failed write means the server is gone or closed stdin; what stdout
+	// and the exit status say next explains it better than EPIPE.
+	_ = s.send(encodeRequest(id, method, params))
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case line, ok := <-s.lines:
+			if !ok {
+				return nil, s.awaitExit(ctx)
+			}
+			msgs, ok := parseMessages(line)
+			if !ok {
+				if s.garbage == "" && len(strings.TrimSpace(string(line))) > 0 {
+					s.garbage = clip(string(line), 120)
+				}
+				continue
+			}
+			for i := range msgs {
+				if msgs[i].answers(id) {
+					return &msgs[i], nil
+				}
+			}
+		}
+	}
+}
+
+func (s *stdioServer) notify(ctx context.Context, method string) error {
+	return s.send(encodeNotification(method))
+}
+
+func (s *stdioServer) setProtocolVersion(string) {}
+
+func (s *stdioServer) send(msg []byte) error {
+	_, err := s.stdin.Write(append(msg, '\n'))
+	return err
+}
+
+// awaitExit is called at stdout EOF: the process is usually exiting.
+func (s *stdioServer) awaitExit(ctx context.Context) error {
+	select {
+	case <-s.exited:
+		return &exitError{s.waitErr}
+	case <-ctx.Done():
+		return errStdoutClosed
+	}
+}
+
+// failure turns a handshake error into a verdict, once the server is gone
+// and its stderr complete.
+func (s *stdioServer) failure(err error, timeout time.Duration, secrets []string) Result {
+	var what string
+	var exit *exitError
+	switch {
+	case errors.As(err, &exit):
+		what = exit.Error() + " before answering initialize"
+	case errors.Is(err, errStdoutClosed):
+		what = "closed stdout without answering initialize"
+	case errors.Is(err, context.DeadlineExceeded):
+		what = fmt.Sprintf("no answer to initialize within %s (hang)", timeout)
+	case errors.Is(err, context.Canceled):
+		what = "probe cancelled before initialize was answered"
+	default:
+		what = err.Error()
+	}
+	res := Result{Verdict: Transport, Tools: -1}
+	if s.garbage != "" {
+		// Something answered, but not with JSON-RPC: a CLI that is not an
+		// MCP server, or one that talks on the wrong stream.
+		res.Verdict = NotMCP
+		what = fmt.Sprintf("printed non-JSON-RPC output %q on stdout and %s", s.garbage, what)
+	}
+	if tail := s.stderr.tail(); tail != "" {
+		what += ": " + tail
+	} else if exit != nil {
+		what += " (no stderr output)"
+	}
+	res.Reason = scrub(what, secrets...)
+	return res
+}
+
+// readLines sends each stdout line to out until EOF or stop. Lines longer
+// than maxMessageSize are cut (they are garbage to us anyway).
+func readLines(r io.Reader, out chan<- []byte, stop <-chan struct{}) {
+	defer close(out)
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		var line []byte
+		var err error
+		for {
+			var frag []byte
+			frag, err = br.ReadSlice('\n')
+			if len(line)+len(frag) <= maxMessageSize {
+				line = append(line, frag...)
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if len(line) > 0 {
+			select {
+			case out <- line:
+			case <-stop:
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// mergeEnv lays the server's env over the base environment (os.Environ()
+// when nil), the way Claude Code builds a stdio server's environment.
+func mergeEnv(base []string, overlay map[string]string) []string {
+	if base == nil {
+		base = os.Environ()
+	}
+	env := make([]string, 0, len(base)+len(overlay))
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, replaced := overlay[name]; !replaced {
+			env = append(env, kv)
+		}
+	}
+	names := make([]string, 0, len(overlay))
+	for name := range overlay {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		env = append(env, name+"="+overlay[name])
+	}
+	return env
+}
+
+// resolveCommand finds a bare command name in the PATH of the server's
+// environment, not nightwatch's: Claude Code (Node's spawn) does the same,
+// and a config may set its own PATH.
+func resolveCommand(name string, env []string, cwd string) (string, error) {
+	if strings.ContainsRune(name, '/') {
+		return name, nil
+	}
+	for _, dir := range filepath.SplitList(envValue(env, "PATH")) {
+		if dir == "" {
+			dir = "."
+		}
+		path := filepath.Join(dir, name)
+		if !filepath.IsAbs(path) {
+			// A relative PATH entry is relative to the server's cwd.
+			if cwd != "" {
+				path = filepath.Join(cwd, path)
+			} else if abs, err := filepath.Abs(path); err == nil {
+				path = abs
+			}
+		}
+		if isExecutable(path) {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("executable %q not found in the server's PATH", name)
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+func envValue(env []string, name string) string {
+	value := ""
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			value = v // the last one wins, as in exec
+		}
+	}
+	return value
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu   sync.Mutex
+	max  int
+	buf  []byte
+	lost bool
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.lost = true
+	}
+	return len(p), nil
+}
+
+// tail returns the kept output as one line: non-empty lines joined with
+// " | ", without the first line when the buffer cut it.
+func (t *tailBuffer) tail() string {
+	t.mu.Lock()
+	text, lost := string(t.buf), t.lost
+	t.mu.Unlock()
+	lines := strings.Split(strings.ReplaceAll(text, "\r", ""), "\n")
+	if lost && len(lines) > 1 {
+		lines = lines[1:]
+	}
+	var kept []string
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			kept = append(kept, l)
+		}
+	}
+	out := strings.Join(kept, " | ")
+	if lost {
+		out = "…" + out
+	}
+	return out
+}

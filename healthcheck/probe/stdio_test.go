@@ -1,0 +1,288 @@
+package probe
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/mcpserver"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+func TestStdioModes(t *testing.T) {
+	bin := testkit.BuildTestServer(t)
+	const requiredVar = "NW_PROBE_TEST_KEY"
+	tests := []struct {
+		name      string
+		mode      string
+		env       map[string]string
+		timeout   time.Duration
+		listTools bool
+		want      Verdict
+		reason    []string // each must appear in the reason
+		minTime   time.Duration
+	}{
+		{name: "healthy", mode: "healthy", listTools: true, want: Healthy,
+			reason: []string{"answered initialize as " + mcpserver.ServerName}},
+		{name: "healthy without tools/list", mode: "healthy", want: Healthy},
+		{name: "exit at start", mode: "exit-at-start", want: Transport,
+			reason: []string{"exited (exit status 1) before answering initialize", "exit-at-start: refusing to start"}},
+		{name: "missing API key crashes the handshake", mode: "exit-during-handshake", want: Transport,
+			reason: []string{"exited (exit status 1) before answering initialize", "NOTES_API_KEY is not set"}},
+		{name: "required env missing", mode: "require-env=" + requiredVar, want: Transport,
+			reason: []string{requiredVar + " is not set"}},
+		{name: "required env from config", mode: "require-env=" + requiredVar,
+			env: map[string]string{requiredVar: "configured"}, listTools: true, want: Healthy},
+		{name: "never answers", mode: "never-answer", timeout: time.Second, want: Transport,
+			reason: []string{"no answer to initialize within 1s (hang)"}},
+		{name: "slow start within timeout", mode: "slow-start=300ms", want: Healthy, minTime: 300 * time.Millisecond},
+		{name: "slow start past timeout", mode: "slow-start=5s", timeout: time.Second, want: Transport,
+			reason: []string{"within 1s (hang)"}},
+		{name: "noisy stdout is skipped", mode: "noisy-stdout", listTools: true, want: Healthy,
+			reason: []string{mcpserver.NoisyLine}},
+		{name: "2026 server answers initialize with an error", mode: "discover-only", want: Healthy,
+			reason: []string{"JSON-RPC error -32601"}},
+		{name: "ignores SIGTERM after answering", mode: "ignore-sigterm,linger", listTools: true, want: Healthy},
+		{name: "ignores SIGTERM and hangs", mode: "ignore-sigterm,never-answer", timeout: time.Second, want: Transport,
+			reason: []string{"(hang)"}},
+		{name: "grandchild holding stdout", mode: "spawn-child,linger", listTools: true, want: Healthy},
+		{name: "grandchild ignoring SIGTERM, leader crashes", mode: "spawn-child,exit-during-handshake", want: Transport,
+			reason: []string{"NOTES_API_KEY is not set"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			pidfile := filepath.Join(t.TempDir(), "pids")
+			srv := &mcpconfig.Server{Name: "test", Transport: mcpconfig.Stdio, Command: bin,
+				Args: []string{"--mode", tt.mode, "--pidfile", pidfile}, Env: tt.env}
+			timeout := tt.timeout
+			if timeout == 0 {
+				timeout = 5 * time.Second
+			}
+			// The base environment must not supply the variable itself.
+			environ := withoutVar(os.Environ(), requiredVar)
+
+			start := time.Now()
+			res := Stdio(context.Background(), srv, Options{Timeout: timeout, ListTools: tt.listTools, Environ: environ})
+			requireBounded(t, start, timeout)
+			t.Logf("%+v", res)
+
+			if res.Verdict != tt.want {
+				t.Fatalf("verdict %s, want %s (reason %q)", res.Verdict, tt.want, res.Reason)
+			}
+			for _, part := range tt.reason {
+				if !strings.Contains(res.Reason, part) {
+					t.Errorf("reason %q lacks %q", res.Reason, part)
+				}
+			}
+			if res.Status != 0 {
+				t.Errorf("status %d for stdio", res.Status)
+			}
+			switch {
+			case res.Verdict != Healthy:
+				if res.Tools != -1 {
+					t.Errorf("tools %d on failure, want -1", res.Tools)
+				}
+			case tt.listTools:
+				if res.Tools != len(mcpserver.ToolNames) {
+					t.Errorf("tools %d, want %d", res.Tools, len(mcpserver.ToolNames))
+				}
+			default:
+				if res.Tools != -1 {
+					t.Errorf("tools %d without ListTools, want -1", res.Tools)
+				}
+			}
+			if res.Verdict == Healthy && res.Latency < tt.minTime {
+				t.Errorf("latency %s, want at least %s", res.Latency, tt.minTime)
+			}
+			if res.Verdict == Healthy && !strings.Contains(tt.mode, "discover-only") && res.ProtocolVersion != ClientProtocolVersion {
+				t.Errorf("protocol version %q, want %q", res.ProtocolVersion, ClientProtocolVersion)
+			}
+			requireGone(t, readPids(t, pidfile))
+		})
+	}
+}
+
+func TestStdioEnvironment(t *testing.T) {
+	bin := testkit.BuildTestServer(t)
+	const name = "NW_PROBE_ENV_CHECK"
+	base := withoutVar(os.Environ(), name)
+	tests := []struct {
+		name    string
+		environ []string
+		env     map[string]string
+		want    Verdict
+	}{
+		{"from the session environment", append(base, name+"=session"), nil, Healthy},
+		{"from the server's env", base, map[string]string{name: "config"}, Healthy},
+		{"server's env overrides the session's", append(base, name+"=session"), map[string]string{name: ""}, Transport},
+		{"nowhere", base, nil, Transport},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: bin,
+				Args: []string{"--mode", "require-env=" + name}, Env: tt.env}
+			res := Stdio(context.Background(), srv, Options{Timeout: 5 * time.Second, Environ: tt.environ})
+			if res.Verdict != tt.want {
+				t.Errorf("verdict %s, want %s (reason %q)", res.Verdict, tt.want, res.Reason)
+			}
+		})
+	}
+}
+
+// A bare command name is looked up in the server's PATH, and a relative one
+// in its cwd, as Claude Code's spawn does.
+func TestStdioCommandResolution(t *testing.T) {
+	bin := testkit.BuildTestServer(t)
+	dir := filepath.Dir(bin)
+	tests := []struct {
+		name    string
+		command string
+		env     map[string]string
+		cwd     string
+		want    Verdict
+		reason  string
+	}{
+		{name: "bare name on the server's PATH", command: "nwtestserver", env: map[string]string{"PATH": dir}, want: Healthy},
+		{name: "relative to cwd", command: "./nwtestserver", cwd: dir, want: Healthy},
+		{name: "bare name not on PATH", command: "nwtestserver", env: map[string]string{"PATH": t.TempDir()},
+			want: Transport, reason: `cannot start nwtestserver: executable "nwtestserver" not found`},
+		{name: "missing file", command: "/nonexistent/nwtestserver", want: Transport,
+			reason: "cannot start /nonexistent/nwtestserver:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: tt.command, Env: tt.env}
+			res := Stdio(context.Background(), srv, Options{Timeout: 5 * time.Second, Cwd: tt.cwd})
+			if res.Verdict != tt.want || !strings.Contains(res.Reason, tt.reason) {
+				t.Errorf("got %s %q, want %s containing %q", res.Verdict, res.Reason, tt.want, tt.reason)
+			}
+		})
+	}
+}
+
+// Programs that are not MCP servers: output that is not JSON-RPC makes the
+// verdict NotMCP, silence makes it Transport.
+func TestStdioNotMCP(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		want   Verdict
+		reason []string
+	}{
+		{"usage text then exit", `echo "usage: tool [flags]"; exit 2`, NotMCP,
+			[]string{`printed non-JSON-RPC output "usage: tool [flags]"`, "exited (exit status 2)"}},
+		{"JSON that is not JSON-RPC, then hang", `echo '{"hello":"world"}'; exec sleep 30`, NotMCP,
+			[]string{"no answer to initialize within 1s"}},
+		{"silent exit", `exit 0`, Transport, []string{"exited (exit status 0) before answering initialize (no stderr output)"}},
+		{"closes stdout but keeps running", `exec >&-; exec sleep 30`, Transport,
+			[]string{"closed stdout without answering initialize"}},
+		{"killed by a signal", `kill -9 $$`, Transport, []string{"killed by signal: killed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: "/bin/sh", Args: []string{"-c", tt.script}}
+			start := time.Now()
+			res := Stdio(context.Background(), srv, Options{Timeout: time.Second})
+			requireBounded(t, start, time.Second)
+			if res.Verdict != tt.want {
+				t.Errorf("verdict %s, want %s (reason %q)", res.Verdict, tt.want, res.Reason)
+			}
+			for _, part := range tt.reason {
+				if !strings.Contains(res.Reason, part) {
+					t.Errorf("reason %q lacks %q", res.Reason, part)
+				}
+			}
+		})
+	}
+}
+
+func TestStdioReasonHidesSecrets(t *testing.T) {
+	const envSecret = "hunter2-env-value"
+	srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: "/bin/sh",
+		Args: []string{"-c", `echo "connecting with $NOTES_TOKEN" >&2; echo "API_KEY=abcd1234efgh" >&2; ` +
+			`echo "Authorization: Bearer tok_0123456789abcdef" >&2; exit 1`},
+		Env: map[string]string{"NOTES_TOKEN": envSecret}}
+	res := Stdio(context.Background(), srv, Options{Timeout: 2 * time.Second})
+	if res.Verdict != Transport || !strings.Contains(res.Reason, "connecting with") {
+		t.Fatalf("got %s %q", res.Verdict, res.Reason)
+	}
+	assertNoSecret(t, res.Reason, envSecret, "abcd1234efgh", "tok_0123456789abcdef")
+}
+
+// The caller's context bounds the probe as well as opts.Timeout.
+func TestStdioCallerCancel(t *testing.T) {
+	bin := testkit.BuildTestServer(t)
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: bin,
+		Args: []string{"--mode", "never-answer,ignore-sigterm", "--pidfile", pidfile}}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res := Stdio(ctx, srv, Options{Timeout: 10 * time.Second})
+	if elapsed := time.Since(start); elapsed > 1500*time.Millisecond {
+		t.Errorf("probe took %s after its context expired at 300ms", elapsed)
+	}
+	if res.Verdict != Transport {
+		t.Errorf("verdict %s (%q)", res.Verdict, res.Reason)
+	}
+	requireGone(t, readPids(t, pidfile))
+}
+
+// The control file is re-read on every message: the same server turns from
+// healthy to crashing without a restart.
+func TestStdioControlFile(t *testing.T) {
+	bin := testkit.BuildTestServer(t)
+	control := filepath.Join(t.TempDir(), "mode")
+	srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: bin, Args: []string{"--control", control}}
+	for _, step := range []struct {
+		mode string
+		want Verdict
+	}{{"healthy", Healthy}, {"exit-during-handshake", Transport}, {"", Healthy}} {
+		if err := os.WriteFile(control, []byte(step.mode), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if res := Stdio(context.Background(), srv, Options{Timeout: 5 * time.Second}); res.Verdict != step.want {
+			t.Errorf("mode %q: verdict %s (%q), want %s", step.mode, res.Verdict, res.Reason, step.want)
+		}
+	}
+}
+
+func withoutVar(environ []string, name string) []string {
+	var out []string
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func TestMergeEnv(t *testing.T) {
+	got := mergeEnv([]string{"A=1", "B=2", "C=3"}, map[string]string{"B": "x", "D": "4"})
+	want := []string{"A=1", "C=3", "B=x", "D=4"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("mergeEnv = %q, want %q", got, want)
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	tb := &tailBuffer{max: 16}
+	tb.Write([]byte("first line\nsecond\n"))
+	tb.Write([]byte("third\n\n"))
+	if got, want := tb.tail(), "…second | third"; got != want {
+		t.Errorf("tail = %q, want %q", got, want)
+	}
+	small := &tailBuffer{max: 100}
+	small.Write([]byte("a\r\nb\n"))
+	if got := small.tail(); got != "a | b" {
+		t.Errorf("tail = %q", got)
+	}
+}

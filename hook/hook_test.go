@@ -1,0 +1,196 @@
+package hook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+)
+
+var now = time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+
+type run struct {
+	code           int
+	stdout, stderr string
+}
+
+// invoke runs the hook in-process with an explicit environment.
+func invoke(t *testing.T, payload string, env map[string]string) run {
+	t.Helper()
+	getenv := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
+	home := env["HOME"]
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), Env{
+		Getenv: getenv, Home: home, Stdin: strings.NewReader(payload),
+		Stdout: &out, Stderr: &errb, Now: func() time.Time { return now },
+		Knobs: knobs.FromEnv(getenv, home),
+	})
+	return run{code, out.String(), errb.String()}
+}
+
+func seed(t *testing.T, path string, servers map[string]*healthcheck.Entry) {
+	t.Helper()
+	s := &healthcheck.Store{Path: path}
+	if err := s.Update(func(f *healthcheck.File) error {
+		for n, e := range servers {
+			f.Servers[n] = e
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func payload(event, tool string, extra string) string {
+	return `{"session_id":"s1","cwd":"/nonexistent/project","hook_event_name":"` + event +
+		`","tool_name":"` + tool + `","tool_input":{"x":1}` + extra + `}`
+}
+
+func TestNonMCPToolTouchesNothing(t *testing.T) {
+	home := t.TempDir()
+	state := filepath.Join(home, "sub", "cache.json")
+	r := invoke(t, payload("PreToolUse", "Bash", ""), map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state,
+		"NIGHTWATCH_TTL": "garbage"})
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := os.Stat(filepath.Dir(state)); !os.IsNotExist(err) {
+		t.Fatalf("a non-MCP call created %s", filepath.Dir(state))
+	}
+}
+
+func TestCachedDecisions(t *testing.T) {
+	ms := healthcheck.MillisOf(now)
+	tests := []struct {
+		name      string
+		entry     *healthcheck.Entry
+		env       map[string]string
+		wantCode  int
+		wantDeny  bool
+		wantInErr []string
+	}{
+		{"healthy within TTL", &healthcheck.Entry{Status: "healthy", ExpiresAt: ms + 60000}, nil, 0, false, nil},
+		{"unhealthy within backoff", &healthcheck.Entry{Status: "unhealthy", NextRetryAt: ms + 45000, FailureCount: 2,
+			LastFailureCode: "unavailable", LastError: "HTTP 503: upstream down"}, nil, 2, true,
+			[]string{`MCP server "notes" is unavailable`, "HTTP 503: upstream down", "2026-12-01T02:00:45Z", "45s from now", "other tools"}},
+		{"article's numeric code", &healthcheck.Entry{Status: "unhealthy", NextRetryAt: ms + 1000, LastFailureCode: "429"}, nil, 2, true,
+			[]string{"rate limited"}},
+		{"fail-open says so", &healthcheck.Entry{Status: "unhealthy", NextRetryAt: ms + 1000, LastFailureCode: "transport"},
+			map[string]string{"ECC_MCP_HEALTH_FAIL_OPEN": "1"}, 0, false, []string{"FAIL-OPEN (ECC_MCP_HEALTH_FAIL_OPEN)", "unreachable"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			state := filepath.Join(home, "cache.json")
+			events := filepath.Join(home, "events.jsonl")
+			seed(t, state, map[string]*healthcheck.Entry{"notes": tt.entry})
+			env := map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state, "NIGHTWATCH_EVENTS": events}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			r := invoke(t, payload("PreToolUse", "mcp__notes__add_note", ""), env)
+			if r.code != tt.wantCode {
+				t.Fatalf("exit %d, want %d: %+v", r.code, tt.wantCode, r)
+			}
+			for _, s := range tt.wantInErr {
+				if !strings.Contains(r.stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+				}
+			}
+			if !tt.wantDeny {
+				if r.stdout != "" {
+					t.Errorf("stdout must stay empty when allowing (an allow decision would grant permission): %q", r.stdout)
+				}
+				return
+			}
+			var out struct {
+				HookSpecificOutput struct {
+					HookEventName, PermissionDecision, PermissionDecisionReason string
+				}
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+				t.Fatalf("stdout is not a decision: %q", r.stdout)
+			}
+			o := out.HookSpecificOutput
+			if o.HookEventName != "PreToolUse" || o.PermissionDecision != "deny" || strings.TrimSpace(r.stderr) != o.PermissionDecisionReason {
+				t.Errorf("decision %+v, stderr %q", o, r.stderr)
+			}
+			lines, _ := os.ReadFile(events)
+			if !strings.Contains(string(lines), `"kind":"blocked"`) || !strings.Contains(string(lines), `"tool":"mcp__notes__add_note"`) {
+				t.Errorf("no blocked event: %s", lines)
+			}
+		})
+	}
+}
+
+func TestEventNameFromPayloadNotEnvironment(t *testing.T) {
+	home := t.TempDir()
+	state := filepath.Join(home, "cache.json")
+	seed(t, state, map[string]*healthcheck.Entry{"notes": {Status: "unhealthy", NextRetryAt: healthcheck.MillisOf(now) + 60000}})
+	// The article's trap: the variable says PreToolUse, the payload says
+	// PostToolUse. A success must not be blocked; it restores the server.
+	r := invoke(t, payload("PostToolUse", "mcp__notes__add_note", `,"tool_response":[{"type":"text","text":"ok"}]`),
+		map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state, "CLAUDE_HOOK_EVENT_NAME": "PreToolUse"})
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("%+v", r)
+	}
+	f, _ := (&healthcheck.Store{Path: state}).Read()
+	if e := f.Servers["notes"]; e.Status != "healthy" || e.RestoredBy != "passive" {
+		t.Fatalf("a successful call did not restore the server: %+v", e)
+	}
+}
+
+func TestMissingEventNameIsInferredAloud(t *testing.T) {
+	home := t.TempDir()
+	state := filepath.Join(home, "cache.json")
+	in := `{"tool_name":"mcp__notes__x","error":"MCP error -32000: Connection closed","cwd":"/nonexistent"}`
+	r := invoke(t, in, map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state})
+	if r.code != 0 || !strings.Contains(r.stderr, "treating it as PostToolUseFailure") {
+		t.Fatalf("%+v", r)
+	}
+	f, _ := (&healthcheck.Store{Path: state}).Read()
+	if e := f.Servers["notes"]; e == nil || e.Status != "unhealthy" || e.LastFailureCode != "transport" {
+		t.Fatalf("failure not recorded: %+v", e)
+	}
+}
+
+func TestUnreadablePayloadIsAllowedAloud(t *testing.T) {
+	r := invoke(t, `{"tool_name":"mcp__a__b","tool_input":{`, map[string]string{"HOME": t.TempDir()})
+	if r.code != 0 || !strings.Contains(r.stderr, "goes ahead unchecked") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestBrokenExplicitConfigIsSaidEveryTime(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": filepath.Join(home, "c.json"),
+		"ECC_MCP_CONFIG_PATH": "/Users/~/.claude/settings.json"}
+	for i := 0; i < 2; i++ {
+		r := invoke(t, payload("PreToolUse", "mcp__obsidian__search", ""), env)
+		if r.code != 0 || !strings.Contains(r.stderr, "/Users/~/.claude/settings.json") ||
+			!strings.Contains(r.stderr, "ECC_MCP_CONFIG_PATH") || !strings.Contains(r.stderr, "unchecked") {
+			t.Fatalf("call %d: %+v", i, r)
+		}
+	}
+}
+
+func TestUnwritableCacheIsSaidAndDecisionStillMade(t *testing.T) {
+	home := t.TempDir()
+	blocker := filepath.Join(home, "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(blocker, "cache.json")
+	in := payload("PostToolUseFailure", "mcp__notes__x", `,"error":"MCP error -32000: Connection closed"`)
+	r := invoke(t, in, map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state})
+	if r.code != 0 || !strings.Contains(r.stderr, "cannot save the health of notes") || !strings.Contains(r.stderr, blocker) {
+		t.Fatalf("%+v", r)
+	}
+}

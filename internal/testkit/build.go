@@ -1,0 +1,64 @@
+// Package testkit holds helpers for nightwatch's tests.
+package testkit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+const testServerPackage = "github.com/nightwatch-dev/nightwatch/internal/testkit/cmd/nwtestserver"
+
+var (
+	buildOnce  sync.Once
+	serverPath string
+	buildErr   error
+)
+
+// BuildTestServer builds the nwtestserver binary once per test process and
+// returns its path.
+//
+// The binary lives in a directory of os.TempDir() named after the module
+// root, so test processes do not litter one binary each, and worktrees do
+// not run each other's builds. Each process still rebuilds it (the Go
+// build cache makes that fast) and renames it into place, which is atomic:
+// a process running the old binary keeps it.
+func BuildTestServer(t testing.TB) string {
+	t.Helper()
+	root := ModuleRoot(t)
+	buildOnce.Do(func() { serverPath, buildErr = buildTestServer(root) })
+	if buildErr != nil {
+		t.Fatalf("building nwtestserver: %v", buildErr)
+	}
+	return serverPath
+}
+
+func buildTestServer(root string) (string, error) {
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), "nightwatch-testkit-"+hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "nwtestserver-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+
+	cmd := exec.Command("go", "build", "-o", tmp.Name(), testServerPackage)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	path := filepath.Join(dir, "nwtestserver")
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", err
+	}
+	return path, nil
+}

@@ -1,0 +1,119 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ServerName is the serverInfo.name the test server reports.
+const ServerName = "nw-test-server"
+
+// ToolNames lists the test server's tools, in the order they are added.
+var ToolNames = []string{"echo", "fail", "rpcerr", "die", "hang", "env", "slow"}
+
+// Options tune the MCP server.
+type Options struct {
+	// Exit ends the process for the die tool. Nil makes die return a tool
+	// error instead: an in-process server must not exit the test binary.
+	Exit func(code int)
+}
+
+type echoIn struct {
+	Message string `json:"message" jsonschema:"text to send back"`
+}
+
+type failIn struct {
+	Text string `json:"text" jsonschema:"the error text the tool returns"`
+}
+
+type dieIn struct {
+	Code int `json:"code,omitempty" jsonschema:"exit status, default 3"`
+}
+
+type envIn struct {
+	Name string `json:"name" jsonschema:"environment variable to read"`
+}
+
+type slowIn struct {
+	Ms int `json:"ms" jsonschema:"milliseconds to sleep before answering"`
+}
+
+type noIn struct{}
+
+// NewServer returns an MCP server with the test tools:
+//
+//	echo {message}  returns message
+//	fail {text}     returns a tool result with isError and text
+//	rpcerr          fails with a JSON-RPC error (untyped handler returning an error)
+//	die {code}      exits the process mid-call (stdio)
+//	hang            never returns until the call is cancelled
+//	env {name}      returns the value of an environment variable
+//	slow {ms}       sleeps ms milliseconds, then answers
+func NewServer(opts Options) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: "0.0.1"}, nil)
+
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns its message."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return text(in.Message), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Returns a tool error with the given text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in failIn) (*mcp.CallToolResult, any, error) {
+			res := text(in.Text)
+			res.IsError = true
+			return res, nil, nil
+		})
+	// The untyped handler turns a Go error into a JSON-RPC error, where
+	// mcp.AddTool would make it an isError result.
+	s.AddTool(&mcp.Tool{Name: "rpcerr", Description: "Fails with a JSON-RPC error.",
+		InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("rpcerr: the tool failed on purpose")
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "die", Description: "Exits the server process mid-call."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in dieIn) (*mcp.CallToolResult, any, error) {
+			if opts.Exit == nil {
+				return nil, nil, errors.New("die: this server runs in-process and cannot exit")
+			}
+			code := in.Code
+			if code == 0 {
+				code = 3
+			}
+			fmt.Fprintf(os.Stderr, "nwtestserver: die: exiting with status %d\n", code)
+			opts.Exit(code)
+			return nil, nil, errors.New("die: still alive")
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answers until cancelled."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Returns the value of an environment variable."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in envIn) (*mcp.CallToolResult, any, error) {
+			value, ok := os.LookupEnv(in.Name)
+			if !ok {
+				res := text(in.Name + " is not set")
+				res.IsError = true
+				return res, nil, nil
+			}
+			return text(value), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Sleeps, then answers."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-time.After(time.Duration(in.Ms) * time.Millisecond):
+				return text(fmt.Sprintf("slept %dms", in.Ms)), nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
+	return s
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}

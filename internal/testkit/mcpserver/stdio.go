@@ -1,0 +1,156 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// NoisyLine is what noisy-stdout prints on stdout before serving.
+const NoisyLine = "hello from server"
+
+// MissingKeyMessage is what exit-during-handshake prints on stderr: the
+// article's server that crashed in the handshake for want of an API key.
+const MissingKeyMessage = "Error: NOTES_API_KEY is not set"
+
+// StdioConfig wires ServeStdio to a process.
+type StdioConfig struct {
+	Modes  ModeSource
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Exit ends the process (exit-at-start, exit-during-handshake,
+	// require-env, the die tool).
+	Exit func(code int)
+}
+
+var errExited = errors.New("mcpserver: exit requested")
+
+// ServeStdio serves MCP as newline-delimited JSON on Stdin and Stdout,
+// injecting the faults of cfg.Modes: the start-up ones once, the handshake
+// ones on every message read (the mode is asked again each time).
+func ServeStdio(ctx context.Context, cfg StdioConfig) error {
+	mode := cfg.Modes()
+	if mode.ExitAtStart {
+		fmt.Fprintln(cfg.Stderr, "nwtestserver: fatal: exit-at-start: refusing to start")
+		return exit(cfg, 1)
+	}
+	if mode.SlowStart > 0 {
+		select {
+		case <-time.After(mode.SlowStart):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	// The SDK and the fault filter both write to stdout; one message per
+	// Write, never interleaved.
+	out := &lockedWriter{w: cfg.Stdout}
+	if mode.NoisyStdout {
+		fmt.Fprintln(out, NoisyLine)
+	}
+
+	toServer, fromFilter := io.Pipe()
+	srv := NewServer(Options{Exit: cfg.Exit})
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.Run(ctx, &mcp.IOTransport{Reader: toServer, Writer: nopCloser{out}})
+	}()
+
+	err := filterStdin(cfg, out, fromFilter)
+	if err != nil {
+		fromFilter.CloseWithError(err)
+		<-served
+		return err
+	}
+	// stdin is at EOF. A well-behaved server exits; these do not.
+	if m := cfg.Modes(); m.NeverAnswer || m.Linger {
+		<-ctx.Done()
+		fromFilter.Close()
+		<-served
+		return ctx.Err()
+	}
+	fromFilter.Close()
+	return <-served
+}
+
+// filterStdin passes stdin lines to the SDK server unless the current mode
+// says to drop them, crash on them or answer them itself.
+func filterStdin(cfg StdioConfig, out io.Writer, toServer io.Writer) error {
+	lines := bufio.NewScanner(cfg.Stdin)
+	lines.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for lines.Scan() {
+		line := lines.Bytes()
+		mode := cfg.Modes()
+		if mode.NeverAnswer {
+			continue
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(line, &req) // garbage goes to the SDK, which copes
+		if req.Method == "initialize" {
+			switch {
+			case mode.ExitDuringHandshake:
+				fmt.Fprintln(cfg.Stderr, MissingKeyMessage)
+				return exit(cfg, 1)
+			case mode.RequireEnv != "" && os.Getenv(mode.RequireEnv) == "":
+				fmt.Fprintf(cfg.Stderr, "Error: %s is not set\n", mode.RequireEnv)
+				return exit(cfg, 1)
+			case mode.DiscoverOnly:
+				if _, err := out.Write(methodNotFound(req.ID, req.Method)); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if _, err := toServer.Write(append(line, '\n')); err != nil {
+			return err
+		}
+	}
+	return lines.Err()
+}
+
+// methodNotFound is the answer of a server that does not know method, one
+// line of JSON-RPC.
+func methodNotFound(id json.RawMessage, method string) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      id,
+		"error":   map[string]any{"code": -32601, "message": "Method not found: " + method},
+	})
+	return append(b, '\n')
+}
+
+func exit(cfg StdioConfig, code int) error {
+	if cfg.Exit != nil {
+		cfg.Exit(code)
+	}
+	return errExited
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

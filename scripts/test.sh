@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: Go modules, the pinned npm
+# packages the end-to-end tests run (the real Claude Code CLI and the
+# reference MCP server), static checks, race-enabled tests, short fuzzing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== go modules"
+go mod download
+echo "== npm packages for end-to-end tests (testdata/npm)"
+(cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
+
+echo "== gofmt, go vet"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './testdata/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+go vet ./...
+
+echo "== builds for linux and darwin, amd64 and arm64"
+for os in linux darwin; do
+  for arch in amd64 arm64; do
+    CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -o /dev/null ./cmd/nightwatch
+  done
+done
+
+echo "== go test -race"
+go test -race -count=1 -timeout 12m ./...
+
+echo "== fuzzing (short)"
+fuzz_time="${NIGHTWATCH_FUZZTIME:-10s}"
+grep -rH --include='*_test.go' --exclude-dir=node_modules -oE '^func Fuzz[A-Za-z0-9_]+' . |
+  while IFS=: read -r file decl; do echo "./$(dirname "${file#./}") ${decl#func }"; done | sort -u |
+  while read -r pkg target; do
+    echo "-- $target ($pkg)"
+    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzz_time" "$pkg"
+  done
+echo "== all tests passed"
