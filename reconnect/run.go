@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -106,6 +107,13 @@ func Run(ctx context.Context, argv []string, opts Options) (out Outcome) {
 	cmd.Stderr = output // same writer: exec shares one pipe, order kept
 	proc.Prepare(cmd, killGrace)
 
+	// A missing Dir would otherwise be reported by Start as the program
+	// being missing ("fork/exec /usr/bin/pm2: no such file or directory").
+	if opts.Dir != "" {
+		if _, err := os.Stat(opts.Dir); err != nil {
+			return fail("cannot start %s: working directory %s: %s", program, opts.Dir, startProblem(err))
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		return fail("cannot start %s: %s", program, startProblem(err))
 	}
@@ -133,8 +141,7 @@ func Run(ctx context.Context, argv []string, opts Options) (out Outcome) {
 }
 
 // startProblem words why a command could not start without repeating its
-// name: "executable file not found in $PATH", "permission denied",
-// "working directory /x: no such file or directory".
+// name: "executable file not found in $PATH", "permission denied".
 func startProblem(err error) string {
 	var execErr *exec.Error
 	if errors.As(err, &execErr) {
@@ -142,9 +149,6 @@ func startProblem(err error) string {
 	}
 	var pathErr *fs.PathError
 	if errors.As(err, &pathErr) {
-		if pathErr.Op == "chdir" {
-			return fmt.Sprintf("working directory %s: %v", pathErr.Path, pathErr.Err)
-		}
 		return pathErr.Err.Error()
 	}
 	return err.Error()

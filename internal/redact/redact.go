@@ -52,19 +52,29 @@ func SensitiveName(name string) bool {
 // A span is a half-open byte range [start, end) of the input to redact.
 type span struct{ start, end int }
 
-// A rule finds credentials with a regular expression; secretSpan picks the
-// part of one match (given as submatch indexes) that is the credential, so
-// that context like "Bearer " or "API_KEY=" stays readable.
+// A rule finds credentials in a text and marks them. It marks only the
+// credential, so that context like "Bearer " or "API_KEY=" stays readable.
 //
 // Rules run line by line, and only on lines that hold one of their
 // triggers (lower-case ASCII): Go's regexp is far faster on short inputs,
 // and most lines of a log trigger nothing. Only a rule marked wholeText
-// may match across lines.
+// sees the whole input and may match across lines.
 type rule struct {
-	re         *regexp.Regexp
-	triggers   []string
-	wholeText  bool
-	secretSpan func(s string, m []int) (span, bool)
+	triggers  []string
+	wholeText bool
+	find      func(text string, mark func(span))
+}
+
+// matches makes a rule's find from a regular expression; secretSpan picks
+// the credential out of one match, given as submatch indexes.
+func matches(re *regexp.Regexp, secretSpan func(text string, m []int) (span, bool)) func(string, func(span)) {
+	return func(text string, mark func(span)) {
+		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+			if sp, ok := secretSpan(text, m); ok {
+				mark(sp)
+			}
+		}
+	}
 }
 
 // group returns a secretSpan that redacts submatch n.
@@ -75,14 +85,9 @@ func group(n int) func(string, []int) (span, bool) {
 	}
 }
 
-// sensitiveKey matches a key containing one of sensitiveWords. Matching only
-// sensitive keys (rather than every key, then filtering) matters: a match on
-// "url=https://h/?token=abc" would otherwise swallow the token pair inside.
-const sensitiveKey = `[A-Za-z0-9_.\-]*(?i:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|AUTH|CREDENTIAL|COOKIE|SESSION)[A-Za-z0-9_.\-]*`
-
 // credentialSchemes are the Authorization schemes whose credential the
 // scheme rule redacts; a key=value pair whose value is just the scheme word
-// ("Authorization: Bearer …") leaves the credential to that rule.
+// ("AUTH_HEADER=Bearer …") leaves the credential to that rule.
 var credentialSchemes = []string{"bearer", "basic"}
 
 // notCredentials are words that follow "Bearer"/"Basic" in prose ("missing
@@ -100,43 +105,45 @@ var rules = []rule{
 	// PEM private keys: keep the BEGIN/END lines (they say what was there),
 	// drop the body. A block cut short by a tail still loses its body.
 	{
-		re:         regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----([\s\S]*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\z)`),
-		triggers:   []string{"private key-----"},
-		wholeText:  true,
-		secretSpan: group(1),
+		triggers:  []string{"private key-----"},
+		wholeText: true,
+		find: matches(
+			regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----([\s\S]*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\z)`),
+			group(1)),
 	},
 	// Authorization and cookie header lines, up to the end of the line or a
 	// quote (curl -H 'Authorization: …' https://… keeps the URL). For
 	// Authorization the scheme word stays: "Authorization: Bearer [REDACTED]".
 	{
-		re:         regexp.MustCompile(`(?i)\b(proxy-authorization|authorization|set-cookie|cookie)[ \t]*:[ \t]*([^\r\n'"]*[^\s'"])`),
-		triggers:   []string{"authorization", "cookie"},
-		secretSpan: headerValue,
+		triggers: []string{"authorization", "cookie"},
+		find: matches(
+			regexp.MustCompile(`(?i)\b(proxy-authorization|authorization|set-cookie|cookie)[ \t]*:[ \t]*([^\r\n'"]*[^\s'"])`),
+			headerValue),
 	},
 	// "Bearer <token>" / "Basic <base64>" anywhere: keep the scheme word.
 	{
-		re:         regexp.MustCompile(`(?i)\b(?:bearer|basic)[ \t]+([A-Za-z0-9\-._~+/]+=*)`),
-		triggers:   []string{"bearer", "basic"},
-		secretSpan: schemeCredential,
+		triggers: []string{"bearer", "basic"},
+		find: matches(
+			regexp.MustCompile(`(?i)\b(?:bearer|basic)[ \t]+([A-Za-z0-9\-._~+/]+=*)`),
+			schemeCredential),
 	},
 	// URL userinfo: https://user:pass@host → https://[REDACTED]@host. A
 	// bare user is redacted too: https://<token>@github.com is common.
 	{
-		re:         regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.\-]*://([^\s/?#@"'<>]+)@`),
-		triggers:   []string{"://"},
-		secretSpan: group(1),
+		triggers: []string{"://"},
+		find: matches(
+			regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.\-]*://([^\s/?#@"'<>]+)@`),
+			group(1)),
 	},
 	// KEY=value, KEY: value, "key":"value", ?token=…&api_key=…, --api-key=…
-	// A quoted value is redacted whole (a password may hold spaces); a bare
-	// one runs to whitespace, a quote, a comma, '&' or ';'.
 	{
-		re:         regexp.MustCompile(`(` + sensitiveKey + `)["']?[ \t]*([:=])[ \t]*("(?:[^"\\\r\n]|\\.)*"|'[^'\r\n]*'|[^\s"',&;]+)`),
-		triggers:   lowerWords(sensitiveWords),
-		secretSpan: keyValue,
+		triggers: lowerWords(sensitiveWords),
+		find:     findKeyValues,
 	},
 	// Token shapes that are credentials wherever they appear.
 	{
-		re: regexp.MustCompile(strings.Join([]string{
+		triggers: []string{"sk-", "gh", "xox", "akia", "eyj"},
+		find: matches(regexp.MustCompile(strings.Join([]string{
 			`\bsk-ant-[A-Za-z0-9_\-]+`,                               // Anthropic
 			`\bsk-[A-Za-z0-9_\-]{20,}`,                               // OpenAI and look-alikes
 			`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}`,             // GitHub tokens
@@ -144,9 +151,7 @@ var rules = []rule{
 			`\bxox[abprs]-[A-Za-z0-9\-]{10,}`,                        // Slack
 			`\bAKIA[0-9A-Z]{16}\b`,                                   // AWS access key id
 			`\beyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*`, // JWT
-		}, "|")),
-		triggers:   []string{"sk-", "gh", "xox", "akia", "eyj"},
-		secretSpan: group(0),
+		}, "|")), group(0)),
 	},
 }
 
@@ -178,25 +183,155 @@ func schemeCredential(s string, m []int) (span, bool) {
 	return group(1)(s, m)
 }
 
-// keyValue redacts the value of a sensitive key=value pair, the inside of
-// quotes when quoted.
-func keyValue(s string, m []int) (span, bool) {
-	key, separator := strings.ToLower(s[m[2]:m[3]]), s[m[4]:m[5]]
-	start, end := m[6], m[7]
-	value := s[start:end]
-	if separator == ":" && strings.HasSuffix(key, "authorization") {
-		return span{}, false // a header line: headerValue keeps its scheme word
+// findKeyValues marks the values of pairs whose key is a SensitiveName:
+// KEY=value, KEY: value, "key": "value", key='value'. A quoted value is
+// redacted whole (a password may hold spaces); a bare one runs to
+// whitespace, a quote, a comma, '&' or ';'.
+//
+// It is a scanner, not a regular expression, for two reasons: a key must
+// be found by walking back from its '=' or ':' (a regexp starting at every
+// letter of every word is slow), and every separator is looked at, so the
+// pair in "url=https://h/?token=abc" is found inside the other pair's value.
+func findKeyValues(line string, mark func(span)) {
+	for i := 0; i < len(line); i++ {
+		if line[i] != '=' && line[i] != ':' {
+			continue
+		}
+		key := keyBefore(line, i)
+		if key == "" || !SensitiveName(key) || skipPair(line, i, key) {
+			continue
+		}
+		if value, ok := valueAfter(line, i+1); ok {
+			mark(value)
+		}
 	}
+}
+
+// keyBefore returns the key that ends just before the separator at sep,
+// stepping back over blanks and one closing quote: `"api_key" :`.
+func keyBefore(line string, sep int) string {
+	end := sep
+	for end > 0 && (line[end-1] == ' ' || line[end-1] == '\t') {
+		end--
+	}
+	if end > 0 && (line[end-1] == '"' || line[end-1] == '\'') {
+		end--
+	}
+	start := end
+	for start > 0 && isKeyByte(line[start-1]) {
+		start--
+	}
+	return line[start:end]
+}
+
+func isKeyByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '_' || c == '.' || c == '-'
+}
+
+// skipPair reports sensitive-looking pairs that hold no credential of their
+// own, or whose credential another rule redacts more readably.
+func skipPair(line string, sep int, key string) bool {
+	key = strings.ToLower(key)
 	if slices.Contains(statusWords, key) {
+		return true
+	}
+	// "Authorization: Bearer x": the header rule keeps the scheme word.
+	if line[sep] == ':' && strings.HasSuffix(key, "authorization") {
+		return true
+	}
+	// "AUTH_HEADER=Bearer x": the scheme rule redacts x, keeping "Bearer".
+	word := line[sep+1:]
+	word = strings.TrimLeft(word, " \t")
+	if i := strings.IndexAny(word, " \t"); i > 0 {
+		return slices.Contains(credentialSchemes, strings.ToLower(word[:i]))
+	}
+	return false
+}
+
+// valueAfter finds the value that starts after blanks at from: the inside
+// of a quoted string (which must close on this line) or a bare word.
+func valueAfter(line string, from int) (span, bool) {
+	for from < len(line) && (line[from] == ' ' || line[from] == '\t') {
+		from++
+	}
+	if from == len(line) {
 		return span{}, false
 	}
-	if slices.Contains(credentialSchemes, strings.ToLower(value)) {
-		return span{}, false // the scheme rule redacts what follows
+	switch quote := line[from]; quote {
+	case '"', '\'':
+		for i := from + 1; i < len(line); i++ {
+			switch {
+			case line[i] == quote:
+				return span{from + 1, i}, i > from+1
+			case line[i] == '\\' && quote == '"':
+				i++ // \" does not close a JSON string
+			case line[i] == '\r':
+				return span{}, false
+			}
+		}
+		return span{}, false
 	}
-	if len(value) >= 2 && (value[0] == '"' || value[0] == '\'') {
-		start, end = start+1, end-1
+	end := from
+	for end < len(line) && !strings.ContainsRune(" \t\r\n\"',&;", rune(line[end])) {
+		end++
 	}
-	return span{start, end}, end > start
+	return span{from, end}, end > from
+}
+
+// markPatterns marks what the rules find in s.
+func markPatterns(s string, mark func(span)) {
+	lower := asciiLower(s) // same byte offsets as s
+	for _, r := range rules {
+		if !containsAny(lower, r.triggers) {
+			continue
+		}
+		if r.wholeText {
+			r.find(s, mark)
+			continue
+		}
+		for start := 0; start < len(s); {
+			end := strings.IndexByte(s[start:], '\n')
+			if end < 0 {
+				end = len(s)
+			} else {
+				end += start
+			}
+			if containsAny(lower[start:end], r.triggers) {
+				offset := start
+				r.find(s[start:end], func(sp span) { mark(span{sp.start + offset, sp.end + offset}) })
+			}
+			start = end + 1
+		}
+	}
+}
+
+// asciiLower lower-cases ASCII letters only, so offsets stay valid.
+func asciiLower(s string) string {
+	lower := []byte(s)
+	for i, c := range lower {
+		if 'A' <= c && c <= 'Z' {
+			lower[i] = c + 'a' - 'A'
+		}
+	}
+	return string(lower)
+}
+
+func containsAny(s string, words []string) bool {
+	for _, word := range words {
+		if strings.Contains(s, word) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerWords(words []string) []string {
+	lower := make([]string, len(words))
+	for i, word := range words {
+		lower[i] = strings.ToLower(word)
+	}
+	return lower
 }
 
 // String returns s with credentials replaced by Marker: every literal in
@@ -256,70 +391,6 @@ func String(s string, secrets ...string) string {
 
 // maxRounds bounds String's re-checks for secrets formed across a marker.
 const maxRounds = 4
-
-// markPatterns marks what the rules find in s.
-func markPatterns(s string, mark func(span)) {
-	lower := asciiLower(s) // same byte offsets as s
-	for _, r := range rules {
-		if !containsAny(lower, r.triggers) {
-			continue
-		}
-		if r.wholeText {
-			markMatches(r, s, 0, mark)
-			continue
-		}
-		for start := 0; start < len(s); {
-			end := strings.IndexByte(s[start:], '\n')
-			if end < 0 {
-				end = len(s)
-			} else {
-				end += start
-			}
-			if containsAny(lower[start:end], r.triggers) {
-				markMatches(r, s[start:end], start, mark)
-			}
-			start = end + 1
-		}
-	}
-}
-
-// markMatches marks the secrets r finds in text, which starts at byte
-// offset in the whole input.
-func markMatches(r rule, text string, offset int, mark func(span)) {
-	for _, m := range r.re.FindAllStringSubmatchIndex(text, -1) {
-		if sp, ok := r.secretSpan(text, m); ok {
-			mark(span{sp.start + offset, sp.end + offset})
-		}
-	}
-}
-
-// asciiLower lower-cases ASCII letters only, so offsets stay valid.
-func asciiLower(s string) string {
-	lower := []byte(s)
-	for i, c := range lower {
-		if 'A' <= c && c <= 'Z' {
-			lower[i] = c + 'a' - 'A'
-		}
-	}
-	return string(lower)
-}
-
-func containsAny(s string, words []string) bool {
-	for _, word := range words {
-		if strings.Contains(s, word) {
-			return true
-		}
-	}
-	return false
-}
-
-func lowerWords(words []string) []string {
-	lower := make([]string, len(words))
-	for i, word := range words {
-		lower[i] = strings.ToLower(word)
-	}
-	return lower
-}
 
 // usableSecrets drops secrets too short to redact and duplicates, longest
 // first (the order does not change the result; it keeps it predictable).
