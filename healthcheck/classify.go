@@ -3,6 +3,7 @@ package healthcheck
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
@@ -48,15 +49,21 @@ type Classification struct {
 	MarksUnhealthy bool
 }
 
+// The patterns are compiled on first use, not at start-up: most hook
+// processes decide from the cache and never classify anything.
 var (
-	authPattern        = regexp.MustCompile(`(?i)\b40[13]\b|unauthori[sz]ed|forbidden|auth(?:entication|orization)?\s+(?:failed|expired|invalid|required)|invalid[_ ](?:api[_ ]?)?(?:key|token)|permission denied`)
-	ratePattern        = regexp.MustCompile(`(?i)\b429\b|rate[ -]?limit|too many requests|quota exceeded`)
-	unavailablePattern = regexp.MustCompile(`(?i)\b50[0234]\b|service unavailable|bad gateway|gateway time-?out|overloaded|temporarily unavailable|internal server error`)
-	transportPattern   = regexp.MustCompile(`(?i)ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EPIPE|socket hang up|connection (?:refused|failed|lost|reset|closed)|broken pipe`)
-	mcpErrorPrefix     = regexp.MustCompile(`^MCP error (-?\d+):\s?`)
-	toolTimedOut       = regexp.MustCompile(`^MCP server ".*" tool ".*" timed out after`)
-	sessionExpired     = regexp.MustCompile(`^MCP server ".*" session expired`)
+	authPattern        = lazyRegexp(`(?i)\b40[13]\b|unauthori[sz]ed|forbidden|auth(?:entication|orization)?\s+(?:failed|expired|invalid|required)|invalid[_ ](?:api[_ ]?)?(?:key|token)|permission denied`)
+	ratePattern        = lazyRegexp(`(?i)\b429\b|rate[ -]?limit|too many requests|quota exceeded`)
+	unavailablePattern = lazyRegexp(`(?i)\b50[0234]\b|service unavailable|bad gateway|gateway time-?out|overloaded|temporarily unavailable|internal server error`)
+	transportPattern   = lazyRegexp(`(?i)ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EPIPE|socket hang up|connection (?:refused|failed|lost|reset|closed)|broken pipe`)
+	mcpErrorPrefix     = lazyRegexp(`^MCP error (-?\d+):\s?`)
+	toolTimedOut       = lazyRegexp(`^MCP server ".*" tool ".*" timed out after`)
+	sessionExpired     = lazyRegexp(`^MCP server ".*" session expired`)
 )
+
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 const httpPostPrefix = "Streamable HTTP error: Error POSTing to endpoint:"
 
@@ -74,9 +81,9 @@ func Classify(text string, transport mcpconfig.Transport) Classification {
 		return unhealthy(CodeTransport)
 	case strings.HasPrefix(t, "MCP error -32001"):
 		return unhealthy(CodeTimeout)
-	case toolTimedOut.MatchString(t):
+	case toolTimedOut().MatchString(t):
 		return unhealthy(CodeTimeout)
-	case sessionExpired.MatchString(t):
+	case sessionExpired().MatchString(t):
 		return unhealthy(CodeSessionExpired)
 	case strings.HasPrefix(t, "Command failed with no output"):
 		// The client's whole text for an HTTP 401 on a call.
@@ -97,7 +104,7 @@ func Classify(text string, transport mcpconfig.Transport) Classification {
 		strings.HasPrefix(t, "SSE error"):
 		return unhealthy(CodeTransport)
 	}
-	if m := mcpErrorPrefix.FindStringSubmatch(t); m != nil {
+	if m := mcpErrorPrefix().FindStringSubmatch(t); m != nil {
 		// A JSON-RPC error is a well-formed answer: the server is alive
 		// unless its message names a condition of the server itself.
 		if c, ok := byPattern(t[len(m[0]):]); ok {
@@ -114,13 +121,13 @@ func unhealthy(c FailureCode) Classification {
 
 func byPattern(s string) (FailureCode, bool) {
 	switch {
-	case ratePattern.MatchString(s):
+	case ratePattern().MatchString(s):
 		return CodeRateLimited, true
-	case authPattern.MatchString(s):
+	case authPattern().MatchString(s):
 		return CodeAuth, true
-	case unavailablePattern.MatchString(s):
+	case unavailablePattern().MatchString(s):
 		return CodeUnavailable, true
-	case transportPattern.MatchString(s):
+	case transportPattern().MatchString(s):
 		return CodeTransport, true
 	}
 	return "", false

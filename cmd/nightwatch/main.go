@@ -18,6 +18,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:])
 	stop()
+	reportPeakRSS()
 	os.Exit(code)
 }
 
