@@ -194,3 +194,42 @@ func TestUnwritableCacheIsSaidAndDecisionStillMade(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+func TestLogFileHasJSONLinesAndNoSecrets(t *testing.T) {
+	home := t.TempDir()
+	state := filepath.Join(home, "cache.json")
+	logPath := filepath.Join(home, "hook.log")
+	seed(t, state, map[string]*healthcheck.Entry{"notes": {Status: "unhealthy", NextRetryAt: healthcheck.MillisOf(now) + 60000,
+		LastFailureCode: "auth", LastError: "401 from upstream"}})
+	env := map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state, "NIGHTWATCH_LOG": logPath}
+	if r := invoke(t, payload("PreToolUse", "mcp__notes__x", ""), env); r.code != 2 {
+		t.Fatalf("%+v", r)
+	}
+	in := payload("PostToolUseFailure", "mcp__notes__x", `,"error":"MCP error -32603: 401 Unauthorized: Bearer sk-live-0123456789abcdefghijkl rejected"`)
+	if r := invoke(t, in, env); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(logPath); fi.Mode().Perm() != 0o600 {
+		t.Errorf("log mode %o", fi.Mode().Perm())
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("want a line per decision, got:\n%s", b)
+	}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m["time"] == nil || m["message"] == nil {
+			t.Errorf("not a zerolog JSON line: %q", l)
+		}
+	}
+	cache, _ := os.ReadFile(state)
+	for _, text := range []string{string(b), string(cache)} {
+		if strings.Contains(text, "sk-live-0123456789abcdefghijkl") {
+			t.Errorf("a bearer token reached the log or the cache:\n%s", text)
+		}
+	}
+}

@@ -47,6 +47,8 @@ func HTTP(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	conv.endSession(ctx)
 	if err != nil {
 		res = failureResult(err, opts.Timeout)
+	} else if !is2xx(conv.initStatus) {
+		res.Reason = fmt.Sprintf("HTTP %d, but %s: a live MCP endpoint refused the probe's request", conv.initStatus, res.Reason)
 	}
 	res.Status = conv.initStatus
 	res.Reason = scrub(res.Reason, secrets...)

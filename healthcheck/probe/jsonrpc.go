@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -34,18 +35,25 @@ func (m *message) isResponse() bool {
 	return m.Method == "" && (m.Result != nil || m.Error != nil)
 }
 
-// answers reports whether m is the response to the request with id.
+// answers reports whether m is the response to the request with id. Like
+// the TypeScript SDK Claude Code uses (Number(response.id)), it matches
+// ids numerically, so "1" and 1.0 answer request 1 too.
 func (m *message) answers(id int64) bool {
 	if !m.isResponse() {
 		return false
 	}
-	var got json.Number
-	dec := json.NewDecoder(bytes.NewReader(m.ID))
-	dec.UseNumber()
-	if err := dec.Decode(&got); err != nil {
+	var got any
+	if err := json.Unmarshal(m.ID, &got); err != nil {
 		return false
 	}
-	return got.String() == fmt.Sprint(id)
+	switch v := got.(type) {
+	case float64:
+		return v == float64(id)
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		return err == nil && f == float64(id)
+	}
+	return false
 }
 
 // hasNullID reports whether m is an error response that could not name the

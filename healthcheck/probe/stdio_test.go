@@ -286,3 +286,16 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("tail = %q", got)
 	}
 }
+
+// No goroutine of a stdio probe outlives the call, whatever the server did.
+// (Not parallel: it must not see other tests' probes.)
+func TestStdioLeavesNoGoroutines(t *testing.T) {
+	bin := testkit.BuildTestServer(t)
+	for _, mode := range []string{"healthy", "never-answer,ignore-sigterm", "exit-during-handshake", "spawn-child,linger,noisy-stdout"} {
+		srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: bin, Args: []string{"--mode", mode}}
+		res := Stdio(context.Background(), srv, Options{Timeout: 500 * time.Millisecond, ListTools: true})
+		if left := probeGoroutines(); len(left) > 0 {
+			t.Errorf("mode %s (%s): %d goroutines outlive the probe:\n%s", mode, res.Verdict, len(left), strings.Join(left, "\n\n"))
+		}
+	}
+}

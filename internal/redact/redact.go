@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -67,9 +68,12 @@ type rule struct {
 
 // matches makes a rule's find from a regular expression; secretSpan picks
 // the credential out of one match, given as submatch indexes.
-func matches(re *regexp.Regexp, secretSpan func(text string, m []int) (span, bool)) func(string, func(span)) {
+func matches(expr string, secretSpan func(text string, m []int) (span, bool)) func(string, func(span)) {
+	// Compiled on first use: most hook processes never redact anything,
+	// and compiling at start-up cost every one of them a millisecond.
+	re := sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 	return func(text string, mark func(span)) {
-		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+		for _, m := range re().FindAllStringSubmatchIndex(text, -1) {
 			if sp, ok := secretSpan(text, m); ok {
 				mark(sp)
 			}
@@ -108,7 +112,7 @@ var rules = []rule{
 		triggers:  []string{"private key-----"},
 		wholeText: true,
 		find: matches(
-			regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----([\s\S]*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\z)`),
+			`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----([\s\S]*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\z)`,
 			group(1)),
 	},
 	// Authorization and cookie header lines, up to the end of the line or a
@@ -117,14 +121,14 @@ var rules = []rule{
 	{
 		triggers: []string{"authorization", "cookie"},
 		find: matches(
-			regexp.MustCompile(`(?i)\b(proxy-authorization|authorization|set-cookie|cookie)[ \t]*:[ \t]*([^\r\n'"]*[^\s'"])`),
+			`(?i)\b(proxy-authorization|authorization|set-cookie|cookie)[ \t]*:[ \t]*([^\r\n'"]*[^\s'"])`,
 			headerValue),
 	},
 	// "Bearer <token>" / "Basic <base64>" anywhere: keep the scheme word.
 	{
 		triggers: []string{"bearer", "basic"},
 		find: matches(
-			regexp.MustCompile(`(?i)\b(?:bearer|basic)[ \t]+([A-Za-z0-9\-._~+/]+=*)`),
+			`(?i)\b(?:bearer|basic)[ \t]+([A-Za-z0-9\-._~+/]+=*)`,
 			schemeCredential),
 	},
 	// URL userinfo: https://user:pass@host → https://[REDACTED]@host. A
@@ -132,7 +136,7 @@ var rules = []rule{
 	{
 		triggers: []string{"://"},
 		find: matches(
-			regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.\-]*://([^\s/?#@"'<>]+)@`),
+			`\b[A-Za-z][A-Za-z0-9+.\-]*://([^\s/?#@"'<>]+)@`,
 			group(1)),
 	},
 	// KEY=value, KEY: value, "key":"value", ?token=…&api_key=…, --api-key=…
@@ -143,7 +147,7 @@ var rules = []rule{
 	// Token shapes that are credentials wherever they appear.
 	{
 		triggers: []string{"sk-", "gh", "xox", "akia", "eyj"},
-		find: matches(regexp.MustCompile(strings.Join([]string{
+		find: matches(strings.Join([]string{
 			`\bsk-ant-[A-Za-z0-9_\-]+`,                               // Anthropic
 			`\bsk-[A-Za-z0-9_\-]{20,}`,                               // OpenAI and look-alikes
 			`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}`,             // GitHub tokens
@@ -151,7 +155,7 @@ var rules = []rule{
 			`\bxox[abprs]-[A-Za-z0-9\-]{10,}`,                        // Slack
 			`\bAKIA[0-9A-Z]{16}\b`,                                   // AWS access key id
 			`\beyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*`, // JWT
-		}, "|")), group(0)),
+		}, "|"), group(0)),
 	},
 }
 

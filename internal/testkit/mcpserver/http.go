@@ -76,6 +76,9 @@ func (h *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case m.Hang:
+		// Read the body first: only then does net/http watch the
+		// connection and cancel the request when the client goes away.
+		_, _ = io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 		return
 	case m.HTML:
