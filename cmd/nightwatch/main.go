@@ -9,12 +9,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
 func main() {
+	probe.Version = version
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:])
 	stop()

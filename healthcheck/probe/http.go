@@ -36,17 +36,17 @@ func HTTP(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	if err != nil {
 		return Result{Verdict: Transport, Tools: -1, Reason: scrub(err.Error(), secrets...)}
 	}
+	start := time.Now()
 	probeCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	client := newHTTPClient()
 	defer client.CloseIdleConnections()
 
 	conv := &streamableConv{client: client, endpoint: endpoint, headers: srv.Headers}
-	start := time.Now()
 	res, err := handshake(probeCtx, conv, opts, start)
 	conv.endSession(ctx)
 	if err != nil {
-		res = failureResult(err, opts.Timeout)
+		res = failureResult(err, bound(probeCtx, start))
 	} else if !is2xx(conv.initStatus) {
 		res.Reason = fmt.Sprintf("HTTP %d, but %s: a live MCP endpoint refused the probe's request", conv.initStatus, res.Reason)
 	}

@@ -170,12 +170,14 @@ func FuzzEventReader(f *testing.F) {
 }
 
 // probeGoroutines lists goroutines running probe code other than tests.
+// One caught in runtime.goexit1 has returned and is only being torn down.
 func probeGoroutines() []string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	var found []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "nightwatch/healthcheck/probe.") && !strings.Contains(g, "_test.go") {
+		if strings.Contains(g, "nightwatch/healthcheck/probe.") && !strings.Contains(g, "_test.go") &&
+			!strings.Contains(g, "runtime.goexit1(") {
 			found = append(found, g)
 		}
 	}

@@ -24,12 +24,12 @@ func SSE(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	if err != nil {
 		return Result{Verdict: Transport, Tools: -1, Reason: scrub(err.Error(), secrets...)}
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	client := newHTTPClient()
 	defer client.CloseIdleConnections()
 
-	start := time.Now()
 	conv := &sseConv{client: client, headers: srv.Headers}
 	var res Result
 	err = conv.open(ctx, streamURL)
@@ -38,7 +38,9 @@ func SSE(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	}
 	conv.close()
 	if err != nil {
-		res = failureResult(err, opts.Timeout)
+		res = failureResult(err, bound(ctx, start))
+	} else if !is2xx(conv.initStatus) {
+		res.Reason = fmt.Sprintf("HTTP %d, but %s: a live MCP endpoint refused the probe's request", conv.initStatus, res.Reason)
 	}
 	res.Status = conv.initStatus
 	res.Reason = scrub(res.Reason, secrets...)

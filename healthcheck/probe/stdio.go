@@ -36,9 +36,9 @@ func Stdio(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	if srv.Command == "" {
 		return Result{Verdict: Transport, Tools: -1, Reason: "no command configured"}
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	start := time.Now()
 
 	s, err := startStdio(ctx, srv, opts)
 	if err != nil {
@@ -54,7 +54,7 @@ func Stdio(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 		res.Reason = scrub(res.Reason, secrets...)
 		return res
 	}
-	return s.failure(err, opts.Timeout, secrets)
+	return s.failure(err, bound(ctx, start), secrets)
 }
 
 func (o Options) withDefaults() Options {
@@ -62,6 +62,13 @@ func (o Options) withDefaults() Options {
 		o.Timeout = DefaultTimeout
 	}
 	return o
+}
+
+// bound is how long the probe had: opts.Timeout, or less when the caller's
+// context ends first. Reasons quote it ("no answer within 5s").
+func bound(ctx context.Context, start time.Time) time.Duration {
+	deadline, _ := ctx.Deadline() // the probe always sets one
+	return deadline.Sub(start).Round(time.Millisecond)
 }
 
 // stdioServer is a started server and the goroutines that feed its output
@@ -95,6 +102,13 @@ func (e *exitError) Error() string { return "exited (" + proc.ExitDescription(e.
 
 func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdioServer, error) {
 	env := mergeEnv(opts.Environ, srv.Env)
+	if opts.Cwd != "" {
+		// exec reports a missing working folder as a missing program;
+		// say which one it is.
+		if fi, err := os.Stat(opts.Cwd); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("working folder %s does not exist or is not a folder", opts.Cwd)
+		}
+	}
 	path, err := resolveCommand(srv.Command, env, opts.Cwd)
 	if err != nil {
 		return nil, err

@@ -230,8 +230,8 @@ func TestStdioCallerCancel(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 1500*time.Millisecond {
 		t.Errorf("probe took %s after its context expired at 300ms", elapsed)
 	}
-	if res.Verdict != Transport {
-		t.Errorf("verdict %s (%q)", res.Verdict, res.Reason)
+	if res.Verdict != Transport || !strings.Contains(res.Reason, "no answer to initialize within 300ms") {
+		t.Errorf("got %s %q, want the caller's bound in the reason", res.Verdict, res.Reason)
 	}
 	requireGone(t, readPids(t, pidfile))
 }

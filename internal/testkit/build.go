@@ -51,7 +51,7 @@ func buildTestServer(root string) (string, error) {
 	tmp.Close()
 	defer os.Remove(tmp.Name()) // a no-op after the rename
 
-	cmd := exec.Command("go", "build", "-o", tmp.Name(), testServerPackage)
+	cmd := exec.Command(goTool(), "build", "-o", tmp.Name(), testServerPackage)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
@@ -61,4 +61,16 @@ func buildTestServer(root string) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// goTool finds the go command: on PATH, else in $GOROOT/bin (a test binary
+// started by an absolute path to go may not have it on PATH).
+func goTool() string {
+	if path, err := exec.LookPath("go"); err == nil {
+		return path
+	}
+	if root := os.Getenv("GOROOT"); root != "" {
+		return filepath.Join(root, "bin", "go")
+	}
+	return "go"
 }

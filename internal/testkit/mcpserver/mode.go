@@ -14,7 +14,8 @@ import (
 )
 
 // Mode is the set of faults the server injects now. It is written as a
-// comma-separated list of words, e.g. "noisy-stdout,ignore-sigterm":
+// list of words separated by commas or newlines, e.g.
+// "noisy-stdout,ignore-sigterm":
 //
 // stdio:
 //
@@ -75,7 +76,13 @@ const defaultRetryAfter = "7"
 // test does not silently test the healthy server.
 func ParseMode(s string) (Mode, error) {
 	var m Mode
-	for _, word := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' || r == '\r' }) {
+	// Commas and newlines separate words; spaces may sit in a value
+	// ("require-header=Authorization:Bearer abc").
+	for _, word := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' }) {
+		word = strings.TrimSpace(word)
+		if word == "" {
+			continue
+		}
 		name, arg, hasArg := strings.Cut(word, "=")
 		if err := m.apply(name, arg, hasArg); err != nil {
 			return Mode{}, fmt.Errorf("mode %q: %w", word, err)
