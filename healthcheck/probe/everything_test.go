@@ -67,7 +67,7 @@ func TestServerEverythingSSE(t *testing.T) {
 // startServerEverything runs server-everything on a free loopback port in
 // its own process group, killed at the end of the test, and returns its
 // base URL once it accepts connections.
-func startServerEverything(t *testing.T, transport string) string {
+func startServerEverything(t testing.TB, transport string) string {
 	t.Helper()
 	bin := serverEverythingBin(t)
 	port := freePort(t)
@@ -100,7 +100,7 @@ func startServerEverything(t *testing.T, transport string) string {
 	}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	url := closedPortURL(t)
 	port, err := strconv.Atoi(url[strings.LastIndexByte(url, ':')+1:])

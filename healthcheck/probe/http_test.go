@@ -378,7 +378,7 @@ func startURLServer(t *testing.T, cmd *exec.Cmd) string {
 }
 
 // closedPortURL returns a loopback URL nothing listens on.
-func closedPortURL(t *testing.T) string {
+func closedPortURL(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
