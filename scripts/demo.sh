@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The quickstart: build nightwatch and two small example MCP servers, start
-# the HTTP one, and probe all servers of examples/mcp.json with a real MCP
-# handshake. "calendar" is broken on purpose: it needs an API key that its
-# config does not pass, the article's launchd trap.
+# The quickstart, with Go alone: build nightwatch and two small example MCP
+# servers, start the HTTP one, then
+#   1. preflight the example batch (examples/batches.yaml): validate it,
+#      pre-warm and probe every server its jobs need, record the verdicts;
+#   2. probe the servers of examples/mcp.json, where "calendar" is broken on
+#      purpose: it needs an API key its config does not pass (the launchd trap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin .nightwatch
@@ -17,16 +19,20 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 
+echo "== nightwatch preflight examples/batches.yaml"
+./bin/nightwatch preflight examples/batches.yaml
+
+echo
+echo "== nightwatch probe --config examples/mcp.json"
 cache="$PWD/.nightwatch/demo-cache.json"
 set +e
 ./bin/nightwatch probe --config examples/mcp.json --state "$cache"
 code=$?
 set -e
-echo
-./bin/nightwatch status --config examples/mcp.json --state "$cache"
-echo
-if [ "$code" -eq 1 ]; then
-  echo "demo: as expected, 'calendar' is down (its config lacks NOTES_API_KEY); the others are healthy."
-  exit 0
+if [ "$code" -ne 1 ]; then
+  echo "demo: expected 'calendar' to be reported down (exit 1), got exit $code" >&2
+  exit 1
 fi
-exit "$code"
+echo
+echo "demo: preflight passed; 'calendar' is down as expected (its config lacks NOTES_API_KEY)."
+echo "      With Claude Code installed: ./bin/nightwatch run examples/batches.yaml"

@@ -20,7 +20,8 @@ headless Claude Code sessions still gets its work done when a server dies at 2 a
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newHookCmd(), newStatusCmd(), newResetCmd(), newProbeCmd())
+	root.AddCommand(newHookCmd(), newStatusCmd(), newResetCmd(), newProbeCmd(),
+		newPreflightCmd(), newRunCmd(), newDaemonCmd())
 	return root
 }
 

@@ -14,13 +14,21 @@ import (
 const ServerName = "nw-test-server"
 
 // ToolNames lists the test server's tools, in the order they are added.
-var ToolNames = []string{"echo", "fail", "rpcerr", "die", "hang", "env", "slow"}
+var ToolNames = []string{"echo", "fail", "rpcerr", "die", "break", "hang", "env", "slow"}
 
 // Options tune the MCP server.
 type Options struct {
 	// Exit ends the process for the die tool. Nil makes die return a tool
 	// error instead: an in-process server must not exit the test binary.
 	Exit func(code int)
+	// ControlFile is the file the server's mode is read from; the break
+	// tool writes a fault into it, so the server stays down until someone
+	// (a reconnect command in the tests) writes it healthy again.
+	ControlFile string
+}
+
+type breakIn struct {
+	Mode string `json:"mode,omitempty" jsonschema:"mode to write to the control file, default exit-at-start"`
 }
 
 type echoIn struct {
@@ -54,6 +62,7 @@ type noIn struct{}
 //	hang            never returns until the call is cancelled
 //	env {name}      returns the value of an environment variable
 //	slow {ms}       sleeps ms milliseconds, then answers
+//	break {mode}    writes mode (default exit-at-start) to the control file, then exits
 func NewServer(opts Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: "0.0.1"}, nil)
 
@@ -86,6 +95,22 @@ func NewServer(opts Options) *mcp.Server {
 			fmt.Fprintf(os.Stderr, "nwtestserver: die: exiting with status %d\n", code)
 			opts.Exit(code)
 			return nil, nil, errors.New("die: still alive")
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "break", Description: "Breaks the server for good: writes a fault to its control file and exits."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in breakIn) (*mcp.CallToolResult, any, error) {
+			if opts.ControlFile == "" || opts.Exit == nil {
+				return nil, nil, errors.New("break: needs --control and a process of its own")
+			}
+			mode := in.Mode
+			if mode == "" {
+				mode = "exit-at-start"
+			}
+			if err := os.WriteFile(opts.ControlFile, []byte(mode+"\n"), 0o600); err != nil {
+				return nil, nil, err
+			}
+			fmt.Fprintf(os.Stderr, "nwtestserver: break: wrote %q to %s and exits\n", mode, opts.ControlFile)
+			opts.Exit(3)
+			return nil, nil, errors.New("break: still alive")
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answers until cancelled."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {

@@ -30,6 +30,8 @@ type StdioConfig struct {
 	// Exit ends the process (exit-at-start, exit-during-handshake,
 	// require-env, the die tool).
 	Exit func(code int)
+	// ControlFile is passed to the server for its break tool.
+	ControlFile string
 }
 
 var errExited = errors.New("mcpserver: exit requested")
@@ -58,7 +60,7 @@ func ServeStdio(ctx context.Context, cfg StdioConfig) error {
 	}
 
 	toServer, fromFilter := io.Pipe()
-	srv := NewServer(Options{Exit: cfg.Exit})
+	srv := NewServer(Options{Exit: cfg.Exit, ControlFile: cfg.ControlFile})
 	served := make(chan error, 1)
 	go func() {
 		served <- srv.Run(ctx, &mcp.IOTransport{Reader: toServer, Writer: nopCloser{out}})

@@ -83,7 +83,7 @@ func run() int {
 			Observe: func(r *http.Request) {
 				fmt.Fprintf(os.Stderr, "nwtestserver: %s %s\n", r.Method, r.URL.Path)
 			},
-			Server: mcpserver.Options{Exit: os.Exit},
+			Server: mcpserver.Options{Exit: os.Exit, ControlFile: *control},
 		}, start.IgnoreSIGTERM)
 	}
 	if *sse || *jsonResponse {
@@ -92,11 +92,12 @@ func run() int {
 	}
 	// stdio: SIGTERM keeps its default action and ends the process.
 	err = mcpserver.ServeStdio(context.Background(), mcpserver.StdioConfig{
-		Modes:  modes,
-		Stdin:  os.Stdin,
-		Stdout: os.Stdout,
-		Stderr: os.Stderr,
-		Exit:   os.Exit,
+		Modes:       modes,
+		Stdin:       os.Stdin,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		Exit:        os.Exit,
+		ControlFile: *control,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nwtestserver:", err)

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/supervisor"
+)
+
+func loadBatch(path string) (*jobs.Batch, error) { return jobs.Load(path, lookupEnv) }
+
+// logger writes human lines on a terminal and zerolog JSON lines
+// otherwise (launchd, cron and systemd capture stderr to a file).
+func logger() zerolog.Logger {
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
+	}
+	return zerolog.New(os.Stderr).With().Timestamp().Logger()
+}
+
+func selfPath() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the nightwatch binary for the sessions' hook: %w", err)
+	}
+	return p, nil
+}
+
+func newPreflightCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "preflight FILE",
+		Short: "Validate a batch, pre-warm and probe every MCP server its jobs need",
+		Long: `Validate the batch file, then pre-warm and probe every MCP server any job needs, concurrently:
+stdio servers are started once with the batch's prewarm_timeout (so npx/uvx downloads happen now),
+HTTP servers get a wake-up handshake with retries (Retry-After honoured). Verdicts go into the
+batch's health cache, so each session's first call is a cache hit.
+Exit 0: all healthy. 1: some unhealthy (named). 2: the file is invalid.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{AgentOptional: true})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return exitCode(2)
+			}
+			for _, w := range b.Warnings {
+				warnStderr("nightwatch: warning: " + w)
+			}
+			settings := healthcheck.DefaultSettings()
+			settings.TTL, settings.Backoff, settings.MaxBackoff = b.Health.TTL, b.Health.Backoff, b.Health.MaxBackoff
+			if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
+				return err
+			}
+			report := supervisor.Preflight(cmd.Context(), b, supervisor.PreflightOptions{
+				Store:    &healthcheck.Store{Path: supervisor.CachePath(b), Warn: warnStderr},
+				Settings: settings, Getenv: lookupEnv, Warn: warnStderr,
+			})
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(report); err != nil {
+					return err
+				}
+			} else {
+				supervisor.PrintPreflight(cmd.OutOrStdout(), report)
+			}
+			if !report.Healthy {
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func nightOptions(fresh bool) (supervisor.NightOptions, error) {
+	bin, err := selfPath()
+	if err != nil {
+		return supervisor.NightOptions{}, err
+	}
+	return supervisor.NightOptions{Binary: bin, Env: os.Environ(), Fresh: fresh, Log: logger()}, nil
+}
+
+func newRunCmd() *cobra.Command {
+	var fresh bool
+	var maintenance time.Duration
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run the night: preflight, then every job of the batch",
+		Long: `Preflight, then run every job of the batch as a headless Claude Code session with nightwatch's
+hook injected, deferring jobs whose servers are down and maintaining servers between jobs.
+An unfinished run of the same batch is resumed (no done job runs again); --fresh starts anew.
+Exit 0: every job done. 1: some job failed or was skipped. 2: invalid file, or another run
+holds the batch's lock.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := loadBatch(args[0])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return exitCode(2)
+			}
+			opts, err := nightOptions(fresh)
+			if err != nil {
+				return err
+			}
+			opts.Maintenance = maintenance
+			summary, err := supervisor.RunNight(cmd.Context(), b, opts)
+			switch {
+			case errors.Is(err, supervisor.ErrLocked):
+				fmt.Fprintln(os.Stderr, "nightwatch:", err)
+				return exitCode(2)
+			case errors.Is(err, supervisor.ErrStopped):
+				fmt.Fprintln(os.Stderr, "nightwatch:", err)
+				return exitCode(1)
+			case err != nil:
+				return err
+			}
+			supervisor.PrintSummary(cmd.OutOrStdout(), summary)
+			if !summary.AllDone() {
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&fresh, "fresh", false, "start a new run even if the last one did not finish")
+	cmd.Flags().DurationVar(&maintenance, "maintenance-interval", 10*time.Second, "how often unhealthy servers are re-probed while jobs wait")
+	return cmd
+}
+
+func newDaemonCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "daemon FILE",
+		Short: "Run the batch on its schedule (robfig/cron syntax); SIGTERM stops it cleanly",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := nightOptions(false)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			err = supervisor.Daemon(ctx, func() (*jobs.Batch, error) { return loadBatch(args[0]) }, opts)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return exitCode(2)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,545 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
+)
+
+// Limits on what Load reads. A batch file or env_file is a few KB; the caps
+// keep a wrong path (/dev/zero, a log file) from eating the machine.
+const (
+	maxBatchBytes = 4 << 20
+	maxEnvBytes   = 1 << 20
+	// maxPromptBytes is Linux's limit on one argv string (MAX_ARG_STRLEN):
+	// the prompt is passed as `claude -p <prompt>`, and a longer one fails
+	// to start with E2BIG.
+	maxPromptBytes = 128<<10 - 1
+)
+
+// Default values of the batch file.
+const (
+	DefaultStateDir     = "./.nightwatch"
+	DefaultAgent        = "claude"
+	DefaultTimeout      = 45 * time.Minute
+	DefaultStallTimeout = 10 * time.Minute
+	DefaultRetries      = 1
+	DefaultMaxDefer     = time.Hour
+	// maxRetries catches a typo (retries: 100000) that would retry a broken
+	// job all night.
+	maxRetries = 100
+)
+
+// DefaultHealth is the health section's defaults, those of the hook.
+func DefaultHealth() Health {
+	return Health{
+		TTL:            2 * time.Minute,
+		Backoff:        30 * time.Second,
+		MaxBackoff:     10 * time.Minute,
+		ProbeTimeout:   5 * time.Second,
+		PrewarmTimeout: 2 * time.Minute,
+	}
+}
+
+var topFields = []string{
+	"version", "name", "schedule", "deadline", "max_parallel", "max_cost_usd",
+	"state_dir", "env_file", "env", "fail_open", "agent", "defaults", "health",
+	"servers", "jobs",
+}
+
+// loader holds the state of one Load: where the file is, the variables
+// known so far, and every problem found.
+type loader struct {
+	file     string // the path as given, for messages
+	abs, dir string
+	getenv   func(string) (string, bool)
+	// env is where ${VAR} looks first: while env_file is read, the values
+	// above in it; while env is read, env_file's; afterwards Batch.Env.
+	env      map[string]string
+	problems []Problem
+	dropped  int // problems beyond maxProblems, only counted
+	visits   int
+	tooBig   bool
+	// Caches for files and PATH lookups that many jobs or servers share.
+	prompts map[string]promptRead
+	looked  map[string]string
+	// agentOptional: see LoadOptions.
+	agentOptional bool
+}
+
+// maxProblems bounds the list: past a hundred, a user wants the first ones
+// fixed and the file loaded again, and a hostile file must not make the
+// error itself the thing that eats memory.
+const maxProblems = 100
+
+// Load reads the batch file at path, decodes it strictly, expands
+// variables, resolves paths and commands, validates it and applies the
+// defaults. getenv is the process environment (os.LookupEnv); nil is an
+// empty one.
+//
+// ${VAR} and ${VAR:-default} are expanded in every string value except the
+// prompt (the user's prose, where "${" may be literal) and names (of the
+// batch, jobs and servers, and those listed in servers, needs and
+// requires_env). A variable is looked up in env_file, then env (env wins
+// over env_file, as in Batch.Env), then getenv.
+//
+// Every problem is collected: the error is a *LoadError listing each with
+// its file, line and field.
+func Load(path string, getenv func(string) (string, bool)) (*Batch, error) {
+	return LoadWith(path, getenv, LoadOptions{})
+}
+
+// LoadOptions relax what a command does not need.
+type LoadOptions struct {
+	// AgentOptional turns a missing agent command into a warning in
+	// Batch.Warnings: preflight checks servers and must work on a machine
+	// that has Go but not (yet) Claude Code.
+	AgentOptional bool
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, getenv func(string) (string, bool), opts LoadOptions) (*Batch, error) {
+	if getenv == nil {
+		getenv = func(string) (string, bool) { return "", false }
+	}
+	l := &loader{file: path, getenv: getenv, env: map[string]string{}, agentOptional: opts.AgentOptional}
+	b := l.load()
+	if l.tooBig {
+		// The rest is noise from a walk that stopped half-way.
+		l.problems, l.dropped = l.problems[:0], 0
+		l.problem(0, "", "the file expands (through YAML aliases) to more than %d nodes", maxVisits)
+	}
+	if len(l.problems) > 0 {
+		sortProblems(l.problems, l.file)
+		if l.dropped > 0 {
+			l.problems = append(l.problems, Problem{File: l.file, Message: fmt.Sprintf("… and %d more problems", l.dropped)})
+		}
+		return nil, &LoadError{Problems: l.problems}
+	}
+	return b, nil
+}
+
+func (l *loader) problem(line int, field, format string, args ...any) {
+	l.problemIn(l.file, line, field, format, args...)
+}
+
+func (l *loader) problemIn(file string, line int, field, format string, args ...any) {
+	if l.full() {
+		l.dropped++
+		return
+	}
+	l.problems = append(l.problems, Problem{File: file, Line: line, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// full says no more problems are kept; costly messages can be skipped.
+func (l *loader) full() bool { return len(l.problems) >= maxProblems }
+
+func (l *loader) lookup(name string) (string, bool) {
+	if v, ok := l.env[name]; ok {
+		return v, true
+	}
+	return l.getenv(name)
+}
+
+func (l *loader) load() *Batch {
+	abs, err := filepath.Abs(l.file)
+	if err != nil {
+		l.problem(0, "", "%v", err)
+		return nil
+	}
+	l.abs, l.dir = abs, filepath.Dir(abs)
+	data, err := readLimited(abs, maxBatchBytes)
+	if err != nil {
+		l.problem(0, "", "%v", err)
+		return nil
+	}
+	root := l.parse(data)
+	if root == nil {
+		return nil
+	}
+
+	b := &Batch{File: l.abs, Dir: l.dir}
+	f := l.fields(root, "", topFields...)
+
+	// Order matters: names first, then the variables, so that every later
+	// value can use them.
+	l.version(b, f, root.Line)
+	if p, ok := f["name"]; ok {
+		if s, line, ok := l.text(p.val, "name"); ok {
+			b.Name = s
+			l.checkName(s, line, "name", "batch")
+		}
+	}
+	if b.Name == "" {
+		l.problem(root.Line, "name", "is required: it names the run, its lock and its journal")
+	}
+	l.variables(b, f)
+
+	if p, ok := f["schedule"]; ok {
+		if s, line, ok := l.str(p.val, "schedule"); ok {
+			if err := checkSchedule(s); err != nil {
+				l.problem(line, "schedule", "%q is not a cron schedule: %v", s, err)
+			}
+			b.Schedule = s
+		}
+	}
+	if p, ok := f["deadline"]; ok {
+		if s, line, ok := l.str(p.val, "deadline"); ok {
+			if t, err := parseClock(s); err != nil {
+				l.problem(line, "deadline", "%v", err)
+			} else {
+				b.Deadline = &t
+			}
+		}
+	}
+	b.MaxParallel = 1
+	if p, ok := f["max_parallel"]; ok {
+		if v, _, ok := l.integer(p.val, "max_parallel", 1); ok {
+			b.MaxParallel = v
+		}
+	}
+	if p, ok := f["max_cost_usd"]; ok {
+		b.MaxCostUSD, _ = l.money(p.val, "max_cost_usd")
+	}
+	stateDir, stateLine := DefaultStateDir, root.Line
+	if p, ok := f["state_dir"]; ok {
+		if s, line, ok := l.str(p.val, "state_dir"); ok {
+			stateDir, stateLine = s, line
+		}
+	}
+	b.StateDir, _ = l.path(stateDir, stateLine, "state_dir")
+	if p, ok := f["fail_open"]; ok {
+		b.FailOpen, _ = l.boolean(p.val, "fail_open")
+	}
+	l.agent(b, f, root.Line)
+	l.defaults(b, f)
+	l.health(b, f)
+	if p, ok := f["servers"]; ok {
+		ps, _ := l.pairs(p.val, "servers")
+		for _, sp := range ps {
+			b.Servers = append(b.Servers, l.server(sp))
+		}
+	}
+	l.jobs(b, f, root.Line)
+	return b
+}
+
+// readLimited reads a regular file of at most max bytes. A FIFO or device
+// given by mistake would block or never end.
+func readLimited(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is already in the message
+		}
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("larger than %d bytes", max)
+	}
+	return data, nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parse decodes the YAML into a node tree and returns the top mapping.
+func (l *loader) parse(data []byte) (root *yaml.Node) {
+	defer func() {
+		// The YAML parser is not ours; a panic on hostile input must
+		// still end as a message, not a crash of the supervisor.
+		if r := recover(); r != nil {
+			l.problem(0, "", "cannot parse YAML: %v", r)
+			root = nil
+		}
+	}()
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			l.problem(0, "", "the file is empty")
+		} else {
+			l.yamlError(err)
+		}
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		l.problem(extra.Line, "", "a batch file holds one YAML document; remove this \"---\" and what follows or put it in another file")
+	} else if !errors.Is(err, io.EOF) {
+		l.yamlError(err)
+	}
+	n := &doc
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	n = l.node(n)
+	if isNull(n) {
+		l.problem(0, "", "the file is empty")
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		l.problem(n.Line, "", "the top level must be a mapping (version: 1, name: …), not %s", kindName(n))
+		return nil
+	}
+	return n
+}
+
+func (l *loader) yamlError(err error) {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		l.problem(line, "", "invalid YAML: %s", m[2])
+		return
+	}
+	l.problem(0, "", "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+func (l *loader) version(b *Batch, f map[string]pair, rootLine int) {
+	p, ok := f["version"]
+	if !ok {
+		l.problem(rootLine, "version", "is required: write version: 1")
+		return
+	}
+	v, line, ok := l.integer(p.val, "version", 0)
+	if !ok {
+		return
+	}
+	if v != 1 {
+		l.problem(line, "version", "version %d is not supported by this nightwatch (it reads version 1)", v)
+		return
+	}
+	b.Version = v
+}
+
+// validName is what may be used in a file name: the batch name names the
+// lock and the journal, a job name its log files.
+var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+func (l *loader) checkName(s string, line int, field, what string) bool {
+	if !validName.MatchString(s) || strings.Contains(s, "..") || s == "." {
+		l.problem(line, field, "%s name %q must be 1–128 letters, digits, '.', '_' or '-', without \"..\" (it is used in file names)", what, s)
+		return false
+	}
+	return true
+}
+
+// variables reads env_file, then env, and sets Batch.Env: env_file's values
+// overlaid by env's. From here on ${VAR} sees Batch.Env before getenv.
+func (l *loader) variables(b *Batch, f map[string]pair) {
+	merged := map[string]string{}
+	if p, ok := f["env_file"]; ok {
+		if s, line, ok := l.str(p.val, "env_file"); ok {
+			if path, ok := l.path(s, line, "env_file"); ok {
+				b.EnvFile = path
+				l.readEnvFile(path, s, line, merged)
+			}
+		}
+	}
+	l.env = merged
+	if p, ok := f["env"]; ok {
+		// Read against env_file and the process only, so that the result
+		// does not depend on the order of the keys.
+		fromEnv := l.strMap(p.val, "env")
+		merged = maps.Clone(merged)
+		for _, it := range fromEnv {
+			if !isVarName(it.key) {
+				l.problem(it.line, "env."+it.key, "is not a variable name (letters, digits and _, not starting with a digit)")
+				continue
+			}
+			merged[it.key] = it.value
+		}
+	}
+	l.env = merged
+	if len(merged) > 0 {
+		b.Env = merged
+	}
+}
+
+// readEnvFile reads a dotenv file into dst. Its problems name the env_file
+// and its own line; written is the path as the batch file gives it, joined
+// to the batch file's folder as given, so the message points at a file the
+// user can open from where they ran the command.
+func (l *loader) readEnvFile(path, written string, line int, dst map[string]string) {
+	data, err := readLimited(path, maxEnvBytes)
+	if err != nil {
+		l.problem(line, "env_file", "%s: %v", path, err)
+		return
+	}
+	shown := path
+	if !filepath.IsAbs(written) && !strings.HasPrefix(written, "~") {
+		shown = filepath.Join(filepath.Dir(l.file), written)
+	}
+	vars, errs := parseDotenv(string(data), l.lookup)
+	for _, e := range errs {
+		l.problemIn(shown, e.line, "", "%s", e.msg)
+	}
+	for _, v := range vars {
+		dst[v.key] = v.value
+	}
+}
+
+var cronParse = cron.ParseStandard
+
+// checkSchedule validates a cron line. robfig/cron panics on some inputs
+// ("TZ=x" with no space): recover, a bad line is a message.
+func checkSchedule(s string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("unreadable")
+		}
+	}()
+	_, err = cronParse(s)
+	return err
+}
+
+// parseClock reads "HH:MM", 24-hour.
+func parseClock(s string) (ClockTime, error) {
+	h, m, ok := strings.Cut(s, ":")
+	hour, err1 := strconv.Atoi(h)
+	minute, err2 := strconv.Atoi(m)
+	if !ok || err1 != nil || err2 != nil || len(h) < 1 || len(h) > 2 || len(m) != 2 ||
+		hour < 0 || hour > 23 || minute < 0 || minute > 59 || h[0] == '+' || h[0] == '-' || m[0] == '+' || m[0] == '-' {
+		return ClockTime{}, fmt.Errorf("%q is not a time of day: write 24-hour HH:MM, such as \"07:00\"", s)
+	}
+	return ClockTime{Hour: hour, Minute: minute}, nil
+}
+
+// String is "07:00".
+func (c ClockTime) String() string { return fmt.Sprintf("%02d:%02d", c.Hour, c.Minute) }
+
+func (l *loader) agent(b *Batch, f map[string]pair, rootLine int) {
+	command, line := DefaultAgent, rootLine
+	if p, ok := f["agent"]; ok {
+		af := l.fields(p.val, "agent", "command", "args")
+		line = p.line()
+		if q, ok := af["command"]; ok {
+			if s, l2, ok := l.str(q.val, "agent.command"); ok {
+				command, line = s, l2
+			}
+		}
+		if q, ok := af["args"]; ok {
+			b.Agent.Args = values(l.strList(q.val, "agent.args", true))
+		}
+	}
+	before := len(l.problems)
+	b.Agent.Command, _ = l.executable(command, line, "agent.command", true)
+	if l.agentOptional && len(l.problems) > before {
+		for _, p := range l.problems[before:] {
+			b.Warnings = append(b.Warnings, p.Error()+" (needed by `nightwatch run`, not by preflight)")
+		}
+		l.problems = l.problems[:before]
+	}
+}
+
+func (l *loader) defaults(b *Batch, f map[string]pair) {
+	b.Defaults = JobDefaults{
+		Timeout:      DefaultTimeout,
+		StallTimeout: DefaultStallTimeout,
+		Retries:      DefaultRetries,
+		OnUnhealthy:  Defer,
+		MaxDefer:     DefaultMaxDefer,
+	}
+	p, ok := f["defaults"]
+	if !ok {
+		return
+	}
+	df := l.fields(p.val, "defaults", "timeout", "stall_timeout", "retries", "on_unhealthy", "max_defer")
+	l.jobSettings(df, "defaults", &b.Defaults)
+	// max_defer is batch-wide: it is read here and not by jobSettings,
+	// because a Job has no field for it.
+	if q, ok := df["max_defer"]; ok {
+		if d, ok := l.duration(q.val, "defaults.max_defer"); ok {
+			b.Defaults.MaxDefer = d
+		}
+	}
+}
+
+// jobSettings reads the four settings a job shares with defaults, over
+// the values already in s.
+func (l *loader) jobSettings(f map[string]pair, field string, s *JobDefaults) {
+	if p, ok := f["timeout"]; ok {
+		if d, ok := l.duration(p.val, field+".timeout"); ok {
+			s.Timeout = d
+		}
+	}
+	if p, ok := f["stall_timeout"]; ok {
+		if d, ok := l.duration(p.val, field+".stall_timeout"); ok {
+			s.StallTimeout = d
+		}
+	}
+	if p, ok := f["retries"]; ok {
+		if v, line, ok := l.integer(p.val, field+".retries", 0); ok {
+			if v > maxRetries {
+				l.problem(line, field+".retries", "must be at most %d, not %d", maxRetries, v)
+			} else {
+				s.Retries = v
+			}
+		}
+	}
+	if p, ok := f["on_unhealthy"]; ok {
+		if v, line, ok := l.str(p.val, field+".on_unhealthy"); ok {
+			switch o := OnUnhealthy(v); o {
+			case Defer, Skip, Run:
+				s.OnUnhealthy = o
+			default:
+				l.problem(line, field+".on_unhealthy", "%q is not one of defer, skip, run", v)
+			}
+		}
+	}
+}
+
+func (l *loader) health(b *Batch, f map[string]pair) {
+	b.Health = DefaultHealth()
+	p, ok := f["health"]
+	if !ok {
+		return
+	}
+	hf := l.fields(p.val, "health", "ttl", "backoff", "max_backoff", "probe_timeout", "prewarm_timeout")
+	for _, d := range []struct {
+		key string
+		dst *time.Duration
+	}{
+		{"ttl", &b.Health.TTL},
+		{"backoff", &b.Health.Backoff},
+		{"max_backoff", &b.Health.MaxBackoff},
+		{"probe_timeout", &b.Health.ProbeTimeout},
+		{"prewarm_timeout", &b.Health.PrewarmTimeout},
+	} {
+		if q, ok := hf[d.key]; ok {
+			if v, ok := l.duration(q.val, "health."+d.key); ok {
+				*d.dst = v
+			}
+		}
+	}
+	if b.Health.MaxBackoff < b.Health.Backoff {
+		line := p.line()
+		if q, ok := hf["max_backoff"]; ok {
+			line = q.line()
+		}
+		l.problem(line, "health.max_backoff", "%s is below backoff %s", b.Health.MaxBackoff, b.Health.Backoff)
+	}
+}

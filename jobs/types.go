@@ -1,0 +1,110 @@
+// Package jobs reads a batch file: the YAML a user writes to describe a
+// night of Claude Code sessions. Decoding is strict (unknown keys are
+// errors) and every error names the file, the line and the field, before
+// anything runs.
+package jobs
+
+import (
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+// OnUnhealthy says what happens to a job whose servers are down when it is
+// due.
+type OnUnhealthy string
+
+const (
+	Defer OnUnhealthy = "defer" // wait until its servers are healthy again
+	Skip  OnUnhealthy = "skip"  // skip it, with the reason
+	Run   OnUnhealthy = "run"   // run anyway; the hook still blocks dead servers
+)
+
+// Batch is a loaded, validated batch file. Every path in it is absolute,
+// every ${VAR} resolved, every default applied.
+type Batch struct {
+	// File is the absolute path of the batch file; Dir its folder.
+	File string
+	Dir  string
+
+	Version     int
+	Name        string
+	Schedule    string            // robfig/cron syntax; "" when not scheduled
+	Deadline    *ClockTime        // no job starts after it (local time), nil = none
+	MaxParallel int               // ≥ 1
+	MaxCostUSD  float64           // 0 = no limit
+	StateDir    string            // absolute
+	EnvFile     string            // absolute, "" = none
+	Env         map[string]string // env_file then env, expanded
+	FailOpen    bool              // the batch asks the hook to fail open (debugging only)
+	Agent       Agent
+	Defaults    JobDefaults
+	Health      Health
+	// Servers are the MCP servers, in file order, nightwatch's own fields
+	// split from what goes into the session's MCP config.
+	Servers []*Server
+	Jobs    []*Job
+	// Warnings are problems a LoadWith option let through.
+	Warnings []string
+}
+
+// ClockTime is a local time of day, "07:00".
+type ClockTime struct{ Hour, Minute int }
+
+// Agent is the program each session runs (Claude Code).
+type Agent struct {
+	Command string   // absolute path, resolved when the file is loaded
+	Args    []string // extra arguments for every session
+}
+
+// JobDefaults apply to every job that does not set its own.
+type JobDefaults struct {
+	Timeout      time.Duration
+	StallTimeout time.Duration
+	Retries      int
+	OnUnhealthy  OnUnhealthy
+	// MaxDefer is how long a job may wait for its servers once nothing
+	// else can run, before it is skipped with the reason (default 1h).
+	MaxDefer time.Duration
+}
+
+// Health tunes the health layer for this batch.
+type Health struct {
+	TTL            time.Duration
+	Backoff        time.Duration
+	MaxBackoff     time.Duration
+	ProbeTimeout   time.Duration
+	PrewarmTimeout time.Duration
+}
+
+// Server is one MCP server of the batch.
+type Server struct {
+	Name string
+	// MCP is the definition as a session gets it: transport fields only,
+	// variables resolved, paths absolute (Raw holds the entry to write,
+	// with nightwatch's own fields removed).
+	MCP mcpconfig.Server
+	// RequiresEnv are variables that must be set (and non-empty) before
+	// anything runs; each is passed in the server's env.
+	RequiresEnv []string
+	// Reconnect is the reconnect command line (run without a shell).
+	Reconnect string
+	// Line is where the server is defined, for messages.
+	Line int
+}
+
+// Job is one Claude Code session of the night.
+type Job struct {
+	Name         string
+	Prompt       string // the prompt text (prompt_file already read)
+	PromptFile   string // absolute, "" when the prompt is inline
+	Servers      []string
+	Cwd          string // absolute
+	Needs        []string
+	Timeout      time.Duration
+	StallTimeout time.Duration
+	Retries      int
+	OnUnhealthy  OnUnhealthy
+	AllowedTools []string
+	Line         int
+}

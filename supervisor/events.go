@@ -1,0 +1,72 @@
+package supervisor
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+)
+
+// eventTail reads the lines the hooks appended to the batch's events file
+// since the last look, so that every change of a server's state seen by a
+// session lands in the night's journal.
+type eventTail struct {
+	path   string
+	offset int64
+}
+
+func (t *eventTail) next() []healthcheck.Event {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+		return nil
+	}
+	r := bufio.NewReader(f)
+	var out []healthcheck.Event
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			// A line without its newline is still being written: read it
+			// next time.
+			return out
+		}
+		t.offset += int64(len(line))
+		var ev healthcheck.Event
+		if json.Unmarshal(line, &ev) == nil {
+			out = append(out, ev)
+		}
+	}
+}
+
+// absorbServerEvents copies new state changes and blocked calls from the
+// events file into the journal.
+func (n *night) absorbServerEvents() {
+	for _, ev := range n.events.next() {
+		switch ev.Kind {
+		case healthcheck.EventState:
+			n.append(Event{Type: "server-state", Time: ev.Time, Server: ev.Server, Status: string(ev.To),
+				Reason: joinNonEmpty(ev.By, ev.Code, ev.Reason)})
+		case healthcheck.EventBlocked:
+			n.append(Event{Type: "call-blocked", Time: ev.Time, Server: ev.Server, Reason: ev.Tool})
+		}
+	}
+}
+
+func joinNonEmpty(parts ...string) string {
+	out := ""
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if out != "" {
+			out += ": "
+		}
+		out += p
+	}
+	return out
+}

@@ -1,0 +1,387 @@
+package supervisor
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+)
+
+// Event types of the journal.
+const (
+	EventRunStarted  = "run-started"
+	EventJobStarted  = "job-started"
+	EventJobDeferred = "job-deferred"
+	EventJobRetried  = "job-retried"
+	EventJobFinished = "job-finished"
+	EventJobSkipped  = "job-skipped"
+	EventServerState = "server-state"
+	EventMaintenance = "maintenance"
+	EventRunFinished = "run-finished"
+)
+
+// Job statuses in job-finished and job-skipped events.
+const (
+	JobDone    = "done"
+	JobFailed  = "failed"
+	JobSkipped = "skipped"
+)
+
+// Event is one line of a run's journal.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Run     string    `json:"run"`
+	Job     string    `json:"job,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	// Status is done|failed|skipped for a job, healthy|unhealthy for a
+	// server.
+	Status string `json:"status,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Result holds the session's result fields: subtype, is_error,
+	// num_turns, total_cost_usd, duration_ms, session_id, terminal_reason,
+	// exit_code, killed_by.
+	Result    map[string]any `json:"result,omitempty"`
+	Batch     string         `json:"batch,omitempty"`
+	BatchFile string         `json:"batchFile,omitempty"`
+	PID       int            `json:"pid,omitempty"`
+}
+
+// Journal is the append-only record of one run. It is what makes a run
+// resumable: every line is fsynced before Append returns, so a line the
+// supervisor acted on survives a crash or a power cut.
+type Journal struct {
+	Path  string
+	RunID string
+	// Repaired says what OpenJournal cut off (a torn last line); "" when
+	// nothing. The supervisor logs it.
+	Repaired string
+
+	mu sync.Mutex // keeps lines in the order the supervisor produced them
+}
+
+// runsDir is where the journals of a state folder live.
+func runsDir(stateDir string) string { return filepath.Join(stateDir, "runs") }
+
+// NewRunID names a run: its UTC start time, which sorts, and a few random
+// hex digits so that two runs started in the same second never collide.
+func NewRunID(now time.Time) string {
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on linux or darwin; the nanoseconds
+		// are a good enough tie-breaker if it ever does.
+		return now.UTC().Format("20060102T150405Z") + fmt.Sprintf("-%04x", now.Nanosecond()&0xffff)
+	}
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// CreateJournal creates the journal of a new run at
+// <stateDir>/runs/<runID>.jsonl (folders 0700, file 0600). It refuses to
+// reuse an existing file: a new run must never write into another's record.
+func CreateJournal(stateDir, runID string) (*Journal, error) {
+	if runID == "" || strings.ContainsAny(runID, `/\`) || runID == "." || runID == ".." {
+		return nil, fmt.Errorf("create journal: invalid run id %q", runID)
+	}
+	dir := runsDir(stateDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create journal folder: %w", err)
+	}
+	path := filepath.Join(dir, runID+".jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, atomicfile.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("create journal: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("create journal: %w", err)
+	}
+	return &Journal{Path: path, RunID: runID}, nil
+}
+
+// OpenJournal reopens the journal of an unfinished run to resume it. A torn
+// last line (the supervisor died inside a write, so the line was never
+// acknowledged) is cut off first, because appending after it would turn it
+// into a corrupt line in the middle of the file; Journal.Repaired says what
+// was cut.
+func OpenJournal(path string) (*Journal, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	keep, warning, _ := scanJournal(path, data, nil)
+	if keep < len(data) {
+		if err := os.Truncate(path, int64(keep)); err != nil {
+			return nil, fmt.Errorf("open journal: cut the torn last line: %w", err)
+		}
+	}
+	if keep > 0 && data[keep-1] != '\n' {
+		// The last event is whole but its newline was lost.
+		if err := atomicfile.AppendLine(path, nil); err != nil {
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+	}
+	j := &Journal{Path: path, RunID: strings.TrimSuffix(filepath.Base(path), ".jsonl")}
+	if warning != "" {
+		j.Repaired = warning + "; cut it off before resuming"
+	}
+	return j, nil
+}
+
+// Append writes ev as one fsynced line. An empty Run or Time is stamped
+// with the journal's run and the current time.
+func (j *Journal) Append(ev Event) error {
+	if ev.Type == "" {
+		return errors.New("journal: event without a type")
+	}
+	if ev.Run == "" {
+		ev.Run = j.RunID
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("journal %s: encode %s event: %w", j.Path, ev.Type, err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := atomicfile.AppendLine(j.Path, line); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// ReadJournal reads every event of a journal. A torn last line (the
+// supervisor died mid-write) is not an error: it is left out; use
+// ReadJournalWarnings to hear about it, or OpenJournal, which reports and
+// cuts it when the run resumes. Any other line that does not parse is an
+// error naming path:line, because events after it may not be trusted.
+func ReadJournal(path string) ([]Event, error) {
+	events, _, err := ReadJournalWarnings(path)
+	return events, err
+}
+
+// ReadJournalWarnings is ReadJournal that also returns a warning for a
+// torn last line.
+func ReadJournalWarnings(path string) (events []Event, warnings []string, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read journal: %w", err)
+	}
+	_, warning, err := scanJournal(path, data, func(ev Event) { events = append(events, ev) })
+	if err != nil {
+		return nil, nil, err
+	}
+	if warning != "" {
+		warnings = append(warnings, warning)
+	}
+	return events, warnings, nil
+}
+
+// scanJournal parses data line by line, handing each event to each (when
+// not nil). keep is the length of the prefix that holds whole events: what
+// remains after it is the torn tail, described by warning.
+func scanJournal(path string, data []byte, each func(Event)) (keep int, warning string, err error) {
+	lineNo := 0
+	for off := 0; off < len(data); {
+		lineNo++
+		end := bytes.IndexByte(data[off:], '\n')
+		next := len(data)
+		if end >= 0 {
+			next = off + end + 1
+			end = off + end
+		} else {
+			end = len(data)
+		}
+		line := data[off:end]
+		// A crash can leave NUL padding where a write was going: blank.
+		if len(bytes.Trim(line, " \t\r\x00")) == 0 {
+			if bytes.IndexByte(line, 0) < 0 {
+				keep = next
+			}
+			off = next
+			continue
+		}
+		ev, perr := parseEvent(line)
+		if perr != nil {
+			if isLastLine(data[next:]) {
+				return keep, fmt.Sprintf("journal %s:%d: ignored a torn last line (the supervisor stopped mid-write): %v", path, lineNo, perr), nil
+			}
+			return keep, "", fmt.Errorf("journal %s:%d: %w", path, lineNo, perr)
+		}
+		if each != nil {
+			each(ev)
+		}
+		keep = next
+		off = next
+	}
+	return keep, "", nil
+}
+
+// isLastLine reports whether rest (what follows a line) holds nothing but
+// blank space or NUL padding.
+func isLastLine(rest []byte) bool {
+	return len(bytes.Trim(rest, " \t\r\n\x00")) == 0
+}
+
+func parseEvent(line []byte) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return Event{}, fmt.Errorf("not a JSON event: %w", err)
+	}
+	if ev.Type == "" {
+		return Event{}, errors.New("event has no type")
+	}
+	return ev, nil
+}
+
+// LatestUnfinished finds the run of batch to resume: the newest run of this
+// batch (the batch named in its run-started line), if that run has no
+// run-finished line. When the newest run finished there is nothing to
+// resume, even if an older run was abandoned: resuming a night older than
+// the last completed one would redo stale work. It returns "" when there is
+// nothing to resume. Torn last lines are tolerated; OpenJournal reports them
+// when the run is resumed.
+func LatestUnfinished(stateDir, batchName string) (path string, events []Event, err error) {
+	paths, err := filepath.Glob(filepath.Join(runsDir(stateDir), "*.jsonl"))
+	if err != nil {
+		return "", nil, fmt.Errorf("list journals: %w", err)
+	}
+	type run struct {
+		path    string
+		started time.Time
+		events  []Event
+	}
+	var runs []run
+	for _, p := range paths {
+		evs, err := ReadJournal(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if len(evs) == 0 || evs[0].Type != EventRunStarted || evs[0].Batch != batchName {
+			continue
+		}
+		runs = append(runs, run{p, evs[0].Time, evs})
+	}
+	if len(runs) == 0 {
+		return "", nil, nil
+	}
+	// The run-started time orders runs; the file name (which starts with
+	// the same time) breaks ties.
+	sort.Slice(runs, func(i, j int) bool {
+		if !runs[i].started.Equal(runs[j].started) {
+			return runs[i].started.After(runs[j].started)
+		}
+		return runs[i].path > runs[j].path
+	})
+	newest := runs[0]
+	for _, ev := range newest.events {
+		if ev.Type == EventRunFinished {
+			return "", nil, nil
+		}
+	}
+	return newest.path, newest.events, nil
+}
+
+// Replay is the state of a run rebuilt from its journal.
+type Replay struct {
+	Done    map[string]bool
+	Skipped map[string]string // job → reason
+	// Failed jobs are finally failed: their last attempt failed and no
+	// retry was announced after it.
+	Failed   map[string]bool
+	Attempts map[string]int  // attempts started, including one cut short by a crash
+	Running  map[string]bool // started with no end: the supervisor died during it
+	CostUSD  float64         // total_cost_usd of every attempt that ended
+}
+
+// ReplayEvents rebuilds a run's state. Each job-started line is one
+// attempt, so a job that was running when the supervisor died has used an
+// attempt and is not done: it runs again, with one retry fewer. An attempt
+// ends with job-finished, or with job-retried when another follows; its
+// cost counts once even if both lines carry the result.
+func ReplayEvents(events []Event) Replay {
+	r := Replay{Done: map[string]bool{}, Skipped: map[string]string{}, Failed: map[string]bool{},
+		Attempts: map[string]int{}, Running: map[string]bool{}}
+	type attempt struct {
+		job string
+		n   int
+	}
+	costed := map[attempt]bool{}
+	addCost := func(ev Event) {
+		a := attempt{ev.Job, ev.Attempt}
+		if a.n == 0 {
+			a.n = r.Attempts[ev.Job]
+		}
+		if c := costOf(ev.Result); c > 0 && !costed[a] {
+			costed[a] = true
+			r.CostUSD += c
+		}
+	}
+	for _, ev := range events {
+		switch ev.Type {
+		case EventJobStarted:
+			r.Attempts[ev.Job]++
+			r.Running[ev.Job] = true
+		case EventJobFinished:
+			delete(r.Running, ev.Job)
+			addCost(ev)
+			switch ev.Status {
+			case JobDone:
+				r.Done[ev.Job] = true
+				delete(r.Failed, ev.Job)
+			case JobSkipped:
+				r.Skipped[ev.Job] = ev.Reason
+			default: // failed, or a status this version does not know
+				r.Failed[ev.Job] = true
+			}
+		case EventJobRetried:
+			// The attempt failed and another one is due: not final.
+			delete(r.Running, ev.Job)
+			delete(r.Failed, ev.Job)
+			addCost(ev)
+		case EventJobSkipped:
+			delete(r.Running, ev.Job)
+			r.Skipped[ev.Job] = ev.Reason
+		}
+	}
+	return r
+}
+
+// costOf reads total_cost_usd from a result, whatever number type holds it
+// (float64 after a JSON round trip, json.Number or an int when built in
+// memory).
+func costOf(result map[string]any) float64 {
+	var f float64
+	switch v := result["total_cost_usd"].(type) {
+	case float64:
+		f = v
+	case float32:
+		f = float64(v)
+	case int:
+		f = float64(v)
+	case int64:
+		f = float64(v)
+	case json.Number:
+		f, _ = v.Float64()
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return 0
+	}
+	return f
+}

@@ -1,0 +1,223 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+)
+
+// These nights run the real Claude Code CLI (against the fake Messages API)
+// with real MCP servers and nightwatch's real hook binary.
+
+type nightFixture struct {
+	t   *testing.T
+	dir string
+	api *fakeapi.Server
+	env []string
+}
+
+func newNightFixture(t *testing.T) *nightFixture {
+	f := &nightFixture{t: t, dir: t.TempDir(), api: fakeapi.Start(t)}
+	home := filepath.Join(f.dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+		"ANTHROPIC_BASE_URL=" + f.api.URL(), "ANTHROPIC_API_KEY=test-key",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "MCP_CONNECT_TIMEOUT_MS=30000"}
+	return f
+}
+
+// prompt builds a fake-model script: the session marker, then the calls.
+func prompt(session string, calls ...string) string {
+	p := "SESSION " + session
+	for _, c := range calls {
+		p += "\nCALL " + c
+	}
+	return p
+}
+
+func (f *nightFixture) load(yaml string) *jobs.Batch {
+	f.t.Helper()
+	path := filepath.Join(f.dir, "batch.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	b, err := jobs.Load(path, func(k string) (string, bool) {
+		for _, kv := range f.env {
+			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
+				return v, true
+			}
+		}
+		return os.LookupEnv(k)
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return b
+}
+
+func (f *nightFixture) run(b *jobs.Batch) *NightSummary {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s, err := RunNight(ctx, b, NightOptions{
+		Binary: testkit.BuildNightwatch(f.t), Env: f.env,
+		Log:         zerolog.New(zerolog.NewTestWriter(f.t)).With().Timestamp().Logger(),
+		Maintenance: 300 * time.Millisecond, RetryPause: 300 * time.Millisecond,
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+func readJournalTypes(t *testing.T, path string) []Event {
+	t.Helper()
+	events, err := ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestNightServerDiesAndReconnectBringsItBack: six jobs over two servers;
+// the third job breaks the stdio server for good (it exits and will not
+// start again). The next job that needs it is deferred while the other
+// server's job runs; maintenance runs the server's reconnect command
+// (which repairs it), the re-probe finds it healthy, and the deferred job
+// runs. Every job ends done, exactly once.
+func TestNightServerDiesAndReconnectBringsItBack(t *testing.T) {
+	f := newNightFixture(t)
+	server := testkit.BuildTestServer(t)
+	control := filepath.Join(f.dir, "notes.mode")
+	repaired := filepath.Join(f.dir, "repaired")
+	repair := filepath.Join(f.dir, "repair.sh")
+	script := "#!/bin/sh\necho healthy > \"$1\"\necho \"$2\" >> \"$3\"\n"
+	if err := os.WriteFile(repair, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	web := startHTTPTestServer(t, server)
+
+	b := f.load(fmt.Sprintf(`version: 1
+name: outage
+state_dir: ./state
+max_parallel: 1
+agent: {command: %s}
+defaults: {timeout: 3m, stall_timeout: 2m, retries: 1, on_unhealthy: defer}
+health: {ttl: 2m, backoff: 1s, max_backoff: 4s, probe_timeout: 5s, prewarm_timeout: 30s}
+servers:
+  notes:
+    command: %s
+    args: ["--control", %s]
+    reconnect: %s
+  web: {type: http, url: %s}
+jobs:
+  - {name: j1, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+  - {name: j2, servers: [web], allowed_tools: [mcp__web], prompt: %s}
+  - {name: j3, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+  - {name: j4, servers: [notes], allowed_tools: [mcp__notes], needs: [j3], prompt: %s}
+  - {name: j5, servers: [web], allowed_tools: [mcp__web], prompt: %s}
+  - {name: j6, servers: [notes, web], allowed_tools: [mcp__notes, mcp__web], needs: [j4], prompt: %s}
+`, jsonString(testkit.ClaudeBin(t)), jsonString(server), jsonString(control),
+		jsonString(repair+" "+control+" {server} "+repaired), jsonString(web),
+		jsonString(prompt("j1", `mcp__notes__echo {"message":"j1"}`)),
+		jsonString(prompt("j2", `mcp__web__echo {"message":"j2"}`)),
+		jsonString(prompt("j3", `mcp__notes__break {}`)),
+		jsonString(prompt("j4", `mcp__notes__echo {"message":"j4 after the repair"}`)),
+		jsonString(prompt("j5", `mcp__web__echo {"message":"j5"}`)),
+		jsonString(prompt("j6", `mcp__notes__echo {"message":"j6"}`, `mcp__web__echo {"message":"j6 web"}`))))
+
+	s := f.run(b)
+	if !s.AllDone() || s.Done != 6 {
+		t.Fatalf("want six jobs done, got %+v", s.Jobs)
+	}
+	events := readJournalTypes(t, s.Journal)
+	finished := map[string]int{}
+	var deferred, reconnected, j4Started int
+	for i, ev := range events {
+		switch {
+		case ev.Type == "job-finished" && ev.Status == StatusDone:
+			finished[ev.Job]++
+		case ev.Type == "job-deferred" && ev.Job == "j4":
+			deferred = i
+		case ev.Type == "maintenance" && ev.Server == "notes" && strings.Contains(ev.Reason, "reconnect"):
+			reconnected = i
+		case ev.Type == "job-started" && ev.Job == "j4":
+			j4Started = i
+		}
+	}
+	for _, j := range []string{"j1", "j2", "j3", "j4", "j5", "j6"} {
+		if finished[j] != 1 {
+			t.Errorf("job %s finished done %d times, want exactly once", j, finished[j])
+		}
+	}
+	if !(deferred > 0 && reconnected > deferred && j4Started > reconnected) {
+		t.Errorf("want j4 deferred (line %d), then the reconnect (line %d), then j4 started (line %d)", deferred, reconnected, j4Started)
+	}
+	if b, _ := os.ReadFile(repaired); !strings.Contains(string(b), "notes") {
+		t.Errorf("the reconnect command did not run with {server} = notes: %q", b)
+	}
+	for _, r := range f.api.SessionToolResults("j4") {
+		if r.IsError || !strings.Contains(r.Content, "after the repair") {
+			t.Errorf("j4 did not get its tool result: %+v", r)
+		}
+	}
+}
+
+// TestNightHungSessionIsKilled: a session whose tool never answers is
+// killed at the job's timeout, and nothing of it (Claude Code, its MCP
+// server) is left running.
+func TestNightHungSessionIsKilled(t *testing.T) {
+	f := newNightFixture(t)
+	server := testkit.BuildTestServer(t)
+	pidfile := filepath.Join(f.dir, "server.pids")
+	b := f.load(fmt.Sprintf(`version: 1
+name: hang
+state_dir: ./state
+agent: {command: %s}
+defaults: {timeout: 8s, stall_timeout: 1m, retries: 0}
+servers:
+  notes: {command: %s, args: ["--pidfile", %s]}
+jobs:
+  - {name: stuck, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+`, jsonString(testkit.ClaudeBin(t)), jsonString(server), jsonString(pidfile),
+		jsonString(prompt("stuck", `mcp__notes__hang {}`))))
+	start := time.Now()
+	s := f.run(b)
+	if s.Failed != 1 || s.Jobs[0].Outcome == nil || s.Jobs[0].Outcome.KilledBy != "timeout" {
+		t.Fatalf("want the job failed by its timeout, got %+v", s.Jobs[0])
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("the night took %s for an 8 s timeout", took)
+	}
+	// The session's own server (the last pid written: the preflight's
+	// probe instance wrote first) must be gone.
+	data, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Fields(string(data)) {
+		var pid int
+		fmt.Sscan(line, &pid)
+		if processStartID(pid) != "" && !isZombie(pid) {
+			t.Errorf("MCP server pid %d outlived its session", pid)
+		}
+	}
+}

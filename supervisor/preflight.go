@@ -1,0 +1,488 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+	"github.com/nightwatch-dev/nightwatch/operator"
+)
+
+// Defaults for a batch whose health section leaves the timeouts at zero.
+const (
+	defaultPrewarmTimeout = 2 * time.Minute
+	// Wake-up retries: a cold endpoint (a scaled-to-zero container, a
+	// proxy whose upstream is starting) answers 502/503/504 or refuses for
+	// a few seconds. Four tries a few hundred milliseconds apart cover
+	// that; a longer outage is the probe's verdict to report.
+	wakeRetryMax     = 3
+	wakeRetryWaitMin = 200 * time.Millisecond
+	wakeRetryWaitMax = 2 * time.Second
+	// wakeDeleteTimeout bounds the DELETE that ends the wake-up's session.
+	wakeDeleteTimeout = 250 * time.Millisecond
+)
+
+// PreflightRow is one server's line in the preflight table.
+type PreflightRow struct {
+	Server    string        `json:"server"`
+	Transport string        `json:"transport"`
+	Verdict   probe.Verdict `json:"verdict"`
+	Latency   time.Duration `json:"latency"` // the verdict probe's handshake time
+	Tools     int           `json:"tools"`   // -1 when unknown
+	Reason    string        `json:"reason"`
+	// Prewarmed is true when the pre-warm step reached the server: a stdio
+	// server answered within the prewarm timeout, an HTTP endpoint gave an
+	// answer that is not "come back later".
+	Prewarmed bool `json:"prewarmed"`
+}
+
+// PreflightReport is the outcome of a preflight.
+type PreflightReport struct {
+	Rows     []PreflightRow `json:"rows"`
+	Warnings []string       `json:"warnings,omitempty"`
+	// Healthy is true when every server a job needs is reachable; it
+	// drives the command's exit code.
+	Healthy bool `json:"healthy"`
+}
+
+// PreflightOptions are the dependencies of Preflight.
+type PreflightOptions struct {
+	// Store receives every verdict, so each session's first call is a
+	// cache hit. Nil records nothing.
+	Store *healthcheck.Store
+	// Settings of the state machine; a zero TTL means the batch's health
+	// section over healthcheck.DefaultSettings.
+	Settings healthcheck.Settings
+	// Getenv looks up the supervisor's environment (os.LookupEnv); the
+	// batch's env is laid over it, as the night will have it.
+	Getenv func(string) (string, bool)
+	// Warn receives problems with nightwatch's own state (a cache that
+	// cannot be written); facts about the batch go into the report.
+	Warn func(string)
+	// Environ is the base environment of stdio servers; nil means
+	// os.Environ(). The batch's env is laid over it.
+	Environ []string
+	// Home is the user's home folder, for finding Claude Code's own MCP
+	// config; "" means os.UserHomeDir().
+	Home string
+}
+
+// Preflight pre-warms and probes every server that some job needs, all at
+// once, records each verdict in the health cache and collects warnings
+// about the batch. It never fails: a server that cannot be reached is a
+// row with its reason.
+func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) PreflightReport {
+	needed, cwds, unknown := neededServers(b)
+	rep := PreflightReport{Healthy: len(unknown) == 0}
+	rep.Warnings = append(rep.Warnings, unknown...)
+	rep.Warnings = append(rep.Warnings, failOpenWarnings(b, opts.Getenv)...)
+	for _, s := range needed {
+		if len(s.MCP.Missing) > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("server %q uses unset variables: %s (the text stays literal, as in Claude Code)",
+				s.Name, strings.Join(s.MCP.Missing, ", ")))
+		}
+	}
+	rep.Warnings = append(rep.Warnings, shadowWarnings(b, needed, opts)...)
+
+	checker := &healthcheck.Checker{Store: opts.Store, Settings: settingsFor(b, opts.Settings), Warn: opts.Warn}
+	environ := overlayEnv(opts.Environ, b.Env)
+	probeTimeout, prewarmTimeout := timeoutsFor(b)
+
+	rep.Rows = make([]PreflightRow, len(needed))
+	var wg sync.WaitGroup
+	for i, s := range needed {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			srv := s.MCP // a copy: the batch is shared with the night
+			if srv.Name == "" {
+				srv.Name = s.Name
+			}
+			po := probe.Options{Timeout: probeTimeout, ListTools: true, Cwd: cwds[s.Name], Environ: environ}
+			row, res := preflightOne(ctx, &srv, po, prewarmTimeout)
+			if opts.Store != nil {
+				checker.RecordProbe(&srv, res)
+			}
+			rep.Rows[i] = row
+		}()
+	}
+	wg.Wait()
+	for _, r := range rep.Rows {
+		if !r.Verdict.Reachable() {
+			rep.Healthy = false
+		}
+	}
+	return rep
+}
+
+// preflightOne pre-warms one server and gives its verdict: the row and the
+// probe result that goes into the cache.
+func preflightOne(ctx context.Context, srv *mcpconfig.Server, po probe.Options, prewarm time.Duration) (PreflightRow, probe.Result) {
+	row := PreflightRow{Server: srv.Name, Transport: string(srv.Transport)}
+	var res probe.Result
+	switch srv.Transport {
+	case mcpconfig.Stdio:
+		// One probe with the long timeout is the pre-warm: the first start
+		// of an `npx -y` or `uvx` server downloads it, which must happen
+		// now and not inside a session. Its answer is also the verdict; a
+		// second probe would only say the same thing faster.
+		po.Timeout = prewarm
+		res = probe.Probe(ctx, srv, po)
+		row.Prewarmed = res.Verdict.Reachable()
+	case mcpconfig.HTTP, mcpconfig.SSE:
+		w := wakeUp(ctx, srv, prewarm)
+		row.Prewarmed = w.awake
+		res = probe.Probe(ctx, srv, po)
+		if w.attempts > 1 && res.Verdict.Reachable() {
+			res.Reason += fmt.Sprintf(" (woke up after %d attempts)", w.attempts)
+		}
+	default:
+		res = probe.Probe(ctx, srv, po) // says why it cannot probe it
+	}
+	row.Verdict, row.Latency, row.Tools, row.Reason = res.Verdict, res.Latency, res.Tools, res.Reason
+	return row, res
+}
+
+type wakeResult struct {
+	awake    bool // the endpoint gave an answer that is not "come back later"
+	attempts int
+}
+
+// wakeUp sends an HTTP server the request a session would send first,
+// through go-retryablehttp, so that a cold endpoint starts now and is warm
+// for the probe that gives the verdict. It honours Retry-After, but gives
+// up at once when the server asks for longer than the prewarm budget: the
+// probe then reports rate-limited and the cache keeps the server blocked
+// until the time the server named.
+func wakeUp(ctx context.Context, srv *mcpconfig.Server, budget time.Duration) wakeResult {
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	var attempts atomic.Int32
+	client := &retryablehttp.Client{
+		HTTPClient:   &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		RetryMax:     wakeRetryMax,
+		RetryWaitMin: wakeRetryWaitMin,
+		RetryWaitMax: wakeRetryWaitMax,
+		CheckRetry:   wakeRetryPolicy,
+		Backoff:      retryablehttp.DefaultBackoff,
+		// Hand back the last answer when retries run out, not an error
+		// that hides its status.
+		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
+		RequestLogHook: func(retryablehttp.Logger, *http.Request, int) { attempts.Add(1) },
+	}
+	defer client.HTTPClient.CloseIdleConnections()
+
+	var req *retryablehttp.Request
+	var err error
+	if srv.Transport == mcpconfig.SSE {
+		// The legacy transport starts with a GET of the event stream.
+		req, err = retryablehttp.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	} else {
+		req, err = retryablehttp.NewRequestWithContext(ctx, http.MethodPost, srv.URL, initializeBody())
+	}
+	if err != nil {
+		return wakeResult{}
+	}
+	setHeaders(req.Request, srv.Headers)
+	if srv.Transport == mcpconfig.SSE {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	resp, err := client.Do(req)
+	w := wakeResult{attempts: int(attempts.Load())}
+	if err != nil || resp == nil {
+		return w
+	}
+	// Only the status matters; an event stream may never end on its own.
+	_ = resp.Body.Close()
+	w.awake = !comeBackLater(resp.StatusCode)
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		endWakeSession(ctx, srv, id)
+	}
+	return w
+}
+
+// wakeRetryPolicy retries what a waking server says (connection errors,
+// 429, 502, 503, 504) and nothing else: any other answer proves the
+// endpoint is up, and the probe judges it.
+func wakeRetryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if err != nil {
+		// The default policy knows which errors no retry can fix (bad
+		// URL, unknown certificate authority, too many redirects).
+		return retryablehttp.DefaultRetryPolicy(ctx, nil, err)
+	}
+	if !comeBackLater(resp.StatusCode) {
+		return false, nil
+	}
+	// DefaultBackoff returns the Retry-After for 429/503 (zero when the
+	// minimum is zero and none was sent). A server asking for longer than
+	// the budget left will not be ready in time: stop waiting now.
+	wait := retryablehttp.DefaultBackoff(0, 0, 0, resp)
+	if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
+		return false, nil
+	}
+	return true, nil
+}
+
+func comeBackLater(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// endWakeSession DELETEs the session the wake-up opened: servers keep one
+// server object per session.
+func endWakeSession(parent context.Context, srv *mcpconfig.Server, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), wakeDeleteTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, srv.URL, nil)
+	if err != nil {
+		return
+	}
+	setHeaders(req, srv.Headers)
+	req.Header.Set("Mcp-Session-Id", id)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_ = resp.Body.Close()
+	}
+}
+
+func initializeBody() []byte {
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": 1, "method": "initialize",
+		"params": map[string]any{
+			"protocolVersion": probe.ClientProtocolVersion,
+			"capabilities":    map[string]any{},
+			"clientInfo":      map[string]any{"name": "nightwatch-preflight", "version": "1"},
+		},
+	})
+	return b
+}
+
+func setHeaders(req *http.Request, headers map[string]string) {
+	for k, v := range headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+}
+
+// neededServers returns the batch servers some job uses, in file order,
+// the cwd of the first job using each (a stdio server starts there in a
+// session) and a message per job naming a server the batch lacks.
+func neededServers(b *jobs.Batch) (needed []*jobs.Server, cwds map[string]string, unknown []string) {
+	byName := map[string]*jobs.Server{}
+	for _, s := range b.Servers {
+		byName[s.Name] = s
+	}
+	cwds = map[string]string{}
+	for _, j := range b.Jobs {
+		for _, name := range j.Servers {
+			if byName[name] == nil {
+				unknown = append(unknown, fmt.Sprintf("job %q needs server %q, which the batch does not define", j.Name, name))
+				continue
+			}
+			if _, seen := cwds[name]; !seen {
+				cwds[name] = j.Cwd
+			}
+		}
+	}
+	for _, s := range b.Servers {
+		if _, ok := cwds[s.Name]; ok {
+			needed = append(needed, s)
+		}
+	}
+	return needed, cwds, unknown
+}
+
+// failOpenWarnings reports fail-open as the night will see it: the batch's
+// own setting, and the variables in its env or the supervisor's.
+func failOpenWarnings(b *jobs.Batch, getenv func(string) (string, bool)) []string {
+	var out []string
+	if b.FailOpen {
+		out = append(out, "fail-open is on (fail_open in the batch): the hook lets calls to unhealthy servers through; for debugging only")
+	}
+	for _, name := range knobs.EnvFailOpen {
+		v, ok := b.Env[name]
+		where := "the batch's env"
+		if !ok && getenv != nil {
+			v, ok = getenv(name)
+			where = "the supervisor's environment"
+		}
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		on, known := knobs.ParseBool(v)
+		switch {
+		case !known:
+			out = append(out, fmt.Sprintf("%s=%q in %s is not a yes/no value", name, v, where))
+		case on && b.FailOpen:
+			out = append(out, fmt.Sprintf("%s=%s in %s: sessions fail open", name, v, where))
+		case on:
+			out = append(out, fmt.Sprintf("%s=%s is set in %s; sessions do not get it because the batch does not ask for fail-open", name, v, where))
+		}
+	}
+	return out
+}
+
+// shadowWarnings names batch servers that Claude Code's own config, as
+// seen from each job's cwd, also defines. Sessions run with
+// --strict-mcp-config, so those definitions are ignored; a user who edits
+// them expecting the night to change should know.
+func shadowWarnings(b *jobs.Batch, needed []*jobs.Server, opts PreflightOptions) []string {
+	home := opts.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = func(string) (string, bool) { return "", false }
+	}
+	isNeeded := map[string]bool{}
+	for _, s := range needed {
+		isNeeded[s.Name] = true
+	}
+	sources := map[string]map[string]bool{} // server → files defining it
+	seenCwd := map[string]bool{}
+	for _, j := range b.Jobs {
+		if seenCwd[j.Cwd] {
+			continue
+		}
+		seenCwd[j.Cwd] = true
+		r := mcpconfig.Resolve(mcpconfig.Options{Cwd: j.Cwd, Home: home, Getenv: getenv})
+		for name, srv := range r.Servers {
+			if !isNeeded[name] {
+				continue
+			}
+			if sources[name] == nil {
+				sources[name] = map[string]bool{}
+			}
+			sources[name][srv.Source] = true
+			for _, d := range r.Shadowed[name] {
+				sources[name][d.Source] = true
+			}
+		}
+	}
+	var out []string
+	for _, s := range needed {
+		if len(sources[s.Name]) == 0 {
+			continue
+		}
+		files := make([]string, 0, len(sources[s.Name]))
+		for f := range sources[s.Name] {
+			files = append(files, f)
+		}
+		sort.Strings(files)
+		out = append(out, fmt.Sprintf("server %q is also defined in %s; sessions run with --strict-mcp-config, so that definition is shadowed and the batch's is used",
+			s.Name, strings.Join(files, ", ")))
+	}
+	return out
+}
+
+// settingsFor returns the state machine's numbers: the caller's, or the
+// batch's health section over the defaults.
+func settingsFor(b *jobs.Batch, s healthcheck.Settings) healthcheck.Settings {
+	if s.TTL > 0 {
+		return s
+	}
+	s = healthcheck.DefaultSettings()
+	if b.Health.TTL > 0 {
+		s.TTL = b.Health.TTL
+	}
+	if b.Health.Backoff > 0 {
+		s.Backoff = b.Health.Backoff
+	}
+	if b.Health.MaxBackoff > 0 {
+		s.MaxBackoff = b.Health.MaxBackoff
+	}
+	return s
+}
+
+func timeoutsFor(b *jobs.Batch) (probeTimeout, prewarm time.Duration) {
+	probeTimeout = b.Health.ProbeTimeout
+	if probeTimeout <= 0 {
+		probeTimeout = probe.DefaultTimeout
+	}
+	prewarm = b.Health.PrewarmTimeout
+	if prewarm <= 0 {
+		prewarm = defaultPrewarmTimeout
+	}
+	// A pre-warm shorter than a probe would be a stricter test, not a
+	// more patient one.
+	return probeTimeout, max(prewarm, probeTimeout)
+}
+
+// overlayEnv lays the batch's env over base (os.Environ() when nil), the
+// environment sessions get.
+func overlayEnv(base []string, env map[string]string) []string {
+	if base == nil {
+		base = os.Environ()
+	}
+	out := make([]string, 0, len(base)+len(env))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, over := env[k]; !over {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+// PrintPreflight writes the report as the probe command's table, then the
+// warnings and, when some server is down, their names.
+func PrintPreflight(w io.Writer, r PreflightReport) {
+	rows := make([]operator.ProbeRow, len(r.Rows))
+	var down []string
+	for i, row := range r.Rows {
+		rows[i] = operator.ProbeRow{Server: row.Server, Transport: mcpconfig.Transport(row.Transport),
+			Result: probe.Result{Verdict: row.Verdict, Latency: row.Latency, Tools: row.Tools, Reason: row.Reason}}
+		if !row.Verdict.Reachable() {
+			down = append(down, row.Server)
+		}
+	}
+	var buf bytes.Buffer
+	if len(rows) > 0 {
+		operator.PrintProbe(&buf, rows)
+	} else {
+		buf.WriteString("no job needs an MCP server\n")
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(&buf, "warning: %s\n", warn)
+	}
+	if len(down) > 0 {
+		fmt.Fprintf(&buf, "unhealthy: %s\n", strings.Join(down, ", "))
+	}
+	_, _ = w.Write(buf.Bytes())
+}

@@ -1,0 +1,660 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+// sessionTestBatch is a loaded batch as the jobs loader would return it:
+// absolute paths, defaults applied. stateDir gets a space and a quote in
+// its name, so every test also proves the quoting of the hook command.
+func sessionTestBatch(t *testing.T, servers ...*jobs.Server) *jobs.Batch {
+	t.Helper()
+	root := t.TempDir()
+	return &jobs.Batch{
+		File:        filepath.Join(root, "batch.yaml"),
+		Dir:         root,
+		Version:     1,
+		Name:        "nightly",
+		MaxParallel: 1,
+		StateDir:    filepath.Join(root, "night's state dir"),
+		Env:         map[string]string{},
+		Agent:       jobs.Agent{Command: "/bin/false"},
+		Health: jobs.Health{TTL: 2 * time.Minute, Backoff: 2 * time.Second, MaxBackoff: time.Minute,
+			ProbeTimeout: 5 * time.Second},
+		Servers: servers,
+	}
+}
+
+func sessionTestJob(name, prompt string, servers ...string) *jobs.Job {
+	return &jobs.Job{Name: name, Prompt: prompt, Servers: servers, Cwd: os.TempDir(),
+		Timeout: 2 * time.Minute, StallTimeout: time.Minute, OnUnhealthy: jobs.Defer}
+}
+
+func sessionTestSpec(b *jobs.Batch, job *jobs.Job, env ...string) SessionSpec {
+	b.Jobs = append(b.Jobs, job)
+	return SessionSpec{Batch: b, Job: job, RunID: "20260101T020000Z", Attempt: 1,
+		Binary: "/opt/night watch/it's/nightwatch", Env: env}
+}
+
+func sessionTestStdio(name, command string, args ...string) *jobs.Server {
+	return &jobs.Server{Name: name, MCP: mcpconfig.Server{Name: name, Transport: mcpconfig.Stdio,
+		Command: command, Args: args}}
+}
+
+// sessionTestSplit runs command through /bin/sh the way Claude Code runs a
+// hook, with the program replaced by one that prints its argv.
+func sessionTestSplit(t *testing.T, command string) []string {
+	t.Helper()
+	out, err := exec.Command("/bin/sh", "-c", `args() { printf '%s\n' "$@"; }; args `+command).Output()
+	if err != nil {
+		t.Fatalf("sh -c %s: %v", command, err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+}
+
+func sessionTestReadJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s is not valid JSON: %v\n%s", path, err, data)
+	}
+}
+
+func TestPrepareSessionWritesCheckedFiles(t *testing.T) {
+	notes := sessionTestStdio("notes", "/usr/local/bin/notes-mcp", "--db", "/var/notes.db")
+	notes.RequiresEnv = []string{"NOTES_API_KEY"}
+	// Raw as written by the user: a variable the loader resolved into MCP,
+	// a field nightwatch does not model, and nightwatch's fields gone.
+	notes.MCP.Raw = json.RawMessage(`{"command": "${NOTES_BIN}", "args": ["--db", "${DB}"], "timeout": 1500}`)
+	notes.MCP.Env = map[string]string{"LOG_LEVEL": "debug"}
+	search := &jobs.Server{Name: "search", MCP: mcpconfig.Server{Name: "search", Transport: mcpconfig.HTTP,
+		URL: "https://search.example/mcp", Headers: map[string]string{"Authorization": "Bearer tok"},
+		Raw: json.RawMessage(`{"type": "http", "url": "https://search.example/mcp", "alwaysLoad": false}`)}}
+	other := sessionTestStdio("other", "/bin/other")
+	b := sessionTestBatch(t, notes, search, other)
+	b.Env["NOTES_API_KEY"] = "from-env-file"
+	spec := sessionTestSpec(b, sessionTestJob("summarize-inbox", "hello", "notes", "search"),
+		"PATH=/usr/bin:/bin", "NIGHTWATCH_FAIL_OPEN=1")
+
+	f, err := PrepareSession(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDir := filepath.Join(b.StateDir, "runs", spec.RunID, "summarize-inbox", "attempt-1")
+	if f.Dir != wantDir || f.Cache != filepath.Join(b.StateDir, "cache.json") ||
+		f.Events != filepath.Join(b.StateDir, "events.jsonl") || filepath.Dir(f.Stream) != wantDir ||
+		filepath.Dir(f.Stderr) != wantDir {
+		t.Errorf("files = %+v", f)
+	}
+	if fi, err := os.Stat(f.Dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("attempt dir: %v %v, want 0700", fi.Mode(), err)
+	}
+	for _, p := range []string{f.Settings, f.MCPConfig} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want 0600", p, fi.Mode(), err)
+		}
+	}
+
+	var settings struct {
+		DisableAllHooks *bool `json:"disableAllHooks"`
+		Hooks           map[string][]struct {
+			Matcher string
+			Hooks   []struct {
+				Type, Command string
+				Timeout       int
+			}
+		}
+	}
+	sessionTestReadJSON(t, f.Settings, &settings)
+	if settings.DisableAllHooks == nil || *settings.DisableAllHooks {
+		t.Errorf("disableAllHooks must be written as false")
+	}
+	var command string
+	for _, ev := range []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"} {
+		m := settings.Hooks[ev]
+		if len(m) != 1 || m[0].Matcher != "mcp__.*" || len(m[0].Hooks) != 1 || m[0].Hooks[0].Type != "command" ||
+			m[0].Hooks[0].Timeout != 60 {
+			t.Fatalf("%s hook = %+v", ev, m)
+		}
+		command = m[0].Hooks[0].Command
+	}
+	got := sessionTestSplit(t, command)
+	want := []string{spec.Binary, "hook", "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
+		"--ttl", "2m0s", "--backoff", "2s", "--max-backoff", "1m0s", "--probe-timeout", "5s"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the shell splits the hook command into\n%q\nwant\n%q", got, want)
+	}
+
+	var mcp struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	sessionTestReadJSON(t, f.MCPConfig, &mcp)
+	if len(mcp.MCPServers) != 2 || mcp.MCPServers["other"] != nil {
+		t.Fatalf("mcp.json servers = %v, want only notes and search", mcp.MCPServers)
+	}
+	n := mcp.MCPServers["notes"]
+	if n["command"] != "/usr/local/bin/notes-mcp" || n["alwaysLoad"] != true || n["timeout"] != 1500.0 {
+		t.Errorf("notes entry = %v", n)
+	}
+	if env, _ := n["env"].(map[string]any); env["NOTES_API_KEY"] != "from-env-file" || env["LOG_LEVEL"] != "debug" {
+		t.Errorf("notes env = %v, want the required key and its own", n["env"])
+	}
+	if s := mcp.MCPServers["search"]; s["alwaysLoad"] != false || s["type"] != "http" {
+		t.Errorf("search entry = %v, want the user's alwaysLoad false kept", s)
+	}
+	if data, _ := os.ReadFile(f.MCPConfig); strings.Contains(string(data), "${") {
+		t.Errorf("mcp.json still has a variable:\n%s", data)
+	}
+
+	// A second attempt gets its own folder; the shared files stay shared.
+	spec.Attempt = 2
+	f2, err := PrepareSession(spec)
+	if err != nil || f2.Dir == f.Dir || f2.Cache != f.Cache {
+		t.Errorf("attempt 2: %+v, %v", f2, err)
+	}
+}
+
+func TestPrepareSessionFailOpenOnlyWhenAsked(t *testing.T) {
+	b := sessionTestBatch(t)
+	b.FailOpen = true
+	spec := sessionTestSpec(b, sessionTestJob("j", "x"), "NIGHTWATCH_FAIL_OPEN=1")
+	f, err := PrepareSession(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(f.Settings)
+	if !strings.Contains(string(data), "--fail-open") {
+		t.Errorf("a fail-open batch's hook lacks --fail-open:\n%s", data)
+	}
+	if env := sessionEnv(b, spec.Env); !slices.Contains(env, "NIGHTWATCH_FAIL_OPEN=1") {
+		t.Errorf("a fail-open batch lost NIGHTWATCH_FAIL_OPEN: %v", env)
+	}
+}
+
+func TestPrepareSessionRefuses(t *testing.T) {
+	for name, mutate := range map[string]func(*SessionSpec){
+		"relative binary":  func(s *SessionSpec) { s.Binary = "nightwatch" },
+		"bare":             func(s *SessionSpec) { s.Batch.Agent.Args = []string{"--bare"} },
+		"job name is path": func(s *SessionSpec) { s.Job.Name = "../escape" },
+		"attempt 0":        func(s *SessionSpec) { s.Attempt = 0 },
+		"unknown server":   func(s *SessionSpec) { s.Job.Servers = []string{"nope"} },
+		"required env unset": func(s *SessionSpec) {
+			srv := sessionTestStdio("notes", "/bin/notes")
+			srv.RequiresEnv = []string{"NOTES_API_KEY"}
+			s.Batch.Servers = []*jobs.Server{srv}
+			s.Job.Servers = []string{"notes"}
+		},
+		"http entry without url": func(s *SessionSpec) {
+			s.Batch.Servers = []*jobs.Server{{Name: "web", MCP: mcpconfig.Server{Name: "web",
+				Raw: json.RawMessage(`{"url": "https://x.example/mcp"}`)}}}
+			s.Job.Servers = []string{"web"}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			spec := sessionTestSpec(sessionTestBatch(t), sessionTestJob("j", "x"))
+			mutate(&spec)
+			if f, err := PrepareSession(spec); err == nil {
+				t.Errorf("PrepareSession succeeded: %+v", f)
+			} else {
+				t.Log(err)
+			}
+		})
+	}
+}
+
+func TestSessionEnv(t *testing.T) {
+	b := &jobs.Batch{Env: map[string]string{"LANG": "C.UTF-8", "HOME": "/batch/home", "ECC_MCP_HEALTH_FAIL_OPEN": "1"}}
+	base := []string{"HOME=/home/u", "ANTHROPIC_API_KEY=k", "NIGHTWATCH_FAIL_OPEN=true", "PATH=/bin"}
+	got := sessionEnv(b, base)
+	want := []string{"HOME=/batch/home", "ANTHROPIC_API_KEY=k", "PATH=/bin", "LANG=C.UTF-8", "MCP_CONNECTION_NONBLOCKING=0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("sessionEnv =\n%q\nwant\n%q", got, want)
+	}
+	b.Env["MCP_CONNECTION_NONBLOCKING"] = "1"
+	if v, _ := sessionLookup(sessionEnv(b, base), "MCP_CONNECTION_NONBLOCKING"); v != "1" {
+		t.Errorf("the batch's MCP_CONNECTION_NONBLOCKING was overridden: %q", v)
+	}
+}
+
+func TestSessionCommandArgs(t *testing.T) {
+	b := sessionTestBatch(t)
+	b.Agent = jobs.Agent{Command: "/usr/bin/claude", Args: []string{"--max-turns", "40"}}
+	job := sessionTestJob("j", "summarize the inbox")
+	job.AllowedTools = []string{"mcp__notes__*", "Read"}
+	spec := sessionTestSpec(b, job)
+	f := SessionFiles{Settings: "/s/settings.json", MCPConfig: "/s/mcp.json"}
+
+	cmd := SessionCommand(context.Background(), spec, f)
+	want := []string{"/usr/bin/claude", "-p", "summarize the inbox", "--settings", "/s/settings.json",
+		"--mcp-config", "/s/mcp.json", "--strict-mcp-config", "--output-format", "stream-json", "--verbose",
+		"--max-turns", "40", "--allowedTools", "mcp__notes__*", "Read"}
+	if !slices.Equal(cmd.Args, want) {
+		t.Errorf("args =\n%q\nwant\n%q", cmd.Args, want)
+	}
+	if cmd.Dir != job.Cwd || cmd.Stdin != nil || cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid {
+		t.Errorf("dir %q stdin %v sysprocattr %+v", cmd.Dir, cmd.Stdin, cmd.SysProcAttr)
+	}
+	for _, a := range cmd.Args {
+		if a == "--bare" || a == "--dangerously-skip-permissions" {
+			t.Errorf("args have %s", a)
+		}
+	}
+
+	// A prompt that looks like a flag goes through stdin.
+	job.Prompt = "--- nightly report\ndo it"
+	cmd = SessionCommand(context.Background(), spec, f)
+	if slices.Contains(cmd.Args, job.Prompt) || cmd.Stdin == nil {
+		t.Errorf("a prompt starting with '-' is an argument: %q", cmd.Args)
+	}
+}
+
+func TestJudgeSession(t *testing.T) {
+	job := &jobs.Job{Timeout: 45 * time.Minute, StallTimeout: 10 * time.Minute}
+	success := &StreamResult{Subtype: "success"}
+	for _, tc := range []struct {
+		name     string
+		exit     int
+		killedBy string
+		result   *StreamResult
+		stderr   string
+		status   string
+		reason   string
+	}{
+		{"done", 0, "", success, "", "done", ""},
+		{"timeout", -1, "timeout", nil, "", "failed", "killed after 45m timeout"},
+		{"stall", -1, "stall", nil, "", "failed", "no output for 10m (stall)"},
+		{"stopped with a success result", 0, "stopped", success, "", "failed", "stopped by the supervisor"},
+		{"sigterm 143 with a success result", 143, "", success, "", "failed", "exit 143 after a success result"},
+		{"no result", 1, "", nil, "Error: Invalid MCP configuration: bad", "failed",
+			"exit 1: no result event: Error: Invalid MCP configuration: bad"},
+		{"max turns", 1, "", &StreamResult{Subtype: "error_max_turns", IsError: true,
+			Errors: []string{"Reached maximum number of turns (40)"}}, "", "failed",
+			"exit 1: error_max_turns: Reached maximum number of turns (40)"},
+		{"sigint", 0, "", &StreamResult{Subtype: "error_during_execution", IsError: true,
+			TerminalReason: "aborted_tools"}, "", "failed", "exit 0: error_during_execution (aborted_tools)"},
+		{"api error", 1, "", &StreamResult{Subtype: "success", IsError: true, APIErrorStatus: 404,
+			Result: "API Error: 404\nnot found"}, "", "failed", "api error 404: API Error: 404 not found"},
+		{"is_error", 0, "", &StreamResult{Subtype: "success", IsError: true, Result: "hook stopped"}, "",
+			"failed", "exit 0: the result is an error: hook stopped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := Outcome{ExitCode: tc.exit, KilledBy: tc.killedBy}
+			judgeSession(&out, tc.result, job, nil, tc.stderr)
+			if out.Status != tc.status || out.Reason != tc.reason {
+				t.Errorf("got %s %q, want %s %q", out.Status, out.Reason, tc.status, tc.reason)
+			}
+		})
+	}
+}
+
+// sessionTestObserver records what RunSession told it.
+type sessionTestObserver struct {
+	mu       sync.Mutex
+	statuses map[string]string
+	tools    []string
+	pgid     int
+}
+
+func (o *sessionTestObserver) ServerStatus(server, status string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.statuses == nil {
+		o.statuses = map[string]string{}
+	}
+	o.statuses[server] = status
+}
+
+func (o *sessionTestObserver) ToolUnavailable(tool string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.tools = append(o.tools, tool)
+}
+
+func (o *sessionTestObserver) SessionStarted(pgid int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pgid = pgid
+}
+
+// sessionTestClaudeEnv is the environment testkit.RunClaude gives the real
+// CLI: the fake API, a throw-away HOME, no other traffic. A fail-open
+// variable rides along to prove it is taken out.
+func sessionTestClaudeEnv(t *testing.T, api *fakeapi.Server) []string {
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + t.TempDir(),
+		"ANTHROPIC_BASE_URL=" + api.URL(),
+		"ANTHROPIC_API_KEY=test-key",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"MCP_CONNECT_TIMEOUT_MS=" + strconv.Itoa(testkit.DefaultMCPConnectTimeoutMS),
+		"NIGHTWATCH_FAIL_OPEN=1",
+	}
+	if tmp := os.Getenv("TMPDIR"); tmp != "" {
+		env = append(env, "TMPDIR="+tmp)
+	}
+	return env
+}
+
+// sessionTestRun prepares and runs one attempt, logging its files if the
+// test fails.
+func sessionTestRun(t *testing.T, ctx context.Context, spec SessionSpec) (Outcome, SessionFiles, *sessionTestObserver) {
+	t.Helper()
+	f, err := PrepareSession(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &sessionTestObserver{}
+	out := RunSession(ctx, spec, f, obs)
+	t.Cleanup(func() {
+		if t.Failed() {
+			stream, _ := os.ReadFile(f.Stream)
+			stderr, _ := os.ReadFile(f.Stderr)
+			if len(stream) > 4000 {
+				stream = stream[len(stream)-4000:]
+			}
+			t.Logf("outcome: %+v\n--- stream (tail) ---\n%s\n--- stderr ---\n%s", out, stream, stderr)
+		}
+	})
+	return out, f, obs
+}
+
+// TestSessionRealClaude runs sessions through the pinned Claude Code CLI,
+// the fake Messages API, nightwatch's hook and real MCP servers.
+func TestSessionRealClaude(t *testing.T) {
+	claude := testkit.ClaudeBin(t)
+	server := testkit.BuildTestServer(t)
+	// The hook binary too sits in a folder whose name needs quoting.
+	binDir := filepath.Join(t.TempDir(), "night watch's bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(binDir, "nightwatch")
+	if err := os.Symlink(testkit.BuildNightwatch(t), binary); err != nil {
+		t.Fatal(err)
+	}
+	api := fakeapi.Start(t)
+
+	newSpec := func(t *testing.T, job *jobs.Job, servers ...*jobs.Server) SessionSpec {
+		b := sessionTestBatch(t, servers...)
+		b.Agent.Command = claude
+		b.Env["NOTES_API_KEY"] = "sk-session-test"
+		job.Cwd = t.TempDir()
+		spec := sessionTestSpec(b, job, sessionTestClaudeEnv(t, api)...)
+		spec.Binary = binary
+		return spec
+	}
+	// notes only starts when NOTES_API_KEY reaches it through its env.
+	notes := func() *jobs.Server {
+		s := sessionTestStdio("notes", server, "--mode", "require-env=NOTES_API_KEY")
+		s.RequiresEnv = []string{"NOTES_API_KEY"}
+		return s
+	}
+
+	t.Run("done", func(t *testing.T) {
+		t.Parallel()
+		job := sessionTestJob("echo", "SESSION sess-done\n"+`CALL mcp__notes__echo {"message":"hello"}`, "notes")
+		job.AllowedTools = []string{"mcp__notes"}
+		spec := newSpec(t, job, notes())
+		out, f, obs := sessionTestRun(t, context.Background(), spec)
+		if out.Status != "done" || out.Reason != "" || out.ExitCode != 0 || out.KilledBy != "" {
+			t.Fatalf("outcome %s %q exit %d killed %q", out.Status, out.Reason, out.ExitCode, out.KilledBy)
+		}
+		if out.NumTurns < 2 || out.CostUSD <= 0 || out.SessionID == "" || out.Subtype != "success" ||
+			out.TerminalReason != "completed" || out.DurationMS <= 0 {
+			t.Errorf("result fields: %+v", out)
+		}
+		if obs.statuses["notes"] != "connected" || len(out.ServersFailed) != 0 {
+			t.Errorf("observer statuses %v, failed %v", obs.statuses, out.ServersFailed)
+		}
+		if obs.pgid <= 0 {
+			t.Errorf("SessionStarted was not called")
+		}
+		got := api.SessionToolResults("sess-done")
+		if len(got) != 1 || got[0].IsError || !strings.Contains(got[0].Content, "hello") {
+			t.Errorf("the model saw %+v", got)
+		}
+		// The injected hook ran: it recorded notes in the batch's cache.
+		cache, err := (&healthcheck.Store{Path: f.Cache}).Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := cache.Entry("notes"); e == nil || e.Status != healthcheck.StatusHealthy {
+			t.Errorf("cache entry for notes = %+v, want healthy (the hook did not run?)", e)
+		}
+		if fi, err := os.Stat(f.Stream); err != nil || fi.Size() == 0 || fi.Mode().Perm() != 0o600 {
+			t.Errorf("stream.jsonl: %v %v", fi, err)
+		}
+	})
+
+	t.Run("server-fails-to-start", func(t *testing.T) {
+		t.Parallel()
+		job := sessionTestJob("broken", "SESSION sess-broken\n"+`CALL mcp__broken__echo {"message":"x"}`, "broken")
+		job.AllowedTools = []string{"mcp__broken"}
+		spec := newSpec(t, job, sessionTestStdio("broken", server, "--mode", "exit-at-start"))
+		out, _, obs := sessionTestRun(t, context.Background(), spec)
+		if obs.statuses["broken"] != "failed" || !slices.Equal(out.ServersFailed, []string{"broken"}) {
+			t.Errorf("observer statuses %v, outcome failed servers %v", obs.statuses, out.ServersFailed)
+		}
+		if !slices.Equal(obs.tools, []string{"mcp__broken__echo"}) || !slices.Equal(out.ToolsUnavailable, obs.tools) {
+			t.Errorf("tools unavailable: observer %v, outcome %v", obs.tools, out.ToolsUnavailable)
+		}
+		// The CLI itself finished normally: the job's verdict is the
+		// result's, the server's is the observer's.
+		if out.Status != "done" {
+			t.Errorf("outcome %s %q", out.Status, out.Reason)
+		}
+	})
+
+	t.Run("prompt-through-stdin", func(t *testing.T) {
+		t.Parallel()
+		job := sessionTestJob("dash", "--- nightly, read as a flag if passed as an argument\nSESSION sess-dash\n"+
+			`CALL mcp__notes__echo {"message":"via stdin"}`, "notes")
+		job.AllowedTools = []string{"mcp__notes"}
+		out, _, _ := sessionTestRun(t, context.Background(), newSpec(t, job, notes()))
+		if out.Status != "done" {
+			t.Errorf("outcome %s %q", out.Status, out.Reason)
+		}
+		if got := api.SessionToolResults("sess-dash"); len(got) != 1 || !strings.Contains(got[0].Content, "via stdin") {
+			t.Errorf("the model saw %+v", got)
+		}
+	})
+}
+
+// sessionTestAgent writes a shell script that stands in for claude.
+func sessionTestAgent(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fake-claude")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func sessionTestFakeSpec(t *testing.T, script string, timeout, stall time.Duration) (SessionSpec, string) {
+	b := sessionTestBatch(t)
+	b.Agent.Command = sessionTestAgent(t, script)
+	job := sessionTestJob("fake", "x")
+	job.Timeout, job.StallTimeout = timeout, stall
+	pids := filepath.Join(t.TempDir(), "pids")
+	spec := sessionTestSpec(b, job, "PATH=/usr/bin:/bin", "PIDS="+pids)
+	spec.Binary = "/bin/true"
+	return spec, pids
+}
+
+const sessionTestInit = `echo '{"type":"system","subtype":"init","session_id":"fake-1","mcp_servers":[{"name":"notes","status":"needs-auth"}]}'` + "\n"
+
+// sessionTestGone reports whether every pid in the file has ended. A
+// zombie counts as ended: it runs nothing, and in a container nobody may
+// reap it.
+func sessionTestGone(t *testing.T, pidFile string) bool {
+	t.Helper()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the fake agent wrote no pids: %v", err)
+	}
+	for _, f := range strings.Fields(string(data)) {
+		pid, _ := strconv.Atoi(f)
+		if pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			continue
+		}
+		if runtime.GOOS == "linux" {
+			stat, err := os.ReadFile("/proc/" + f + "/stat")
+			if err != nil {
+				continue
+			}
+			if i := strings.LastIndexByte(string(stat), ')'); i > 0 && strings.HasPrefix(string(stat[i:]), ") Z") {
+				continue
+			}
+		} else if out, _ := exec.Command("ps", "-o", "stat=", "-p", f).Output(); strings.HasPrefix(string(out), "Z") {
+			continue
+		}
+		t.Logf("pid %d is still running", pid)
+		return false
+	}
+	return true
+}
+
+func sessionTestWaitGone(t *testing.T, pidFile string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for !sessionTestGone(t, pidFile) {
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of the session's group survived it")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestSessionTimeoutKillsTheGroup(t *testing.T) {
+	t.Parallel()
+	// Output keeps flowing (no stall); a background child ignores SIGTERM
+	// and has its own stdout, so only the group kill at the end gets it.
+	spec, pids := sessionTestFakeSpec(t, sessionTestInit+`
+(trap '' TERM; exec sleep 600) >/dev/null 2>&1 &
+echo $! >> "$PIDS"
+sleep 600 &
+echo $! >> "$PIDS"
+echo $$ >> "$PIDS"
+while :; do echo '{"type":"assistant"}'; sleep 0.1; done
+`, time.Second, 30*time.Second)
+	start := time.Now()
+	out, _, obs := sessionTestRun(t, context.Background(), spec)
+	took := time.Since(start)
+	if out.Status != "failed" || out.KilledBy != "timeout" || out.Reason != "killed after 1s timeout" {
+		t.Errorf("outcome %s %q killed by %q", out.Status, out.Reason, out.KilledBy)
+	}
+	if took < time.Second || took > 8*time.Second {
+		t.Errorf("took %s for a 1 s timeout", took)
+	}
+	if out.SessionID != "fake-1" || obs.statuses["notes"] != "needs-auth" || !slices.Equal(out.ServersFailed, []string{"notes"}) {
+		t.Errorf("init not read: session %q statuses %v failed %v", out.SessionID, obs.statuses, out.ServersFailed)
+	}
+	sessionTestWaitGone(t, pids)
+}
+
+func TestSessionStall(t *testing.T) {
+	t.Parallel()
+	spec, pids := sessionTestFakeSpec(t, sessionTestInit+`
+echo $$ >> "$PIDS"
+sleep 600 &
+echo $! >> "$PIDS"
+wait
+`, 30*time.Second, time.Second)
+	start := time.Now()
+	out, _, _ := sessionTestRun(t, context.Background(), spec)
+	took := time.Since(start)
+	if out.Status != "failed" || out.KilledBy != "stall" || out.Reason != "no output for 1s (stall)" {
+		t.Errorf("outcome %s %q killed by %q", out.Status, out.Reason, out.KilledBy)
+	}
+	if took < time.Second || took > 8*time.Second {
+		t.Errorf("took %s for a 1 s stall timeout", took)
+	}
+	sessionTestWaitGone(t, pids)
+}
+
+func TestSessionSteadyOutputIsNoStall(t *testing.T) {
+	t.Parallel()
+	// 2 s of output every 0.2 s, with a 1 s stall timeout: never idle long
+	// enough. The last line has no newline, as a crash could leave it.
+	spec, _ := sessionTestFakeSpec(t, sessionTestInit+`
+i=0
+while [ $i -lt 10 ]; do echo '{"type":"assistant"}'; sleep 0.2; i=$((i+1)); done
+printf '%s' '{"type":"result","subtype":"success","is_error":false,"num_turns":3,"total_cost_usd":0.25,"session_id":"fake-1"}'
+`, 30*time.Second, time.Second)
+	out, _, _ := sessionTestRun(t, context.Background(), spec)
+	if out.Status != "done" || out.NumTurns != 3 || out.CostUSD != 0.25 {
+		t.Errorf("outcome %+v", out)
+	}
+}
+
+func TestSessionStoppedIsNeverDone(t *testing.T) {
+	t.Parallel()
+	// Like Claude Code after SIGTERM: a success result, then exit 0.
+	spec, pids := sessionTestFakeSpec(t, sessionTestInit+`
+trap 'echo "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"num_turns\":1}"; exit 0' TERM
+echo $$ >> "$PIDS"
+sleep 600 &
+echo $! >> "$PIDS"
+wait
+`, 30*time.Second, 30*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	out, _, _ := sessionTestRun(t, ctx, spec)
+	if out.Status != "failed" || out.KilledBy != "stopped" || out.Reason != "stopped by the supervisor" {
+		t.Errorf("outcome %s %q killed by %q", out.Status, out.Reason, out.KilledBy)
+	}
+	if out.ExitCode != 0 || out.Subtype != "success" {
+		t.Errorf("the script's trap did not run: exit %d subtype %q", out.ExitCode, out.Subtype)
+	}
+	sessionTestWaitGone(t, pids)
+}
+
+func TestSessionNoResult(t *testing.T) {
+	t.Parallel()
+	spec, _ := sessionTestFakeSpec(t, `echo 'not json at all'
+echo 'Error: Invalid MCP configuration: mcpServers is missing' >&2
+exit 1
+`, 30*time.Second, 30*time.Second)
+	out, f, _ := sessionTestRun(t, context.Background(), spec)
+	want := "exit 1: no result event: Error: Invalid MCP configuration: mcpServers is missing"
+	if out.Status != "failed" || out.Reason != want || out.ExitCode != 1 {
+		t.Errorf("outcome %s %q exit %d, want %q", out.Status, out.Reason, out.ExitCode, want)
+	}
+	if stream, _ := os.ReadFile(f.Stream); string(stream) != "not json at all\n" {
+		t.Errorf("stream.jsonl = %q", stream)
+	}
+}
+
+func TestSessionAgentMissing(t *testing.T) {
+	spec, _ := sessionTestFakeSpec(t, "", time.Minute, time.Minute)
+	spec.Batch.Agent.Command = filepath.Join(t.TempDir(), "no-claude-here")
+	out, _, _ := sessionTestRun(t, context.Background(), spec)
+	if out.Status != "failed" || !strings.HasPrefix(out.Reason, "cannot start ") || out.ExitCode != -1 {
+		t.Errorf("outcome %s %q exit %d", out.Status, out.Reason, out.ExitCode)
+	}
+}

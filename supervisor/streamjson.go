@@ -1,0 +1,245 @@
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Claude Code's `--output-format stream-json --verbose` prints one JSON
+// event per line (reference §2.3). nightwatch reads three of them while the
+// session runs: the system/init event (which MCP servers connected), user
+// events whose tool_result says a tool does not exist (a call to a server
+// that failed to connect fires no hook, so the stream is the only witness),
+// and the final result event.
+
+// maxParsedLine bounds the lines that are decoded. A longer line is still
+// copied to stream.jsonl in full; it is only not interpreted. Tool results
+// and final texts of several MiB are normal, so the bound is generous.
+const maxParsedLine = 64 << 20
+
+// noSuchTool is the CLI's text for a call to a tool the session does not
+// have: `<tool_use_error>Error: No such tool available: mcp__x__y</tool_use_error>`.
+const noSuchTool = "No such tool available"
+
+// StreamServer is one entry of the init event's mcp_servers list.
+type StreamServer struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // connected, failed, needs-auth, pending
+}
+
+// StreamResult is the fields of the result event nightwatch keeps.
+type StreamResult struct {
+	Subtype        string   `json:"subtype"`
+	IsError        bool     `json:"is_error"`
+	APIErrorStatus int      `json:"api_error_status"`
+	NumTurns       int      `json:"num_turns"`
+	TotalCostUSD   float64  `json:"total_cost_usd"`
+	DurationMS     int64    `json:"duration_ms"`
+	SessionID      string   `json:"session_id"`
+	TerminalReason string   `json:"terminal_reason"`
+	Result         string   `json:"result"`
+	Errors         []string `json:"errors"`
+}
+
+// StreamLine is what one line of the stream says. At most one of its
+// parts is set; a line of another kind (assistant text, hook events,
+// garbage) yields the zero value.
+type StreamLine struct {
+	Init             bool           // a system/init event
+	SessionID        string         // from init
+	Servers          []StreamServer // from init
+	ToolsUnavailable []string       // tools a user event's tool_result says do not exist
+	Result           *StreamResult  // the result event
+}
+
+// streamEvent is the union of the event shapes read here. Only the fields
+// needed are declared, so the rest of a large event is skipped unparsed.
+type streamEvent struct {
+	Type       string          `json:"type"`
+	Subtype    string          `json:"subtype"`
+	SessionID  string          `json:"session_id"`
+	MCPServers []StreamServer  `json:"mcp_servers"`
+	Message    json.RawMessage `json:"message"`
+}
+
+// ParseStreamLine interprets one line of stream-json. It never fails:
+// anything that is not a recognisable event is reported as an empty
+// StreamLine, because a stray line from a wrapper script must not stop the
+// supervisor from reading the rest of the stream.
+func ParseStreamLine(line []byte) StreamLine {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' || len(line) > maxParsedLine {
+		return StreamLine{}
+	}
+	var ev streamEvent
+	if !decodeLenient(line, &ev) {
+		return StreamLine{}
+	}
+	switch {
+	case ev.Type == "system" && ev.Subtype == "init":
+		return StreamLine{Init: true, SessionID: ev.SessionID, Servers: ev.MCPServers}
+	case ev.Type == "result":
+		var r StreamResult
+		if !decodeLenient(line, &r) {
+			return StreamLine{}
+		}
+		return StreamLine{Result: &r}
+	case ev.Type == "user" && bytes.Contains(line, []byte(noSuchTool)):
+		// The cheap Contains check above keeps the common case (large tool
+		// results that are fine) from being decoded twice.
+		return StreamLine{ToolsUnavailable: unavailableTools(ev.Message)}
+	}
+	return StreamLine{}
+}
+
+// decodeLenient decodes data into v and reports whether it was a JSON
+// object. A field of an unexpected type (num_turns as a string, say) is
+// left at its zero value instead of throwing away the whole event:
+// encoding/json fills every other field before it reports the type error.
+func decodeLenient(data []byte, v any) bool {
+	err := json.Unmarshal(data, v)
+	var typeErr *json.UnmarshalTypeError
+	return err == nil || errors.As(err, &typeErr)
+}
+
+// unavailableTools returns the tool names of the tool_result blocks in a
+// user message that say the tool does not exist.
+func unavailableTools(message json.RawMessage) []string {
+	var msg struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if !decodeLenient(message, &msg) {
+		return nil
+	}
+	var blocks []struct {
+		Type    string          `json:"type"`
+		Content json.RawMessage `json:"content"`
+	}
+	if !decodeLenient(msg.Content, &blocks) {
+		return nil
+	}
+	var tools []string
+	for _, b := range blocks {
+		if b.Type != "tool_result" {
+			continue
+		}
+		for _, text := range blockTexts(b.Content) {
+			if name, ok := toolAfterMarker(text); ok {
+				tools = append(tools, name)
+			}
+		}
+	}
+	return tools
+}
+
+// blockTexts returns the text of a tool_result's content, which is either
+// a string or a list of content blocks.
+func blockTexts(content json.RawMessage) []string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return []string{s}
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if !decodeLenient(content, &parts) {
+		return nil
+	}
+	var out []string
+	for _, p := range parts {
+		if p.Type == "text" {
+			out = append(out, p.Text)
+		}
+	}
+	return out
+}
+
+// toolAfterMarker finds "No such tool available: <name>" in text and
+// returns the name. Claude Code's tool names (mcp__server__tool included)
+// use only letters, digits, '_' and '-'; the CLI may follow the name with
+// a hint sentence (". X is not available inside subagents…") or the
+// closing </tool_use_error>, which this cuts off.
+func toolAfterMarker(text string) (string, bool) {
+	_, rest, ok := strings.Cut(text, noSuchTool+":")
+	if !ok {
+		return "", false
+	}
+	rest = strings.TrimLeft(rest, " ")
+	end := strings.IndexFunc(rest, func(r rune) bool {
+		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	})
+	if end < 0 {
+		end = len(rest)
+	}
+	if end == 0 {
+		return "", false
+	}
+	return rest[:end], true
+}
+
+// ReadStreamLines reads r to its end, copying every byte to raw (if not
+// nil) as it arrives and calling fn with each line, without its newline
+// (the last line may lack one). fn must not keep the slice.
+//
+// Lines of any length are copied to raw; a line longer than maxParsedLine
+// is not passed to fn, so one huge line costs at most that much memory.
+// A failed write to raw stops the copy but not the reading: the child
+// must never block on a full pipe because the log disk filled up. That
+// first write error is returned at the end.
+func ReadStreamLines(r io.Reader, raw io.Writer, fn func(line []byte)) error {
+	return readStreamLines(r, raw, fn, 64<<10, maxParsedLine)
+}
+
+// readStreamLines is ReadStreamLines with the buffer size and the line
+// bound as parameters, so tests can reach the long-line paths cheaply.
+func readStreamLines(r io.Reader, raw io.Writer, fn func(line []byte), bufSize, maxLine int) error {
+	br := bufio.NewReaderSize(r, bufSize)
+	var (
+		long     []byte // the start of a line longer than the buffer
+		oversize bool   // the current line is longer than maxLine: skip it
+		writeErr error
+	)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 && raw != nil && writeErr == nil {
+			if _, werr := raw.Write(chunk); werr != nil {
+				writeErr = fmt.Errorf("copy the stream: %w", werr)
+			}
+		}
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+			return errors.Join(fmt.Errorf("read the stream: %w", err), writeErr)
+		}
+		// ReadSlice's buffer is reused by the next call, so the pieces of
+		// a long line are kept in long. maxLine+1 leaves room for the
+		// newline.
+		line := chunk
+		if len(long) > 0 || errors.Is(err, bufio.ErrBufferFull) {
+			if !oversize && len(long)+len(chunk) <= maxLine+1 {
+				long = append(long, chunk...)
+				line = long
+			} else {
+				oversize, long = true, long[:0]
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if !oversize && len(line) <= maxLine && (len(line) > 0 || len(chunk) > 0) {
+			fn(line)
+		}
+		oversize, long = false, long[:0]
+		if cap(long) > 1<<20 {
+			long = nil // do not pin a huge buffer for the rest of the session
+		}
+		if err != nil { // io.EOF
+			return writeErr
+		}
+	}
+}

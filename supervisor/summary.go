@@ -1,0 +1,36 @@
+package supervisor
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// PrintSummary writes the night's outcome: one line per job, then totals.
+func PrintSummary(w io.Writer, s *NightSummary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSTATUS\tATTEMPTS\tTURNS\tCOST\tDURATION\tREASON")
+	for _, j := range s.Jobs {
+		turns, cost, dur := "-", "-", "-"
+		if o := j.Outcome; o != nil {
+			turns = fmt.Sprint(o.NumTurns)
+			cost = fmt.Sprintf("$%.4f", o.CostUSD)
+			if !o.Started.IsZero() && !o.Ended.IsZero() {
+				dur = o.Ended.Sub(o.Started).Round(time.Second).String()
+			}
+		}
+		reason := j.Reason
+		if reason == "" {
+			reason = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", j.Name, j.Status, j.Attempts, turns, cost, dur, oneLine(reason, 120))
+	}
+	_ = tw.Flush()
+	resumed := ""
+	if s.Resumed {
+		resumed = " (resumed)"
+	}
+	fmt.Fprintf(w, "\nrun %s%s: %d done, %d failed, %d skipped, $%.4f; journal %s\n",
+		s.RunID, resumed, s.Done, s.Failed, s.Skipped, s.CostUSD, s.Journal)
+}
