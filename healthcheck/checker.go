@@ -249,13 +249,20 @@ func (c *Checker) record(server string, change func(prev *Entry, now time.Time) 
 		}
 		c.warn(fmt.Sprintf("nightwatch: cannot save the health of %s: %v (decision made without saving it)", server, err))
 	}
+	c.announce(server, before, &after, ev, now)
+	return &after
+}
+
+// announce writes a change of state (or an event that is always written,
+// such as a trial) to the events file.
+func (c *Checker) announce(server string, before, after *Entry, ev Event, now time.Time) {
 	from := Status("")
 	if before != nil {
 		from = before.Status
 	}
 	if ev.Kind == "" {
 		if from == after.Status {
-			return &after
+			return
 		}
 		ev.Kind = EventState
 	}
@@ -271,7 +278,6 @@ func (c *Checker) record(server string, change func(prev *Entry, now time.Time) 
 	}
 	ev.Reason = c.redact(ev.Reason)
 	c.Events.Append(ev)
-	return &after
 }
 
 // RecordSuccess is PostToolUse: a real call that worked is the best probe.
@@ -368,19 +374,65 @@ func (c *Checker) RecordProbe(srv *mcpconfig.Server, res probe.Result) *Entry {
 	if res.Verdict == probe.Unsupported {
 		return nil
 	}
+	change, ev := probeTransition(c.Settings, srv, res)
+	return c.record(srv.Name, change, ev)
+}
+
+// ProbeRecord is one verdict for RecordProbes.
+type ProbeRecord struct {
+	Server *mcpconfig.Server
+	Result probe.Result
+}
+
+// RecordProbes stores many verdicts in one locked update: a preflight of
+// twenty servers then costs one cache write and one fsync, not twenty in
+// turn.
+func (c *Checker) RecordProbes(items []ProbeRecord) {
+	now := c.now()
+	type change struct {
+		name          string
+		before, after *Entry
+		ev            Event
+	}
+	var changes []change
+	err := c.Store.Update(func(f *File) error {
+		changes = changes[:0]
+		for _, it := range items {
+			if it.Result.Verdict == probe.Unsupported {
+				continue
+			}
+			apply, ev := probeTransition(c.Settings, it.Server, it.Result)
+			before := f.Entry(it.Server.Name)
+			after := apply(before, now)
+			after.LastError = c.redact(after.LastError)
+			f.Servers[it.Server.Name] = &after
+			changes = append(changes, change{it.Server.Name, before, &after, ev})
+		}
+		return nil
+	})
+	if err != nil {
+		c.warn(fmt.Sprintf("nightwatch: cannot save the probe verdicts: %v", err))
+		return
+	}
+	for _, ch := range changes {
+		c.announce(ch.name, ch.before, ch.after, ch.ev, now)
+	}
+}
+
+func probeTransition(s Settings, srv *mcpconfig.Server, res probe.Result) (func(*Entry, time.Time) Entry, Event) {
 	if res.Verdict.Reachable() {
-		return c.record(srv.Name, func(p *Entry, now time.Time) Entry {
-			n := c.Settings.MarkHealthy(p, now, RestoredByProbe)
+		return func(p *Entry, now time.Time) Entry {
+			n := s.MarkHealthy(p, now, RestoredByProbe)
 			stamp(&n, srv, res)
 			return n
-		}, Event{By: "probe", Verdict: string(res.Verdict)})
+		}, Event{By: "probe", Verdict: string(res.Verdict)}
 	}
 	f := Failure{Code: CodeOfVerdict(res.Verdict), Reason: res.Reason, RetryAfter: res.RetryAfter}
-	return c.record(srv.Name, func(p *Entry, now time.Time) Entry {
-		n := c.Settings.MarkUnhealthy(p, now, f)
+	return func(p *Entry, now time.Time) Entry {
+		n := s.MarkUnhealthy(p, now, f)
 		stamp(&n, srv, res)
 		return n
-	}, Event{By: "probe", Verdict: string(res.Verdict), Code: string(f.Code), Reason: res.Reason})
+	}, Event{By: "probe", Verdict: string(res.Verdict), Code: string(f.Code), Reason: res.Reason}
 }
 
 // Reset removes entries: the named ones, every one (all), or the stuck

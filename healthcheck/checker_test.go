@@ -270,3 +270,30 @@ func TestEventsFileRecordsChangesAndResets(t *testing.T) {
 		t.Fatalf("want 3 events (down, up, reset), got %d:\n%v", len(lines), lines)
 	}
 }
+
+func TestRecordProbesWritesAllInOneUpdate(t *testing.T) {
+	f := newFixture(t)
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	f.c.Events = &EventLog{Path: events}
+	up := &mcpconfig.Server{Name: "up", Transport: mcpconfig.Stdio}
+	down := &mcpconfig.Server{Name: "down", Transport: mcpconfig.HTTP}
+	ws := &mcpconfig.Server{Name: "ws", Transport: mcpconfig.WS}
+	f.c.RecordProbes([]ProbeRecord{
+		{up, probe.Result{Verdict: probe.Healthy}},
+		{down, probe.Result{Verdict: probe.RateLimited, RetryAfter: 9 * time.Second, Reason: "HTTP 429"}},
+		{ws, probe.Result{Verdict: probe.Unsupported}},
+	})
+	file := f.c.read()
+	if e := file.Entry("up"); e == nil || e.Status != StatusHealthy {
+		t.Errorf("up: %+v", e)
+	}
+	if e := file.Entry("down"); e == nil || e.LastFailureCode != CodeRateLimited || e.NextRetryAt != MillisOf(t0.Add(9*time.Second)) {
+		t.Errorf("down: %+v", e)
+	}
+	if file.Entry("ws") != nil {
+		t.Error("an unsupported transport must not be recorded")
+	}
+	if lines := readLines(t, events); len(lines) != 2 {
+		t.Errorf("want 2 state events, got %v", lines)
+	}
+}

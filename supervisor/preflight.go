@@ -105,6 +105,7 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 	probeTimeout, prewarmTimeout := timeoutsFor(b)
 
 	rep.Rows = make([]PreflightRow, len(needed))
+	records := make([]healthcheck.ProbeRecord, len(needed))
 	var wg sync.WaitGroup
 	for i, s := range needed {
 		wg.Add(1)
@@ -116,13 +117,15 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 			}
 			po := probe.Options{Timeout: probeTimeout, ListTools: true, Cwd: cwds[s.Name], Environ: environ}
 			row, res := preflightOne(ctx, &srv, po, prewarmTimeout)
-			if opts.Store != nil {
-				checker.RecordProbe(&srv, res)
-			}
+			records[i] = healthcheck.ProbeRecord{Server: &srv, Result: res}
 			rep.Rows[i] = row
 		}()
 	}
 	wg.Wait()
+	if opts.Store != nil {
+		// One locked write for all verdicts, not one per server in turn.
+		checker.RecordProbes(records)
+	}
 	for _, r := range rep.Rows {
 		if !r.Verdict.Reachable() {
 			rep.Healthy = false

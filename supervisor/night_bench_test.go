@@ -1,0 +1,124 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+)
+
+// fakeAgent is a stand-in for claude that answers at once with a success
+// result, so that what is measured is the supervisor, not a model.
+func fakeAgent(b *testing.B, dir string) string {
+	path := filepath.Join(dir, "fake-claude")
+	script := "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"num_turns\":1,\"total_cost_usd\":0,\"session_id\":\"s\"}'\n"
+	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+func loadBench(b *testing.B, dir, yaml string) *jobs.Batch {
+	path := filepath.Join(dir, "batch.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	batch, err := jobs.Load(path, os.LookupEnv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return batch
+}
+
+// BenchmarkNightOverheadPerJob: what the supervisor adds to each job,
+// the agent excluded: readiness and health checks, the session's settings
+// and MCP config files, the journal lines (fsynced), reading the stream,
+// maintenance. 20 jobs on one stdio server, max_parallel 1, an agent that
+// answers at once; per job: (night wall time - preflight - agent process
+// time) / 20.
+//
+//	go test -run '^$' -bench NightOverheadPerJob -benchtime 5x ./supervisor/
+func BenchmarkNightOverheadPerJob(b *testing.B) {
+	const n = 20
+	server := testkit.BuildTestServer(b)
+	for b.Loop() {
+		dir := b.TempDir()
+		var yaml strings.Builder
+		fmt.Fprintf(&yaml, "version: 1\nname: overhead\nstate_dir: ./state\nagent: {command: %s}\n", jsonString(fakeAgent(b, dir)))
+		fmt.Fprintf(&yaml, "servers:\n  notes: {command: %s}\njobs:\n", jsonString(server))
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&yaml, "  - {name: j%d, servers: [notes], prompt: hello}\n", i)
+		}
+		batch := loadBench(b, dir, yaml.String())
+		start := time.Now()
+		s, err := RunNight(context.Background(), batch, NightOptions{Binary: "/bin/true", Env: os.Environ(),
+			Log: zerolog.Nop()})
+		wall := time.Since(start)
+		if err != nil || s.Done != n {
+			b.Fatalf("night: %v %+v", err, s)
+		}
+		var agent time.Duration
+		var firstStart time.Time
+		for _, j := range s.Jobs {
+			agent += j.Outcome.Ended.Sub(j.Outcome.Started)
+			if firstStart.IsZero() || j.Outcome.Started.Before(firstStart) {
+				firstStart = j.Outcome.Started
+			}
+		}
+		preflight := firstStart.Sub(start)
+		perJob := (wall - preflight - agent) / n
+		b.ReportMetric(float64(perJob.Microseconds())/1000, "overhead-ms/job")
+		b.ReportMetric(float64(agent.Microseconds())/1000/n, "agent-ms/job")
+		b.ReportMetric(float64(preflight.Microseconds())/1000, "preflight-ms")
+	}
+}
+
+// BenchmarkRecoveryToStart: a job waits for a server that is down; the
+// server comes back at T0 (its control file says healthy again); the job
+// starts at T1. T1-T0 is bounded by one maintenance interval (plus a
+// probe), whatever the server's backoff.
+//
+//	go test -run '^$' -bench RecoveryToStart -benchtime 3x ./supervisor/
+func BenchmarkRecoveryToStart(b *testing.B) {
+	const interval = 2 * time.Second
+	server := testkit.BuildTestServer(b)
+	for b.Loop() {
+		dir := b.TempDir()
+		control := filepath.Join(dir, "mode")
+		if err := os.WriteFile(control, []byte("exit-at-start"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		batch := loadBench(b, dir, fmt.Sprintf(`version: 1
+name: recovery
+state_dir: ./state
+agent: {command: %s}
+health: {backoff: 5m, max_backoff: 10m}
+servers:
+  notes: {command: %s, args: ["--control", %s]}
+jobs:
+  - {name: waits, servers: [notes], prompt: hello}
+`, jsonString(fakeAgent(b, dir)), jsonString(server), jsonString(control)))
+		backc := make(chan time.Time, 1)
+		go func() {
+			time.Sleep(3 * time.Second)
+			backc <- time.Now()
+			_ = os.WriteFile(control, []byte("healthy"), 0o600)
+		}()
+		s, err := RunNight(context.Background(), batch, NightOptions{Binary: "/bin/true", Env: os.Environ(),
+			Log: zerolog.Nop(), Maintenance: interval})
+		if err != nil || s.Done != 1 {
+			b.Fatalf("night: %v %+v", err, s)
+		}
+		wait := s.Jobs[0].Outcome.Started.Sub(<-backc)
+		b.ReportMetric(float64(wait.Milliseconds()), "return-to-start-ms")
+		b.ReportMetric(float64(interval.Milliseconds()), "interval-ms")
+	}
+}
