@@ -46,6 +46,16 @@ type NightOptions struct {
 	// SkipPreflight is for resumed runs in tests; a normal run preflights.
 	SkipPreflight bool
 	Now           func() time.Time
+	// Progress, when set, is told the state of the night after every
+	// change (the run command prints it on a terminal).
+	Progress func(Progress)
+}
+
+// Progress is the night at one moment.
+type Progress struct {
+	Running                      []string // "job (attempt n, 1m20s)"
+	Waiting                      []string // "job: reason"
+	Done, Failed, Skipped, Total int
 }
 
 // JobResult is how one job ended.
@@ -86,6 +96,7 @@ type jobState struct {
 	deferrals int
 	reason    string
 	last      *Outcome
+	startedAt time.Time
 }
 
 type attemptResult struct {
@@ -262,6 +273,7 @@ func (n *night) loop(ctx context.Context) error {
 		n.applyLimits()
 		n.startReady(ctx)
 		n.giveUpWaiting()
+		n.report()
 		if n.running == 0 && n.allEnded() {
 			return nil
 		}
@@ -282,6 +294,31 @@ func (n *night) loop(ctx context.Context) error {
 			return ErrStopped
 		}
 	}
+}
+
+func (n *night) report() {
+	if n.opts.Progress == nil {
+		return
+	}
+	p := Progress{Total: len(n.order)}
+	now := n.now()
+	for _, name := range n.order {
+		st := n.states[name]
+		switch {
+		case st.status == "running":
+			p.Running = append(p.Running, fmt.Sprintf("%s (attempt %d, %s)", name, st.attempts,
+				now.Sub(st.startedAt).Round(time.Second)))
+		case st.status == "pending" && st.deferring != "":
+			p.Waiting = append(p.Waiting, name+": "+st.deferring)
+		case st.status == StatusDone:
+			p.Done++
+		case st.status == StatusFailed:
+			p.Failed++
+		case st.status == StatusSkipped:
+			p.Skipped++
+		}
+	}
+	n.opts.Progress(p)
 }
 
 func (n *night) allEnded() bool {
@@ -425,6 +462,7 @@ func describeDown(server string, e *healthcheck.Entry) string {
 func (n *night) launch(ctx context.Context, st *jobState) {
 	st.attempts++
 	st.status = "running"
+	st.startedAt = n.now()
 	n.running++
 	spec := SessionSpec{Batch: n.b, Job: st.job, RunID: n.runID, Attempt: st.attempts,
 		Binary: n.opts.Binary, Env: n.opts.Env}

@@ -275,3 +275,25 @@ func TestDaemonRunsOnScheduleAndStops(t *testing.T) {
 		t.Fatal("the daemon did not stop")
 	}
 }
+
+func TestProgressIsReported(t *testing.T) {
+	dir := t.TempDir()
+	b := loadNight(t, dir, fmt.Sprintf("version: 1\nname: progress\nstate_dir: ./state\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n  - {name: b, prompt: b, needs: [a]}\n",
+		jsonString(scriptedAgent(t, dir, "0"))))
+	var seen []Progress
+	_, err := RunNight(context.Background(), b, NightOptions{Binary: "/bin/true", Env: os.Environ(), Log: zerolog.Nop(),
+		Progress: func(p Progress) { seen = append(seen, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawRunning := false
+	for _, p := range seen {
+		if len(p.Running) == 1 && strings.HasPrefix(p.Running[0], "a (attempt 1") {
+			sawRunning = true
+		}
+	}
+	last := seen[len(seen)-1]
+	if !sawRunning || last.Done != 2 || last.Total != 2 {
+		t.Fatalf("progress: running seen %v, last %+v", sawRunning, last)
+	}
+}

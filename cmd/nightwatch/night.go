@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,10 +23,37 @@ func loadBatch(path string) (*jobs.Batch, error) { return jobs.Load(path, lookup
 // logger writes human lines on a terminal and zerolog JSON lines
 // otherwise (launchd, cron and systemd capture stderr to a file).
 func logger() zerolog.Logger {
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+	if isTerminal(os.Stderr) {
 		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
 	}
 	return zerolog.New(os.Stderr).With().Timestamp().Logger()
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// printProgress prints the night's state to a terminal when it changes:
+// one line per running job, one per waiting job, then the counts.
+func printProgress() func(supervisor.Progress) {
+	last := ""
+	return func(p supervisor.Progress) {
+		var b strings.Builder
+		for _, r := range p.Running {
+			fmt.Fprintf(&b, "  running  %s\n", r)
+		}
+		for _, w := range p.Waiting {
+			fmt.Fprintf(&b, "  waiting  %s\n", w)
+		}
+		fmt.Fprintf(&b, "  %d/%d done, %d failed, %d skipped\n", p.Done, p.Total, p.Failed, p.Skipped)
+		// Running times change every second; print when the jobs do.
+		key := fmt.Sprint(len(p.Running), p.Waiting, p.Done, p.Failed, p.Skipped)
+		if key != last {
+			last = key
+			fmt.Fprint(os.Stderr, b.String())
+		}
+	}
 }
 
 func selfPath() (string, error) {
@@ -115,6 +143,9 @@ holds the batch's lock.`,
 				return err
 			}
 			opts.Maintenance = maintenance
+			if isTerminal(os.Stderr) {
+				opts.Progress = printProgress()
+			}
 			summary, err := supervisor.RunNight(cmd.Context(), b, opts)
 			switch {
 			case errors.Is(err, supervisor.ErrLocked):
