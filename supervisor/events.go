@@ -17,6 +17,13 @@ type eventTail struct {
 	offset int64
 }
 
+// skipToEnd starts the tail at the file's current end.
+func (t *eventTail) skipToEnd() {
+	if fi, err := os.Stat(t.path); err == nil {
+		t.offset = fi.Size()
+	}
+}
+
 func (t *eventTail) next() []healthcheck.Event {
 	f, err := os.Open(t.path)
 	if err != nil {

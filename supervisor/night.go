@@ -159,7 +159,10 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 	n.store = &healthcheck.Store{Path: CachePath(b), Warn: n.warn}
 	n.checker = n.newChecker()
+	// The events file lives as long as the state folder; this night's
+	// journal takes what is appended from now on.
 	n.events = eventTail{path: EventsPath(b)}
+	n.events.skipToEnd()
 
 	resumed, err := n.openJournal()
 	if err != nil {
@@ -763,6 +766,7 @@ func (o *sessionObserver) ServerStatus(server, status string) {
 }
 
 func (o *sessionObserver) ToolUnavailable(tool string) {
+	o.n.append(Event{Type: "tool-unavailable", Job: o.job, Attempt: o.attempt, Reason: tool})
 	o.n.log.Warn().Str("job", o.job).Str("tool", tool).Msg("the model called a tool the session does not have")
 }
 
