@@ -21,7 +21,8 @@ headless Claude Code sessions still gets its work done when a server dies at 2 a
 		Version:       version,
 	}
 	root.AddCommand(newHookCmd(), newStatusCmd(), newResetCmd(), newProbeCmd(),
-		newPreflightCmd(), newRunCmd(), newDaemonCmd())
+		newPreflightCmd(), newRunCmd(), newDaemonCmd(),
+		newDoctorCmd(), newInstallCmd(false), newInstallCmd(true))
 	return root
 }
 

@@ -21,7 +21,7 @@ func serverEverythingBin(t testing.TB) string {
 // slack the teardown may use.
 func requireBounded(t *testing.T, start time.Time, timeout time.Duration) {
 	t.Helper()
-	const slack = time.Second
+	const slack = 3 * time.Second // generous: CI runs the suite with -race on two cores
 	if elapsed := time.Since(start); elapsed > timeout+slack {
 		t.Errorf("probe took %s, want at most timeout %s + %s", elapsed, timeout, slack)
 	}

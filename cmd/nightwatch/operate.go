@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nightwatch-dev/nightwatch/doctor"
+	"github.com/nightwatch-dev/nightwatch/install"
+)
+
+func newDoctorCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [FILE]",
+		Short: "Find every known misconfiguration: fail-open, ~ in paths, shadowed servers, the launchd env trap, the cache, hooks, reconnects, the agent",
+		Long: `Run every check and print one line per check (ok / warn / fail), each failure with its fix.
+With a batch file, servers are checked with the environment the night will have (launchd and
+cron give no login shell), not your shell's. Exit 1 when any check fails.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cwd, _ := os.Getwd()
+			o := doctor.Options{Home: homeDir(), Cwd: cwd}
+			if len(args) == 1 {
+				o.BatchFile = args[0]
+			}
+			checks := doctor.Run(cmd.Context(), o)
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(checks); err != nil {
+					return err
+				}
+			} else {
+				doctor.Print(cmd.OutOrStdout(), checks)
+			}
+			if doctor.Failed(checks) {
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newInstallCmd(uninstall bool) *cobra.Command {
+	var dryRun bool
+	use, short := "install", "Install the batch on a scheduler: launchd (macOS), systemd (user timer) or cron"
+	if uninstall {
+		use, short = "uninstall", "Remove what `nightwatch install` installed"
+	}
+	cmd := &cobra.Command{
+		Use:   use + " launchd|systemd|cron FILE",
+		Short: short,
+		Long: short + `.
+The generated files use absolute paths only (the binary, the batch, the logs), spell out the
+environment the night needs (PATH, HOME, the variables the batch uses), never set fail-open, and
+send stdout and stderr to log files under the batch's state folder. --dry-run prints what would
+be written and run (secret values masked).`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind := install.Kind(args[0])
+			b, err := loadBatch(args[1])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return exitCode(2)
+			}
+			bin, err := selfPath()
+			if err != nil {
+				return err
+			}
+			o := install.Options{Binary: bin, Batch: b, Home: homeDir(), UID: os.Getuid(), Getenv: lookupEnv}
+			plan := install.PlanInstall
+			if uninstall {
+				plan = install.PlanUninstall
+			}
+			p, err := plan(kind, o)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				p.Print(cmd.OutOrStdout())
+				return nil
+			}
+			if err := install.Apply(cmd.Context(), p, install.RunCommand); err != nil {
+				return err
+			}
+			p.Print(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be written and run, change nothing")
+	return cmd
+}

@@ -1,0 +1,320 @@
+package doctor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+)
+
+const failOpenTitle = "fail-open"
+
+// failOpen looks for fail-open everywhere the night could pick it up: the
+// article's hook ran all night blocking nothing because
+// ECC_MCP_HEALTH_FAIL_OPEN=1 was left in a launchd plist.
+func (e *env) failOpen(context.Context) []Check {
+	var out []Check
+	found := func(where, detail, fix string) {
+		out = append(out, Check{ID: "fail-open", Title: failOpenTitle, Level: Fail,
+			Detail: where + ": " + detail + " (the hook lets every call through to dead servers)", Fix: fix})
+	}
+	for _, name := range knobs.EnvFailOpen {
+		if v, set := e.Getenv(name); set && truthy(v) {
+			found("environment", fmt.Sprintf("%s=%s", name, v), fmt.Sprintf("unset %s (and remove it from your shell profile)", name))
+		}
+	}
+	if e.batch != nil && e.batch.FailOpen {
+		found(e.batch.File, "fail_open: true", "remove `fail_open: true` from "+e.batch.File)
+	}
+	for _, p := range globFiles(e.LaunchAgentsDir, "*.plist") {
+		vars, args, err := readPlist(p)
+		if err != nil {
+			out = append(out, Check{ID: "fail-open", Title: failOpenTitle, Level: Warn,
+				Detail: fmt.Sprintf("cannot read launchd plist %s: %v", p, err), Fix: "check it with: plutil -lint " + p})
+			continue
+		}
+		for _, name := range knobs.EnvFailOpen {
+			if v, set := vars[name]; set && truthy(v) {
+				found(p, fmt.Sprintf("EnvironmentVariables sets %s=%s", name, v),
+					fmt.Sprintf("delete the <key>%s</key> entry from %s, then: launchctl unload %s && launchctl load %s", name, p, p, p))
+			}
+		}
+		if slices.Contains(args, "--fail-open") {
+			found(p, "ProgramArguments has --fail-open", "delete --fail-open from ProgramArguments in "+p+", then reload it with launchctl")
+		}
+	}
+	for _, p := range globFiles(e.SystemdUserDir, "*.service") {
+		for name, v := range systemdEnv(p) {
+			if slices.Contains(knobs.EnvFailOpen, name) && truthy(v) {
+				found(p, fmt.Sprintf("Environment=%s=%s", name, v),
+					fmt.Sprintf("delete %s from the Environment= line of %s, then: systemctl --user daemon-reload", name, p))
+			}
+		}
+	}
+	for _, sf := range e.settingsFiles() {
+		s, err := readSettings(sf.path)
+		if err != nil || s == nil {
+			continue // unreadable settings are the hooks check's finding
+		}
+		for _, name := range knobs.EnvFailOpen {
+			if v, set := s.Env[name]; set && truthy(fmt.Sprint(v)) {
+				found(sf.path, fmt.Sprintf(`"env" sets %s=%v`, name, v), fmt.Sprintf(`delete %q from the "env" object of %s`, name, sf.path))
+			}
+		}
+		for _, h := range s.commands() {
+			if failOpenCommand(h.command) {
+				found(sf.path, fmt.Sprintf("%s hook command %q turns fail-open on", h.event, h.command),
+					fmt.Sprintf("remove --fail-open / the fail-open variable from that command in %s", sf.path))
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, ok("fail-open", failOpenTitle, "not set anywhere"))
+	}
+	return out
+}
+
+func truthy(v string) bool { b, _ := knobs.ParseBool(v); return b }
+
+var failOpenAssign = regexp.MustCompile(`\b(?:NIGHTWATCH_FAIL_OPEN|ECC_MCP_HEALTH_FAIL_OPEN)=("[^"]*"|'[^']*'|\S*)`)
+
+// failOpenCommand reports a hook command line that turns fail-open on: a
+// --fail-open flag or an inline VAR=1 assignment.
+func failOpenCommand(cmd string) bool {
+	if slices.Contains(strings.Fields(cmd), "--fail-open") {
+		return true
+	}
+	for _, m := range failOpenAssign.FindAllStringSubmatch(cmd, -1) {
+		if truthy(strings.Trim(m[1], `"'`)) {
+			return true
+		}
+	}
+	return false
+}
+
+func globFiles(dir, pattern string) []string {
+	matches, _ := filepath.Glob(filepath.Join(dir, pattern))
+	return matches
+}
+
+// readPlist returns a launchd plist's EnvironmentVariables and
+// ProgramArguments. It reads the XML itself (no plutil on Linux): the
+// top-level dict is walked key by key and other values are skipped.
+func readPlist(path string) (vars map[string]string, args []string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	dec := xml.NewDecoder(f)
+	dec.Strict = false // DOCTYPE and friends are fine
+	vars = map[string]string{}
+	depth := 0 // element depth; the top-level dict is at 2 (plist > dict)
+	key := ""
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return vars, args, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			depth++
+			if depth != 3 {
+				continue
+			}
+			switch {
+			case t.Name.Local == "key":
+				err = dec.DecodeElement(&key, &t)
+				key = strings.TrimSpace(key)
+				depth--
+			case key == "EnvironmentVariables" && t.Name.Local == "dict":
+				vars, err = stringDict(dec)
+				depth--
+			case key == "ProgramArguments" && t.Name.Local == "array":
+				args, err = stringArray(dec)
+				depth--
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+		case xml.EndElement:
+			depth--
+		}
+	}
+}
+
+// stringDict reads <key>K</key><string>V</string> pairs up to </dict>.
+func stringDict(dec *xml.Decoder) (map[string]string, error) {
+	out := map[string]string{}
+	key := ""
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			var s string
+			if err := dec.DecodeElement(&s, &t); err != nil {
+				return nil, err
+			}
+			if t.Name.Local == "key" {
+				key = strings.TrimSpace(s)
+			} else if key != "" {
+				out[key] = strings.TrimSpace(s) // <true/> reads as ""
+				if t.Name.Local == "true" {
+					out[key] = "true"
+				}
+				key = ""
+			}
+		case xml.EndElement:
+			return out, nil
+		}
+	}
+}
+
+// stringArray reads <string> items up to </array>.
+func stringArray(dec *xml.Decoder) ([]string, error) {
+	var out []string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			var s string
+			if err := dec.DecodeElement(&s, &t); err != nil {
+				return nil, err
+			}
+			out = append(out, strings.TrimSpace(s))
+		case xml.EndElement:
+			return out, nil
+		}
+	}
+}
+
+// systemdEnv reads the Environment= lines of a unit: each holds
+// space-separated NAME=VALUE words, a word optionally in double quotes.
+func systemdEnv(path string) map[string]string {
+	out := map[string]string{}
+	f, err := os.Open(path)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		rest, isEnv := strings.CutPrefix(line, "Environment=")
+		if !isEnv {
+			continue
+		}
+		for _, word := range unitWords(rest) {
+			if name, v, ok := strings.Cut(word, "="); ok {
+				out[name] = v
+			}
+		}
+	}
+	return out
+}
+
+// unitWords splits a systemd value at blanks outside double quotes.
+func unitWords(s string) []string {
+	var words []string
+	var w strings.Builder
+	quoted, inWord := false, false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted, inWord = !quoted, true
+		case (r == ' ' || r == '\t') && !quoted:
+			if inWord {
+				words, inWord = append(words, w.String()), false
+				w.Reset()
+			}
+		default:
+			w.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
+}
+
+// settings is the part of a Claude Code settings file the doctor reads.
+type settings struct {
+	Env   map[string]any         `json:"env"`
+	Hooks map[string][]hookMatch `json:"hooks"`
+}
+
+type hookMatch struct {
+	Matcher string `json:"matcher"`
+	Hooks   []struct {
+		Type    string `json:"type"`
+		Command string `json:"command"`
+	} `json:"hooks"`
+}
+
+type hookCommand struct{ event, matcher, command string }
+
+func (s *settings) commands() []hookCommand {
+	var out []hookCommand
+	for event, ms := range s.Hooks {
+		for _, m := range ms {
+			for _, h := range m.Hooks {
+				out = append(out, hookCommand{event, m.Matcher, h.Command})
+			}
+		}
+	}
+	return out
+}
+
+// settingsFile is one Claude Code settings file and whether it is the
+// user's (seen by every session) or a project's.
+type settingsFile struct {
+	path string
+	user bool
+}
+
+func (e *env) settingsFiles() []settingsFile {
+	user := filepath.Join(e.Home, ".claude", "settings.json")
+	files := []settingsFile{{user, true}}
+	for _, name := range []string{"settings.json", "settings.local.json"} {
+		p := filepath.Join(e.Cwd, ".claude", name)
+		if p != user { // cwd = home: the same file, read once
+			files = append(files, settingsFile{p, false})
+		}
+	}
+	return files
+}
+
+// readSettings returns nil, nil for a file that does not exist.
+func readSettings(path string) (*settings, error) {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s settings
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return &s, nil
+}

@@ -1,0 +1,94 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// cronMarker ends the batch's crontab line. Batch names are
+// [A-Za-z0-9._-], so the marker needs no quoting and one batch's marker
+// is never a suffix of another's (they all start with " # ").
+func cronMarker(name string) string { return "# nightwatch:" + name }
+
+// planCron builds the crontab line. cron hands the command to /bin/sh, so
+// every word is single-quoted; cron itself turns an unescaped "%" into a
+// newline, so each "%" is written "\%".
+func planCron(j *job) (*Plan, error) {
+	fields, err := j.sched.cronFields()
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{
+		CrontabMarker: cronMarker(j.name),
+		CrontabLine:   fields + " " + cronEscape(cronCommand(j)) + " " + cronMarker(j.name),
+		Notes:         []string{"the crontab is kept by cron, readable by you and root only"},
+	}, nil
+}
+
+// cronCommand is the shell command of the line, before cron's % escaping.
+func cronCommand(j *job) string {
+	var b strings.Builder
+	// mkdir: a state folder deleted since the install would otherwise make
+	// the redirection fail, and the night would silently not run.
+	fmt.Fprintf(&b, "mkdir -p %s && cd %s &&", shQuote(j.logDir), shQuote(j.dir))
+	for _, e := range j.env {
+		fmt.Fprintf(&b, " %s=%s", e.name, shQuote(e.value))
+	}
+	fmt.Fprintf(&b, " %s run %s >> %s 2>&1", shQuote(j.bin), shQuote(j.file), shQuote(filepath.Join(j.logDir, "cron.log")))
+	return b.String()
+}
+
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func cronEscape(s string) string { return strings.ReplaceAll(s, "%", `\%`) }
+
+// updateCrontab replaces the lines carrying marker with line (none when
+// line is ""), through `crontab -l` and `crontab -`, leaving the rest of
+// the user's crontab as it was. Nothing is written when nothing changes.
+func updateCrontab(ctx context.Context, marker, line string) error {
+	var stderr bytes.Buffer
+	list := exec.CommandContext(ctx, "crontab", "-l")
+	list.Stderr = &stderr
+	out, err := list.Output()
+	if err != nil {
+		// "no crontab for <user>" is an empty crontab, not a failure.
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || !strings.Contains(strings.ToLower(stderr.String()), "no crontab") {
+			return fmt.Errorf("install: crontab -l: %w: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		out = nil
+	}
+	var kept []string
+	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if l == "" && len(kept) == 0 {
+			continue
+		}
+		if strings.HasSuffix(strings.TrimRight(l, " \t"), " "+marker) {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	if line != "" {
+		kept = append(kept, line)
+	}
+	next := strings.Join(kept, "\n")
+	if next != "" {
+		next += "\n"
+	}
+	if next == string(out) {
+		return nil
+	}
+	stderr.Reset()
+	write := exec.CommandContext(ctx, "crontab", "-")
+	write.Stdin = strings.NewReader(next)
+	write.Stderr = &stderr
+	if err := write.Run(); err != nil {
+		return fmt.Errorf("install: crontab -: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}

@@ -1,0 +1,446 @@
+// Package install puts a batch on the machine's own scheduler: a launchd
+// agent (macOS), a systemd user service and timer, or a crontab line. Each
+// runs `<nightwatch> run <batch file>` at the batch's schedule.
+//
+// The night runs without the login shell: launchd expands no `~`, starts
+// in /, and has none of the variables the shell's rc files export. So the
+// installers write absolute paths only and spell out the environment the
+// night needs; they never carry a fail-open flag into the schedule.
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+)
+
+// Kind is a scheduler.
+type Kind string
+
+const (
+	Launchd Kind = "launchd"
+	Systemd Kind = "systemd"
+	Cron    Kind = "cron"
+)
+
+// Kinds lists the schedulers, for flag help and errors.
+var Kinds = []Kind{Launchd, Systemd, Cron}
+
+// Plan is everything an install or uninstall would do. PlanInstall and
+// PlanUninstall only compute it (that is --dry-run); Apply does it.
+type Plan struct {
+	Kind Kind
+	// Dirs are created (0700) before anything else: launchd, systemd and
+	// the shell do not create a missing log folder, they fail the night.
+	Dirs []string
+	// Files are written atomically; their parent folders are created.
+	Files []File
+	// Remove are files deleted (a missing one is not an error).
+	Remove []string
+	// CrontabMarker identifies the batch's crontab line; when set, Apply
+	// removes every line carrying it and then adds CrontabLine, if any.
+	CrontabMarker string
+	CrontabLine   string
+	// Prepare commands run first and may fail: unloading a job that may
+	// not be loaded (launchctl bootout, systemctl disable).
+	Prepare [][]string
+	// Commands load what was written; the first failure stops Apply.
+	Commands [][]string
+	Notes    []string
+
+	// secrets are values written into Files or CrontabLine; Print masks
+	// them so that a dry run in a terminal or a CI log shows no key.
+	secrets []string
+}
+
+// File is one generated file.
+type File struct {
+	Path    string
+	Mode    os.FileMode
+	Content []byte
+}
+
+// Options say what to install and for whom.
+type Options struct {
+	Binary string      // absolute path of the nightwatch executable
+	Batch  *jobs.Batch // loaded with jobs.Load
+	Home   string      // the user's home folder, absolute
+	UID    int         // for launchctl's gui/<uid> domain
+	// Getenv is the installer's environment (os.LookupEnv): where the
+	// values the batch takes from the process come from now.
+	Getenv func(string) (string, bool)
+	LogDir string // default <state_dir>/logs
+}
+
+// fileMode is every generated file's mode: they may hold API keys, which
+// is the only way launchd makes a key available to the night.
+const fileMode os.FileMode = 0o600
+
+// job is what every scheduler runs, computed once from Options.
+type job struct {
+	name, label string
+	bin, file   string
+	dir, logDir string
+	home        string
+	sched       *schedule
+	env         []envVar // sorted by name
+	notes       []string
+	secrets     []string
+}
+
+type envVar struct{ name, value string }
+
+// PlanInstall computes the files, crontab line and commands that install
+// the batch on kind's scheduler.
+func PlanInstall(kind Kind, o Options) (*Plan, error) {
+	j, err := prepare(kind, o)
+	if err != nil {
+		return nil, err
+	}
+	var p *Plan
+	switch kind {
+	case Launchd:
+		p, err = planLaunchd(j, o.UID)
+	case Systemd:
+		p, err = planSystemd(j)
+	case Cron:
+		p, err = planCron(j)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.Kind = kind
+	p.Dirs = append([]string{j.logDir}, p.Dirs...)
+	p.Notes = append(j.notes, p.Notes...)
+	p.secrets = j.secrets
+	return p, nil
+}
+
+// PlanUninstall computes what removes the batch from kind's scheduler. It
+// needs only the batch's name, the home folder and the UID.
+func PlanUninstall(kind Kind, o Options) (*Plan, error) {
+	if err := checkKind(kind); err != nil {
+		return nil, err
+	}
+	if o.Batch == nil || o.Batch.Name == "" {
+		return nil, errors.New("install: no batch (or a batch without a name)")
+	}
+	name := o.Batch.Name
+	if kind != Cron {
+		if err := absPath("home folder", o.Home); err != nil {
+			return nil, err
+		}
+	}
+	p := &Plan{Kind: kind}
+	switch kind {
+	case Launchd:
+		label := launchdLabel(name)
+		p.Prepare = [][]string{{"launchctl", "bootout", fmt.Sprintf("gui/%d/%s", o.UID, label)}}
+		p.Remove = []string{plistPath(o.Home, name)}
+	case Systemd:
+		svc, tmr := systemdPaths(o.Home, name)
+		p.Prepare = [][]string{{"systemctl", "--user", "disable", "--now", filepath.Base(tmr)}}
+		p.Remove = []string{tmr, svc}
+		p.Commands = [][]string{{"systemctl", "--user", "daemon-reload"}}
+	case Cron:
+		p.CrontabMarker = cronMarker(name)
+	}
+	p.Notes = append(p.Notes, "log files are left in place")
+	return p, nil
+}
+
+func checkKind(kind Kind) error {
+	if !slices.Contains(Kinds, kind) {
+		return fmt.Errorf("install: unknown scheduler %q (want launchd, systemd or cron)", kind)
+	}
+	return nil
+}
+
+// prepare checks the options and computes what every scheduler needs.
+func prepare(kind Kind, o Options) (*job, error) {
+	if err := checkKind(kind); err != nil {
+		return nil, err
+	}
+	b := o.Batch
+	if b == nil || b.Name == "" {
+		return nil, errors.New("install: no batch (or a batch without a name)")
+	}
+	if o.Getenv == nil {
+		o.Getenv = func(string) (string, bool) { return "", false }
+	}
+	j := &job{name: b.Name, label: launchdLabel(b.Name), bin: o.Binary, file: b.File, dir: b.Dir, home: o.Home}
+	j.logDir = o.LogDir
+	if j.logDir == "" && b.StateDir != "" {
+		j.logDir = filepath.Join(b.StateDir, "logs")
+	}
+	for _, c := range []struct{ what, path string }{
+		{"nightwatch binary", j.bin}, {"batch file", j.file}, {"batch folder", j.dir},
+		{"log folder", j.logDir}, {"home folder", j.home},
+	} {
+		if err := absPath(c.what, c.path); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkBinary(j.bin); err != nil {
+		return nil, err
+	}
+	var err error
+	if j.sched, err = parseSchedule(b.Schedule); err != nil {
+		return nil, err
+	}
+	if b.FailOpen {
+		j.notes = append(j.notes, "WARNING: the batch sets fail_open: true, so the night lets calls to dead servers through; remove it from "+b.File+" (it is a debugging flag)")
+	}
+	if err := j.environment(b, o.Getenv); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// absPath refuses what launchd and cron would not understand: a relative
+// path (launchd starts the job in /) or a "~" (nothing expands it).
+func absPath(what, p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("install: the %s is not set", what)
+	case strings.HasPrefix(p, "~") || strings.Contains(p, "/~"):
+		return fmt.Errorf("install: the %s %q contains a ~: launchd and cron do not expand it; write the path out in full", what, p)
+	case !filepath.IsAbs(p):
+		return fmt.Errorf("install: the %s %q is relative: the scheduler starts the night in another folder; give an absolute path", what, p)
+	}
+	return nil
+}
+
+// checkBinary makes sure the night will find the program: a `go run`
+// binary lives in a temporary folder that is gone by 2 a.m.
+func checkBinary(p string) error {
+	if strings.Contains(p, string(filepath.Separator)+"go-build") {
+		return fmt.Errorf("install: %s is a temporary `go run` binary; build or install nightwatch and run the installer from there", p)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("install: nightwatch binary: %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("install: nightwatch binary %s is not an executable file", p)
+	}
+	return nil
+}
+
+// varRef finds ${NAME} and ${NAME:-default} in the batch and env files.
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
+
+// environment computes the variables written into the schedule: PATH,
+// HOME, and every variable the batch takes from the process — those of
+// its env (already resolved by Load), its servers' requires_env and any
+// ${VAR} in the batch file or env_file — that has a value now. Under
+// launchd or cron the night has none of the login shell's variables.
+func (j *job) environment(b *jobs.Batch, getenv func(string) (string, bool)) error {
+	vals := map[string]string{}
+	names := map[string]bool{}
+	for k := range b.Env {
+		names[k] = true
+	}
+	required := map[string]bool{}
+	for _, s := range b.Servers {
+		for _, k := range s.RequiresEnv {
+			names[k], required[k] = true, true
+		}
+	}
+	// A ${VAR} in a prompt is not expanded, so this may pick up a name the
+	// night does not need; it is only written if set now, and named in the
+	// notes when it looks like a secret.
+	for _, f := range []string{b.File, b.EnvFile} {
+		if f == "" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
+		for _, m := range varRef.FindAllSubmatch(data, -1) {
+			names[string(m[1])] = true
+		}
+	}
+	for k := range names {
+		// The batch's own value wins, as it does when the night loads the
+		// file; otherwise the installer's environment.
+		if v, ok := b.Env[k]; ok {
+			vals[k] = v
+		} else if v, ok := getenv(k); ok && v != "" {
+			vals[k] = v
+		} else if required[k] {
+			j.notes = append(j.notes, fmt.Sprintf("WARNING: %s is required by a server but is not set now; the night will stop at preflight until it is", k))
+		}
+	}
+	path := b.Env["PATH"]
+	if path == "" {
+		path, _ = getenv("PATH")
+	}
+	if path = j.cleanPath(path); path != "" {
+		vals["PATH"] = path
+	} else {
+		j.notes = append(j.notes, "WARNING: no PATH to write; the night gets the scheduler's minimal one")
+	}
+	vals["HOME"] = j.home
+
+	for _, k := range knobs.EnvFailOpen {
+		_, inBatch := vals[k]
+		_, inShell := getenv(k)
+		if inBatch || inShell {
+			delete(vals, k)
+			j.notes = append(j.notes, fmt.Sprintf("%s is not written: fail-open is a debugging flag and a night must not run with it", k))
+		}
+	}
+
+	var secretNames []string
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		v := vals[k]
+		if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return fmt.Errorf("install: the value of %s contains a control character (a newline?); a schedule file cannot carry it", k)
+		}
+		j.env = append(j.env, envVar{k, v})
+		if redact.SensitiveName(k) || required[k] {
+			secretNames = append(secretNames, k)
+			j.secrets = append(j.secrets, v)
+		}
+	}
+	if len(secretNames) > 0 {
+		j.notes = append(j.notes, fmt.Sprintf("secrets written so the night has them (the file is readable by you only): %s", strings.Join(secretNames, ", ")))
+	}
+	return nil
+}
+
+// cleanPath drops PATH entries the night cannot use: relative ones or
+// ones with a "~", which only an interactive shell resolves.
+func (j *job) cleanPath(path string) string {
+	var keep, dropped []string
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) || strings.Contains(d, "~") {
+			if d != "" {
+				dropped = append(dropped, d)
+			}
+			continue
+		}
+		if !slices.Contains(keep, d) {
+			keep = append(keep, d)
+		}
+	}
+	if len(dropped) > 0 {
+		j.notes = append(j.notes, fmt.Sprintf("PATH entries dropped (relative or with ~, meaningless to the scheduler): %s", strings.Join(dropped, " ")))
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+// Apply carries out a plan: folders, files, the crontab line, then the
+// commands through run (which the caller can replace to dry-run or test).
+func Apply(ctx context.Context, p *Plan, run func(ctx context.Context, argv []string) error) error {
+	for _, argv := range p.Prepare {
+		_ = run(ctx, argv) // unloading what is not loaded fails; that is fine
+	}
+	for _, d := range p.Dirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
+	}
+	for _, f := range p.Files {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
+		mode := f.Mode
+		if mode == 0 {
+			mode = fileMode
+		}
+		if err := atomicfile.WriteFile(f.Path, f.Content, mode); err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
+	}
+	for _, r := range p.Remove {
+		if err := os.Remove(r); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("install: %w", err)
+		}
+	}
+	if p.CrontabMarker != "" {
+		if err := updateCrontab(ctx, p.CrontabMarker, p.CrontabLine); err != nil {
+			return err
+		}
+	}
+	for _, argv := range p.Commands {
+		if err := run(ctx, argv); err != nil {
+			return fmt.Errorf("install: %s: %w", strings.Join(argv, " "), err)
+		}
+	}
+	return nil
+}
+
+// ApplyUninstall carries out a plan from PlanUninstall.
+func ApplyUninstall(ctx context.Context, p *Plan, run func(ctx context.Context, argv []string) error) error {
+	return Apply(ctx, p, run)
+}
+
+// RunCommand is the run function for Apply: the command with its output
+// in the error.
+func RunCommand(ctx context.Context, argv []string) error {
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		if msg := strings.TrimSpace(string(out)); msg != "" {
+			return fmt.Errorf("%w: %s", err, msg)
+		}
+	}
+	return err
+}
+
+// Print writes the plan for --dry-run. Secret values are masked.
+func (p *Plan) Print(w io.Writer) {
+	mask := func(s string) string { return redact.String(s, p.secrets...) }
+	fmt.Fprintf(w, "# nightwatch %s plan\n", p.Kind)
+	for _, d := range p.Dirs {
+		fmt.Fprintf(w, "\nmkdir -p -m 0700 %s\n", d)
+	}
+	for _, f := range p.Files {
+		fmt.Fprintf(w, "\n--- write %s (mode %#o)\n%s", f.Path, f.Mode.Perm(), mask(string(f.Content)))
+		if !bytes.HasSuffix(f.Content, []byte("\n")) {
+			fmt.Fprintln(w)
+		}
+	}
+	for _, r := range p.Remove {
+		fmt.Fprintf(w, "\nremove %s\n", r)
+	}
+	if p.CrontabMarker != "" {
+		fmt.Fprintf(w, "\n--- crontab: replace the lines ending in %q with:\n", p.CrontabMarker)
+		if p.CrontabLine != "" {
+			fmt.Fprintln(w, mask(p.CrontabLine))
+		} else {
+			fmt.Fprintln(w, "(nothing)")
+		}
+	}
+	if len(p.Prepare)+len(p.Commands) > 0 {
+		fmt.Fprintln(w, "\n--- run")
+		for _, argv := range p.Prepare {
+			fmt.Fprintf(w, "%s   (may fail: not loaded)\n", strings.Join(argv, " "))
+		}
+		for _, argv := range p.Commands {
+			fmt.Fprintln(w, strings.Join(argv, " "))
+		}
+	}
+	if len(p.Notes) > 0 {
+		fmt.Fprintln(w, "\n--- notes")
+		for _, n := range p.Notes {
+			fmt.Fprintf(w, "- %s\n", n)
+		}
+	}
+}

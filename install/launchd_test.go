@@ -1,0 +1,178 @@
+package install
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestLaunchdPlist(t *testing.T) {
+	for _, dirName := range []string{
+		"plain",
+		"with space & ampersand",
+		"it's <quoted> \"night\"",
+	} {
+		t.Run(dirName, func(t *testing.T) {
+			f := newFixture(t, dirName)
+			p := f.plan(t, Launchd)
+			rec := &recorder{}
+			if err := Apply(context.Background(), p, rec.run); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(f.home, "Library", "LaunchAgents", "dev.nightwatch.nightly.plist")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+				t.Errorf("plist mode %v, want 0600", fi.Mode().Perm())
+			}
+			pl := decodePlist(t, data)
+			logs := filepath.Join(f.batch.StateDir, "logs")
+			want := map[string]any{
+				"Label":            "dev.nightwatch.nightly",
+				"ProgramArguments": []any{f.bin, "run", f.batch.File},
+				"WorkingDirectory": f.batch.Dir,
+				"EnvironmentVariables": map[string]any{
+					"PATH":         "/usr/local/bin:/usr/bin:/bin",
+					"HOME":         f.home,
+					"LANG":         "C.UTF-8",
+					"API_KEY":      f.env["API_KEY"],
+					"GITHUB_TOKEN": f.env["GITHUB_TOKEN"],
+				},
+				"StandardOutPath":       filepath.Join(logs, "launchd.out.log"),
+				"StandardErrorPath":     filepath.Join(logs, "launchd.err.log"),
+				"StartCalendarInterval": map[string]any{"Hour": 2, "Minute": 0},
+				"RunAtLoad":             false,
+			}
+			for k, w := range want {
+				if got := pl[k]; !reflect.DeepEqual(got, w) {
+					t.Errorf("%s = %#v, want %#v", k, got, w)
+				}
+			}
+			for k := range pl {
+				if _, ok := want[k]; !ok {
+					t.Errorf("unexpected key %s", k)
+				}
+			}
+			if fi, err := os.Stat(logs); err != nil || !fi.IsDir() {
+				t.Errorf("log folder not created: %v", err)
+			}
+			wantRuns := [][]string{
+				{"launchctl", "bootout", "gui/501/dev.nightwatch.nightly"},
+				{"launchctl", "bootstrap", "gui/501", path},
+			}
+			if !reflect.DeepEqual(rec.runs, wantRuns) {
+				t.Errorf("commands %q, want %q", rec.runs, wantRuns)
+			}
+		})
+	}
+}
+
+func TestLaunchdIntervals(t *testing.T) {
+	type d = map[string]int
+	for _, tc := range []struct {
+		sched string
+		want  []d
+	}{
+		{"0 2 * * *", []d{{"Minute": 0, "Hour": 2}}},
+		{"30 1 * * 1-5", []d{
+			{"Minute": 30, "Hour": 1, "Weekday": 1}, {"Minute": 30, "Hour": 1, "Weekday": 2},
+			{"Minute": 30, "Hour": 1, "Weekday": 3}, {"Minute": 30, "Hour": 1, "Weekday": 4},
+			{"Minute": 30, "Hour": 1, "Weekday": 5},
+		}},
+		{"*/30 * * * *", []d{{"Minute": 0}, {"Minute": 30}}},
+		{"0 0 1 * *", []d{{"Minute": 0, "Hour": 0, "Day": 1}}},
+		{"@daily", []d{{"Minute": 0, "Hour": 0}}},
+		{"15 3 * jan,jul SUN", []d{
+			{"Minute": 15, "Hour": 3, "Month": 1, "Weekday": 0}, {"Minute": 15, "Hour": 3, "Month": 7, "Weekday": 0},
+		}},
+		{"0 4 * * 7", []d{{"Minute": 0, "Hour": 4, "Weekday": 0}}},
+		// Both day fields restricted: cron's OR becomes two entries.
+		{"0 9 1 * 1", []d{{"Minute": 0, "Hour": 9, "Day": 1}, {"Minute": 0, "Hour": 9, "Weekday": 1}}},
+		{"* * * * *", []d{{}}},
+	} {
+		t.Run(tc.sched, func(t *testing.T) {
+			s, err := parseSchedule(tc.sched)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.launchdIntervals()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScheduleRefused(t *testing.T) {
+	for _, tc := range []struct{ sched, want string }{
+		{"", "no schedule"},
+		{"@every 1h", "@every"},
+		{"@reboot", "unknown descriptor"},
+		{"0 2 * *", "want 5 fields"},
+		{"0 0 2 * * *", "want 5 fields"},
+		{"61 * * * *", "outside 0-59"},
+		{"0 24 * * *", "outside 0-23"},
+		{"0 0 0 * *", "outside 1-31"},
+		{"5-1 * * * *", "backwards"},
+		{"*/0 * * * *", "bad step"},
+		{"x * * * *", "not a number"},
+		{"0 0 * * 8", "outside 0-7"},
+	} {
+		t.Run(tc.sched, func(t *testing.T) {
+			_, err := parseSchedule(tc.sched)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+	// Valid for the daemon but not expressible by launchd.
+	for _, tc := range []struct{ sched, want string }{
+		{"CRON_TZ=Asia/Tokyo 0 2 * * *", "time zone"},
+		{"0-58 0-22 1-2 * *", "more than"},
+	} {
+		s, err := parseSchedule(tc.sched)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.sched, err)
+		}
+		if _, err := s.launchdIntervals(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to mention %q", tc.sched, err, tc.want)
+		}
+	}
+	// PlanInstall passes the refusal on.
+	f := newFixture(t, "b")
+	f.batch.Schedule = "@every 30m"
+	if _, err := PlanInstall(Launchd, f.options()); err == nil {
+		t.Error("PlanInstall accepted @every")
+	}
+}
+
+func TestLaunchdUninstall(t *testing.T) {
+	f := newFixture(t, "b")
+	rec := &recorder{}
+	if err := Apply(context.Background(), f.plan(t, Launchd), rec.run); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanUninstall(Launchd, f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec = &recorder{fail: func([]string) error { return os.ErrNotExist }} // not loaded: bootout fails
+	if err := ApplyUninstall(context.Background(), p, rec.run); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(f.home, "Library", "LaunchAgents", "dev.nightwatch.nightly.plist")); !os.IsNotExist(err) {
+		t.Errorf("plist still there: %v", err)
+	}
+	// A second uninstall finds nothing and is not an error.
+	if err := ApplyUninstall(context.Background(), p, rec.run); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,212 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// maxReason bounds a reason in a table cell or a line: a report is read in
+// a terminal and in a chat message, where a stack trace does not help.
+const maxReason = 160
+
+// Verdict is the one line that says how the night went, e.g.
+// "6 jobs: 5 done, 1 skipped · $0.42 · 02:00–05:47 · 1 outage".
+func (n *Night) Verdict() string {
+	t := n.Totals
+	counts := []string{fmt.Sprintf("%d done", t.Done)}
+	if t.Failed > 0 {
+		counts = append(counts, fmt.Sprintf("%d failed", t.Failed))
+	}
+	if t.Skipped > 0 {
+		counts = append(counts, fmt.Sprintf("%d skipped", t.Skipped))
+	}
+	if other := t.Jobs - t.Done - t.Failed - t.Skipped; other > 0 {
+		counts = append(counts, fmt.Sprintf("%d unfinished", other))
+	}
+	parts := []string{
+		fmt.Sprintf("%s: %s", plural(t.Jobs, "job"), strings.Join(counts, ", ")),
+		fmt.Sprintf("$%.2f", t.CostUSD),
+		clock(n.Started) + "–" + clock(n.Ended),
+	}
+	if t.Outages == 0 {
+		parts = append(parts, "no outage")
+	} else {
+		parts = append(parts, plural(t.Outages, "outage"))
+	}
+	if !n.Finished {
+		parts = append(parts, "run not finished")
+	}
+	return strings.Join(parts, " · ")
+}
+
+// Markdown writes the report for a terminal or a chat message: a verdict,
+// a jobs table, and one line per server.
+func (n *Night) Markdown(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+
+	p("# Night %s", n.RunID)
+	if n.Batch != "" {
+		p(" (%s)", n.Batch)
+	}
+	p("\n\n**%s**\n", n.Verdict())
+	if !n.Finished {
+		p("\nThe journal has no run-finished line: the night is still running, or the supervisor stopped.\n")
+	}
+
+	p("\n## Jobs\n\n")
+	if len(n.Jobs) == 0 {
+		p("No job started.\n")
+	} else {
+		p("| job | status | attempts | duration | turns | cost | notes |\n")
+		p("|---|---|--:|--:|--:|--:|---|\n")
+		for _, j := range n.Jobs {
+			p("| %s | %s | %d | %s | %d | $%.2f | %s |\n", cell(j.Name), statusMark(j.Status), j.Attempts,
+				span(j.Duration), j.Turns, j.CostUSD, cell(strings.Join(jobNotes(j), "; ")))
+		}
+	}
+
+	p("\n## Servers\n\n")
+	if len(n.Servers) == 0 {
+		p("No server was reported.\n")
+	}
+	for _, s := range n.Servers {
+		p("- %s\n", serverLine(s))
+	}
+
+	t := n.Totals
+	p("\n## Totals\n\n%s, %s, %s, %s blocked, $%.2f, night %s.\n",
+		plural(t.Jobs, "job"), plural(t.Attempts, "attempt"), plural(t.Outages, "outage"),
+		plural(t.BlockedCalls, "call"), t.CostUSD, span(t.Duration))
+
+	if len(n.Warnings) > 0 {
+		p("\n## Warnings\n\n")
+		for _, w := range n.Warnings {
+			p("- %s\n", short(clean(w)))
+		}
+	}
+	return bw.Flush()
+}
+
+// jobNotes says what a reader wants to know beyond the numbers: why it
+// failed or was skipped, why attempts were retried, why it waited.
+func jobNotes(j Job) []string {
+	var notes []string
+	for _, a := range j.tries {
+		if (a.outcome == "retried" || a.outcome == "interrupted") && a.reason != "" {
+			notes = append(notes, fmt.Sprintf("attempt %d %s: %s", a.n, a.outcome, short(a.reason)))
+		}
+	}
+	for _, d := range j.Deferrals {
+		notes = append(notes, fmt.Sprintf("deferred %s: %s", clock(d.At), short(d.Reason)))
+	}
+	if j.Reason != "" {
+		notes = append(notes, short(j.Reason))
+	}
+	return notes
+}
+
+// serverLine is e.g. "notes: down 03:10–03:25 (transport: …), back by
+// reconnect; 4 calls blocked".
+func serverLine(s Server) string {
+	var parts []string
+	for _, o := range s.Outages {
+		var line string
+		if o.To.IsZero() {
+			line = "down since " + clock(o.From) + ", still down at the end"
+		} else {
+			line = "down " + clock(o.From) + "–" + clock(o.To)
+		}
+		if o.Reason != "" {
+			line += " (" + short(o.Reason) + ")"
+		}
+		if o.RecoveredBy != "" {
+			line += ", back by " + recovery(o.RecoveredBy)
+		}
+		parts = append(parts, line)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no outage")
+	}
+	out := s.Name + ": " + strings.Join(parts, "; ")
+	if s.BlockedCalls > 0 {
+		out += "; " + plural(s.BlockedCalls, "call") + " blocked"
+	}
+	if s.Status != "" {
+		out += " · now " + s.Status
+	}
+	return out
+}
+
+// recovery names a way back for people: "probe" alone reads like a bug.
+func recovery(by string) string {
+	switch by {
+	case "probe":
+		return "probe (backoff)"
+	case "passive":
+		return "a call that worked (passive)"
+	case "reset":
+		return "reset"
+	}
+	return by
+}
+
+func statusMark(status string) string {
+	switch status {
+	case "done":
+		return "✅ done"
+	case "failed":
+		return "❌ failed"
+	case "skipped":
+		return "⏭ skipped"
+	}
+	return "⏳ " + status
+}
+
+// clock shows a time of day: the report covers one night.
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	return t.Format("15:04")
+}
+
+// span is a duration at the precision a person wants: 1h02m, 12m04s, 45s.
+func span(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
+	case d < time.Hour:
+		d = d.Round(time.Second)
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	}
+	d = d.Round(time.Minute)
+	return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// short cuts a reason to maxReason runes.
+func short(s string) string {
+	if r := []rune(s); len(r) > maxReason {
+		return string(r[:maxReason-1]) + "…"
+	}
+	return s
+}
+
+// cell keeps a value inside its Markdown table cell.
+func cell(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.Join(strings.Fields(s), " ")
+}

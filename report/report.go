@@ -1,0 +1,479 @@
+// Package report turns a night's journal (and, optionally, the batch's
+// health cache) into the morning report: what every job did, when each MCP
+// server was down and how it came back, and the night's totals, as
+// Markdown, one self-contained HTML file, or JSON.
+//
+// It reads the journal with the supervisor's own reader, so the supervisor
+// must not import this package: the command that runs the night writes the
+// report after the supervisor returns.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/supervisor"
+)
+
+// Night is one run, as the morning report tells it.
+type Night struct {
+	RunID    string    `json:"runId"`
+	Batch    string    `json:"batch"`
+	Started  time.Time `json:"started"`
+	Ended    time.Time `json:"ended"` // run-finished, else the last event
+	Finished bool      `json:"finished"`
+	Jobs     []Job     `json:"jobs"`
+	Servers  []Server  `json:"servers"`
+	Totals   Totals    `json:"totals"`
+	// Warnings are things the reader should know about the inputs: a torn
+	// last line, a cache that could not be read.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Job is one job of the night, in the order the journal first names it.
+type Job struct {
+	Name string `json:"name"`
+	// Status is done, failed, skipped, or unfinished (started or deferred
+	// but the journal ends before it did: the run is still going, or the
+	// supervisor died).
+	Status    string        `json:"status"`
+	Reason    string        `json:"reason,omitempty"` // why it failed or was skipped
+	Attempts  int           `json:"attempts"`
+	Started   time.Time     `json:"started,omitzero"`
+	Ended     time.Time     `json:"ended,omitzero"`
+	Duration  time.Duration `json:"durationNs"` // the attempts' wall time, summed
+	Turns     int           `json:"turns"`
+	CostUSD   float64       `json:"costUsd"`
+	Deferrals []Deferral    `json:"deferrals,omitempty"`
+
+	tries []attempt // for the timeline and the notes; not part of the API
+}
+
+// attempt is one session of a job, from job-started to its end.
+type attempt struct {
+	n          int
+	from, to   time.Time
+	outcome    string // done, failed, retried, interrupted, unfinished
+	reason     string
+	ended      bool
+	turns      int
+	cost       float64
+	resultSeen bool // its cost and turns are counted
+}
+
+// Deferral is a moment a job could not start because a server was down.
+type Deferral struct {
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+}
+
+// Server is one MCP server seen in the journal or the cache.
+type Server struct {
+	Name         string   `json:"name"`
+	Outages      []Outage `json:"outages,omitempty"`
+	BlockedCalls int      `json:"blockedCalls"`
+	Status       string   `json:"status,omitempty"` // from the cache, when given
+}
+
+// Outage is one stretch of time a server was unhealthy.
+type Outage struct {
+	From time.Time `json:"from"`
+	// To is zero when the server was still down when the journal ends.
+	To     time.Time `json:"to,omitzero"`
+	Reason string    `json:"reason"`
+	// RecoveredBy is how it came back: reconnect, probe (the backoff's
+	// retry found it up), passive (a real call worked), reset (an
+	// operator dropped the entry), or "" when unknown or still down.
+	RecoveredBy string `json:"recoveredBy,omitempty"`
+}
+
+// Totals sum up the night.
+type Totals struct {
+	Jobs         int           `json:"jobs"`
+	Done         int           `json:"done"`
+	Failed       int           `json:"failed"`
+	Skipped      int           `json:"skipped"`
+	Attempts     int           `json:"attempts"`
+	BlockedCalls int           `json:"blockedCalls"`
+	Outages      int           `json:"outages"`
+	CostUSD      float64       `json:"costUsd"`
+	Duration     time.Duration `json:"durationNs"` // of the night: Started to Ended
+}
+
+// Job statuses besides the supervisor's done, failed and skipped.
+const (
+	StatusUnfinished = "unfinished"
+)
+
+// The ways a server comes back, as the hook's events name them ("by").
+var recoveryWays = map[string]bool{
+	healthcheck.RestoredByReconnect: true,
+	healthcheck.RestoredByProbe:     true,
+	healthcheck.RestoredByPassive:   true,
+	"reset":                         true,
+}
+
+// LatestJournal returns the newest journal under <stateDir>/runs. Run ids
+// start with their UTC start time, so the greatest name is the newest run.
+func LatestJournal(stateDir string) (string, error) {
+	dir := filepath.Join(stateDir, "runs")
+	paths, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return "", fmt.Errorf("list journals: %w", err)
+	}
+	if len(paths) == 0 {
+		return "", fmt.Errorf("no run journal in %s: %w", dir, fs.ErrNotExist)
+	}
+	sort.Strings(paths)
+	return paths[len(paths)-1], nil
+}
+
+// Build reads a journal and, when cachePath is not "", the health cache
+// whose statuses complete the servers section. A missing or corrupt cache
+// is a warning, not an error: the journal alone makes the report.
+func Build(journalPath, cachePath string) (*Night, error) {
+	events, warnings, err := supervisor.ReadJournalWarnings(journalPath)
+	if err != nil {
+		return nil, err
+	}
+	if len(events) == 0 {
+		return nil, fmt.Errorf("journal %s has no events", journalPath)
+	}
+	n := fromEvents(events)
+	if n.RunID == "" {
+		n.RunID = strings.TrimSuffix(filepath.Base(journalPath), ".jsonl")
+	}
+	n.Warnings = append(n.Warnings, warnings...)
+	if cachePath != "" {
+		if err := n.addCache(cachePath); err != nil {
+			n.Warnings = append(n.Warnings, err.Error())
+		}
+	}
+	n.total()
+	return n, nil
+}
+
+// builder keeps the state of the journal's replay.
+type builder struct {
+	n       *Night
+	jobs    map[string]*Job
+	order   []string // job names, as the journal first names them
+	servers map[string]*Server
+	open    map[string]int // server → index of its outage in progress
+	// fixedBy is how an outage in progress is being repaired, from the
+	// maintenance lines, for when the healthy line does not say.
+	fixedBy map[string]string
+}
+
+func fromEvents(events []supervisor.Event) *Night {
+	b := &builder{n: &Night{}, jobs: map[string]*Job{}, servers: map[string]*Server{},
+		open: map[string]int{}, fixedBy: map[string]string{}}
+	n := b.n
+	// Show every time in the zone the run started in, whatever zone the
+	// hook that wrote a server line used.
+	loc := events[0].Time.Location()
+	for _, ev := range events {
+		ev.Time = ev.Time.In(loc)
+		if n.RunID == "" {
+			n.RunID = ev.Run
+		}
+		// Server lines are copied from the hooks' events file some time
+		// after they happened, so the last line is not always the latest.
+		if ev.Time.After(n.Ended) {
+			n.Ended = ev.Time
+		}
+		switch ev.Type {
+		case supervisor.EventRunStarted:
+			n.Batch, n.Started = ev.Batch, ev.Time
+		case "run-resumed":
+			// The supervisor died: the attempts it was running ended then.
+			for _, j := range b.jobs {
+				if a := lastTry(j); a != nil && !a.ended {
+					a.to, a.ended, a.outcome = ev.Time, true, "interrupted"
+					a.reason = "the supervisor stopped; the run was resumed"
+				}
+			}
+		case supervisor.EventRunFinished:
+			n.Finished = true
+		case supervisor.EventJobStarted:
+			j := b.job(ev.Job)
+			j.tries = append(j.tries, attempt{n: ev.Attempt, from: ev.Time, outcome: StatusUnfinished})
+			j.Status = StatusUnfinished
+		case supervisor.EventJobDeferred:
+			j := b.job(ev.Job)
+			j.Deferrals = append(j.Deferrals, Deferral{At: ev.Time, Reason: clean(ev.Reason)})
+			if j.Status == "" {
+				j.Status = StatusUnfinished
+			}
+		case supervisor.EventJobRetried:
+			b.endTry(ev, "retried")
+		case supervisor.EventJobFinished:
+			j := b.endTry(ev, ev.Status)
+			j.Status, j.Reason = ev.Status, clean(ev.Reason)
+		case supervisor.EventJobSkipped:
+			j := b.job(ev.Job)
+			j.Status, j.Reason = supervisor.JobSkipped, clean(ev.Reason)
+			if len(j.tries) == 0 {
+				j.Ended = ev.Time // when it was given up: the timeline marks it there
+			}
+			if a := lastTry(j); a != nil && !a.ended {
+				a.to, a.ended, a.outcome = ev.Time, true, supervisor.JobSkipped
+			}
+		case supervisor.EventServerState:
+			b.serverState(ev)
+		case "call-blocked":
+			b.server(ev.Server).BlockedCalls++
+		case supervisor.EventMaintenance:
+			b.maintenance(ev)
+		}
+	}
+	if n.Started.IsZero() {
+		// A journal whose first line was lost: start at the first event.
+		n.Started = events[0].Time
+		for _, ev := range events {
+			if ev.Time.Before(n.Started) {
+				n.Started = ev.Time
+			}
+		}
+	}
+	b.finishJobs()
+	b.finishServers()
+	return n
+}
+
+func (b *builder) job(name string) *Job {
+	if j, ok := b.jobs[name]; ok {
+		return j
+	}
+	j := &Job{Name: name}
+	b.jobs[name] = j
+	b.order = append(b.order, name)
+	return j
+}
+
+func lastTry(j *Job) *attempt {
+	if len(j.tries) == 0 {
+		return nil
+	}
+	return &j.tries[len(j.tries)-1]
+}
+
+// endTry closes the attempt a job-retried or job-finished line reports,
+// counting its result once (a line of each kind may both carry it).
+func (b *builder) endTry(ev supervisor.Event, outcome string) *Job {
+	j := b.job(ev.Job)
+	var a *attempt
+	for i := range j.tries {
+		if j.tries[i].n == ev.Attempt {
+			a = &j.tries[i]
+		}
+	}
+	if a == nil {
+		// No job-started line for it (a journal cut at the front): the
+		// attempt is known only by its end.
+		j.tries = append(j.tries, attempt{n: ev.Attempt, from: ev.Time})
+		a = lastTry(j)
+		if ms := number(ev.Result["duration_ms"]); ms > 0 {
+			a.from = ev.Time.Add(-time.Duration(ms * float64(time.Millisecond)))
+		}
+	}
+	a.to, a.ended, a.outcome, a.reason = ev.Time, true, outcome, clean(ev.Reason)
+	if ev.Result != nil && !a.resultSeen {
+		a.resultSeen = true
+		a.turns = int(number(ev.Result["num_turns"]))
+		a.cost = number(ev.Result["total_cost_usd"])
+	}
+	return j
+}
+
+func (b *builder) server(name string) *Server {
+	s, ok := b.servers[name]
+	if !ok {
+		s = &Server{Name: name}
+		b.servers[name] = s
+	}
+	return s
+}
+
+// serverState pairs unhealthy and healthy lines into outages. The reason
+// is "by: code: reason"; by says what saw the change, and for a healthy
+// line how the server came back.
+func (b *builder) serverState(ev supervisor.Event) {
+	s := b.server(ev.Server)
+	by, rest := splitBy(ev.Reason)
+	switch ev.Status {
+	case string(healthcheck.StatusUnhealthy):
+		if _, down := b.open[ev.Server]; down {
+			return // still the same outage
+		}
+		s.Outages = append(s.Outages, Outage{From: ev.Time, Reason: clean(rest)})
+		b.open[ev.Server] = len(s.Outages) - 1
+		delete(b.fixedBy, ev.Server)
+	default: // healthy, or "" when an operator reset the entry
+		i, down := b.open[ev.Server]
+		if !down {
+			return
+		}
+		o := &s.Outages[i]
+		o.To = ev.Time
+		if ev.Status == "" && by == "" {
+			by = "reset"
+		}
+		if recoveryWays[by] {
+			o.RecoveredBy = by
+		} else {
+			o.RecoveredBy = b.fixedBy[ev.Server]
+		}
+		delete(b.open, ev.Server)
+	}
+}
+
+// maintenance lines say what the supervisor did for a server that was
+// down; they tell how an outage ended when the healthy line does not.
+// One line may name several servers, comma-separated.
+func (b *builder) maintenance(ev supervisor.Event) {
+	for _, name := range strings.Split(ev.Server, ",") {
+		if _, down := b.open[name]; !down {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(ev.Reason, "reconnect:"):
+			b.fixedBy[name] = healthcheck.RestoredByReconnect
+		case ev.Status == string(healthcheck.StatusHealthy) && b.fixedBy[name] == "":
+			b.fixedBy[name] = healthcheck.RestoredByProbe
+		}
+	}
+}
+
+// splitBy cuts the "by: " prefix off a server-state reason, when the
+// first part is one of the names the hook uses for what saw the change.
+func splitBy(reason string) (by, rest string) {
+	first, after, ok := strings.Cut(reason, ": ")
+	if !ok {
+		first, after = reason, ""
+	}
+	if recoveryWays[first] || first == "call-failure" {
+		return first, after
+	}
+	return "", reason
+}
+
+// finishJobs copies the jobs out of the builder's map, in journal order,
+// with the sums of their attempts.
+func (b *builder) finishJobs() {
+	n := b.n
+	for _, name := range b.order {
+		j := b.jobs[name]
+		for k := range j.tries {
+			a := &j.tries[k]
+			if !a.ended {
+				// Still running when the journal ends: the bar reaches
+				// the end of what is known.
+				a.to = n.Ended
+			}
+			if j.Started.IsZero() || a.from.Before(j.Started) {
+				j.Started = a.from
+			}
+			if a.to.After(j.Ended) {
+				j.Ended = a.to
+			}
+			j.Duration += a.to.Sub(a.from)
+			j.Turns += a.turns
+			j.CostUSD += a.cost
+		}
+		j.Attempts = len(j.tries)
+		n.Jobs = append(n.Jobs, *j)
+	}
+}
+
+func (b *builder) finishServers() {
+	names := make([]string, 0, len(b.servers))
+	for name := range b.servers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b.n.Servers = append(b.n.Servers, *b.servers[name])
+	}
+}
+
+// addCache sets each server's status from the cache, and lists servers the
+// journal never mentions (they stayed healthy all night).
+func (n *Night) addCache(path string) error {
+	st := &healthcheck.Store{Path: path}
+	f, err := st.Read()
+	if err != nil {
+		return fmt.Errorf("health cache %s: %v (server statuses left out)", path, err)
+	}
+	for name, e := range f.Servers {
+		i := sort.Search(len(n.Servers), func(i int) bool { return n.Servers[i].Name >= name })
+		if i == len(n.Servers) || n.Servers[i].Name != name {
+			n.Servers = append(n.Servers[:i], append([]Server{{Name: name}}, n.Servers[i:]...)...)
+		}
+		n.Servers[i].Status = string(e.Status)
+	}
+	return nil
+}
+
+func (n *Night) total() {
+	t := Totals{Jobs: len(n.Jobs), Duration: n.Ended.Sub(n.Started)}
+	for _, j := range n.Jobs {
+		switch j.Status {
+		case supervisor.JobDone:
+			t.Done++
+		case supervisor.JobFailed:
+			t.Failed++
+		case supervisor.JobSkipped:
+			t.Skipped++
+		}
+		t.Attempts += j.Attempts
+		t.CostUSD += j.CostUSD
+	}
+	for _, s := range n.Servers {
+		t.BlockedCalls += s.BlockedCalls
+		t.Outages += len(s.Outages)
+	}
+	n.Totals = t
+}
+
+// JSON writes the night as indented JSON.
+func (n *Night) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(n)
+}
+
+// clean makes a reason safe to show: the journal is redacted when written,
+// but a report is pasted into chats, so it is redacted again; and it is
+// made one line.
+func clean(s string) string {
+	return strings.Join(strings.Fields(redact.String(s)), " ")
+}
+
+// number reads a JSON number from a result map, whatever type holds it.
+func number(v any) float64 {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	case int64:
+		f = float64(x)
+	case json.Number:
+		f, _ = x.Float64()
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return 0
+	}
+	return f
+}
