@@ -158,6 +158,11 @@ holds the batch's lock.`,
 				return err
 			}
 			supervisor.PrintSummary(cmd.OutOrStdout(), summary)
+			if path, err := writeNightReport(b, summary); err != nil {
+				warnStderr("nightwatch: the morning report could not be written: " + err.Error())
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "report: %s (and .md)\n", path)
+			}
 			if !summary.AllDone() {
 				return exitCode(1)
 			}

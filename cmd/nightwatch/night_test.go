@@ -166,6 +166,21 @@ jobs:
 			t.Errorf("session pid %d of a killed supervisor is still running", pid)
 		}
 	}
+
+	// The finished night wrote its morning report; `report` rebuilds it.
+	log, _ := os.ReadFile(filepath.Join(dir, "supervisor.log"))
+	reports, _ := filepath.Glob(filepath.Join(state, "reports", "*.html"))
+	if len(reports) != 1 || !strings.Contains(string(log), "report: "+reports[0]) {
+		t.Errorf("want one report written and named at the end of run, got %v\n%s", reports, log)
+	}
+	for format, want := range map[string]string{"md": "4 jobs: 4 done", "html": "<svg", "json": `"runId"`} {
+		cmd := exec.Command(bin, "report", batch, "--format", format)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("report --format %s: %v, want %q in:\n%.600s", format, err, want, out)
+		}
+	}
 }
 
 func zombie(pid int) bool {
