@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,7 +56,7 @@ func DefaultHealth() Health {
 var topFields = []string{
 	"version", "name", "schedule", "deadline", "max_parallel", "max_cost_usd",
 	"state_dir", "env_file", "env", "fail_open", "agent", "defaults", "health",
-	"servers", "jobs",
+	"servers", "jobs", "notify",
 }
 
 // loader holds the state of one Load: where the file is, the variables
@@ -223,6 +224,7 @@ func (l *loader) load() *Batch {
 		b.FailOpen, _ = l.boolean(p.val, "fail_open")
 	}
 	l.agent(b, f, root.Line)
+	l.notify(b, f)
 	l.defaults(b, f)
 	l.health(b, f)
 	if p, ok := f["servers"]; ok {
@@ -430,6 +432,33 @@ func parseClock(s string) (ClockTime, error) {
 
 // String is "07:00".
 func (c ClockTime) String() string { return fmt.Sprintf("%02d:%02d", c.Hour, c.Minute) }
+
+// notify reads `notify: {webhook: URL, command: [argv…]}`: how the
+// operator hears that the night ended.
+func (l *loader) notify(b *Batch, f map[string]pair) {
+	p, ok := f["notify"]
+	if !ok {
+		return
+	}
+	nf := l.fields(p.val, "notify", "webhook", "command")
+	if q, ok := nf["webhook"]; ok {
+		if s, line, ok := l.str(q.val, "notify.webhook"); ok {
+			if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				l.problem(line, "notify.webhook", "want an http(s) URL")
+			} else {
+				b.Notify.Webhook = s
+			}
+		}
+	}
+	if q, ok := nf["command"]; ok {
+		b.Notify.Command = values(l.strList(q.val, "notify.command", true))
+		if len(b.Notify.Command) == 0 {
+			l.problem(q.line(), "notify.command", "want the program and its arguments, e.g. [notify-send, nightwatch]")
+		} else if cmd, ok := l.executable(b.Notify.Command[0], q.line(), "notify.command", false); ok {
+			b.Notify.Command[0] = cmd
+		}
+	}
+}
 
 func (l *loader) agent(b *Batch, f map[string]pair, rootLine int) {
 	command, line := DefaultAgent, rootLine

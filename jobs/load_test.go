@@ -331,6 +331,10 @@ const head = "version: 1\nname: n\n" // lines 1-2 of most cases
 const oneJob = "jobs:\n  - {name: a, prompt: hi}\n"
 
 var invalidCases = []invalid{
+	{name: "notify webhook not a URL", yaml: head + "notify: {webhook: slack}\n" + oneJob,
+		line: 3, field: "notify.webhook", msg: "want an http(s) URL"},
+	{name: "notify command empty", yaml: head + "notify:\n  command: []\n" + oneJob,
+		line: 4, field: "notify.command", msg: "want the program"},
 	{name: "unknown top-level key", yaml: head + "colour: red\n" + oneJob,
 		line: 3, field: "colour", msg: "unknown field"},
 	{name: "unknown job key", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    promt: hi\n",

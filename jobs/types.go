@@ -44,8 +44,18 @@ type Batch struct {
 	// split from what goes into the session's MCP config.
 	Servers []*Server
 	Jobs    []*Job
+	// Notify says how to tell the operator the night ended.
+	Notify Notify
 	// Warnings are problems a LoadWith option let through.
 	Warnings []string
+}
+
+// Notify is where the night's summary goes when it ends: a webhook (a
+// JSON body with a Slack-compatible "text" field) and/or a command (argv,
+// no shell) that gets the summary on stdin.
+type Notify struct {
+	Webhook string
+	Command []string
 }
 
 // ClockTime is a local time of day, "07:00".

@@ -203,6 +203,14 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 	n.append(Event{Type: "run-finished", Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
 		summary.Done, summary.Failed, summary.Skipped)})
+	if b.Notify.Webhook != "" || len(b.Notify.Command) > 0 {
+		var text strings.Builder
+		fmt.Fprintf(&text, "nightwatch: batch %s finished\n\n", b.Name)
+		PrintSummary(&text, summary)
+		for _, err := range notify(ctx, b.Notify, text.String(), n.log) {
+			n.append(Event{Type: "notify-failed", Reason: err.Error()})
+		}
+	}
 	return summary, nil
 }
 

@@ -2,7 +2,10 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -295,5 +298,55 @@ func TestProgressIsReported(t *testing.T) {
 	last := seen[len(seen)-1]
 	if !sawRunning || last.Done != 2 || last.Total != 2 {
 		t.Fatalf("progress: running seen %v, last %+v", sawRunning, last)
+	}
+}
+
+func TestNotifyAtTheEndOfTheNight(t *testing.T) {
+	dir := t.TempDir()
+	var got atomic.Value
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Text string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		got.Store(body.Text)
+	}))
+	defer hook.Close()
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer broken.Close()
+	received := filepath.Join(dir, "received")
+	sink := filepath.Join(dir, "sink.sh")
+	if err := os.WriteFile(sink, []byte("#!/bin/sh\ncat > \"$1\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, url string }{{"ok", hook.URL}, {"webhook fails", broken.URL}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			b := loadNight(t, d, fmt.Sprintf("version: 1\nname: notified\nstate_dir: ./state\nagent: {command: %s}\n"+
+				"notify: {webhook: %s, command: [%s, %s]}\njobs:\n  - {name: a, prompt: a}\n",
+				jsonString(scriptedAgent(t, d, "0.25")), jsonString(tc.url), jsonString(sink), jsonString(received)))
+			s := runScripted(t, b, nil)
+			if !s.AllDone() {
+				t.Fatalf("a notification must never fail the night: %+v", s)
+			}
+			data, _ := os.ReadFile(received)
+			if !strings.Contains(string(data), "batch notified finished") || !strings.Contains(string(data), "1 done, 0 failed") {
+				t.Errorf("command got %q", data)
+			}
+			events, _ := ReadJournal(s.Journal)
+			failed := 0
+			for _, ev := range events {
+				if ev.Type == "notify-failed" {
+					failed++
+				}
+			}
+			if tc.url == hook.URL {
+				if text, _ := got.Load().(string); !strings.Contains(text, "batch notified finished") || failed != 0 {
+					t.Errorf("webhook got %q, %d failures journaled", text, failed)
+				}
+			} else if failed != 1 {
+				t.Errorf("a failing webhook must be journaled once, got %d", failed)
+			}
+		})
 	}
 }

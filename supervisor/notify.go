@@ -1,0 +1,92 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+)
+
+// notifyTimeout bounds each notification: the night is over, and a hung
+// webhook must not keep the supervisor (or the next scheduled night) waiting.
+const notifyTimeout = 30 * time.Second
+
+// notify tells the operator the night ended: the batch's webhook gets a
+// JSON body whose "text" field Slack (and most chat webhooks) show, and its
+// command gets the same text on stdin. A failure is logged and returned,
+// never fatal: the night's work is done either way.
+func notify(ctx context.Context, n jobs.Notify, text string, log zerolog.Logger) []error {
+	var errs []error
+	if n.Webhook != "" {
+		if err := postWebhook(ctx, n.Webhook, text, log); err != nil {
+			errs = append(errs, err)
+			log.Error().Err(err).Msg("notification webhook failed")
+		} else {
+			log.Info().Msg("notification sent to the webhook")
+		}
+	}
+	if len(n.Command) > 0 {
+		if err := runNotifyCommand(ctx, n.Command, text); err != nil {
+			errs = append(errs, err)
+			log.Error().Err(err).Msg("notification command failed")
+		} else {
+			log.Info().Str("command", n.Command[0]).Msg("notification command ran")
+		}
+	}
+	return errs
+}
+
+func postWebhook(ctx context.Context, url, text string, log zerolog.Logger) error {
+	body, _ := json.Marshal(map[string]string{"text": text})
+	c := retryablehttp.NewClient()
+	c.RetryMax = 3
+	c.RetryWaitMin, c.RetryWaitMax = 500*time.Millisecond, 5*time.Second
+	c.HTTPClient.Timeout = 10 * time.Second
+	c.Logger = nil // its default logs the URL, which may carry a token
+	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+	defer cancel()
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return fmt.Errorf("notify webhook: %s", redact.String(err.Error(), url))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		// The URL of a chat webhook is its secret.
+		return fmt.Errorf("notify webhook: %s", redact.String(err.Error(), url))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("notify webhook: HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func runNotifyCommand(ctx context.Context, argv []string, text string) error {
+	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	proc.Prepare(cmd, 2*time.Second)
+	cmd.Stdin = strings.NewReader(text)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("notify command %s: %w", argv[0], err)
+	}
+	if err := proc.Wait(cmd); err != nil {
+		return fmt.Errorf("notify command %s: %s: %s", argv[0], proc.ExitDescription(err),
+			redact.Tail(strings.TrimSpace(redact.String(out.String())), 300))
+	}
+	return nil
+}
