@@ -29,7 +29,7 @@ func Daemon(ctx context.Context, load func() (*jobs.Batch, error), opts NightOpt
 	if err != nil {
 		return fmt.Errorf("%s: schedule %q: %w", b.File, b.Schedule, err)
 	}
-	log := opts.Log
+	log := newLogger(opts.LogWriter)
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{log})))
 	c.Schedule(sched, cron.FuncJob(func() {
 		b, err := load()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -35,7 +36,10 @@ type NightOptions struct {
 	Env []string
 	// Fresh starts a new run even if the last one did not finish.
 	Fresh bool
-	Log   zerolog.Logger
+	// LogWriter gets the night's log lines as well as
+	// <state_dir>/logs/<run-id>.log (JSON lines): a console writer on a
+	// terminal, stderr under launchd or cron. Nil: the file only.
+	LogWriter io.Writer
 	// Maintenance is how often unhealthy servers are re-probed and
 	// reconnected while jobs wait (default 10 s): the longest a deferred
 	// job waits after its server is back.
@@ -151,7 +155,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 	defer unlock()
 
-	n := &night{b: b, opts: opts, log: opts.Log, states: map[string]*jobState{},
+	n := &night{b: b, opts: opts, log: newLogger(opts.LogWriter), states: map[string]*jobState{},
 		results: make(chan attemptResult), deferStart: map[string]time.Time{}}
 	for _, j := range b.Jobs {
 		n.states[j.Name] = &jobState{job: j, status: "pending"}
@@ -167,6 +171,15 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	resumed, err := n.openJournal()
 	if err != nil {
 		return nil, err
+	}
+	closeLog, err := n.openLog()
+	if err != nil {
+		n.log.Error().Err(err).Msg("cannot open the night's log file; logging to the console only")
+	} else {
+		defer closeLog()
+	}
+	if n.journal.Repaired != "" {
+		n.log.Warn().Str("journal", n.journal.Path).Msg("the journal's last line was torn by a crash and was cut: " + n.journal.Repaired)
 	}
 	summary := &NightSummary{RunID: n.runID, Journal: n.journal.Path, Resumed: resumed}
 
@@ -212,6 +225,41 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		}
 	}
 	return summary, nil
+}
+
+// newLogger writes JSON lines (or what w formats) to w, or nowhere.
+func newLogger(w io.Writer) zerolog.Logger {
+	if w == nil {
+		w = io.Discard
+	}
+	return zerolog.New(w).With().Timestamp().Logger()
+}
+
+// LogPath is where a run's log lines go.
+func LogPath(b *jobs.Batch, runID string) string {
+	return filepath.Join(b.StateDir, "logs", runID+".log")
+}
+
+// openLog sends the night's log lines to its file too, as JSON lines
+// (0600; a resumed run appends to the same file).
+func (n *night) openLog() (func(), error) {
+	path := LogPath(n.b, n.runID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("log %s is a symlink; refusing to write through it", path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	var w io.Writer = f
+	if n.opts.LogWriter != nil {
+		w = zerolog.MultiLevelWriter(f, n.opts.LogWriter)
+	}
+	n.log = zerolog.New(w).With().Timestamp().Str("run", n.runID).Logger()
+	return func() { _ = f.Close() }, nil
 }
 
 // openJournal resumes the newest unfinished run of this batch, or starts

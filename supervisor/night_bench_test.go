@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
@@ -59,8 +57,7 @@ func BenchmarkNightOverheadPerJob(b *testing.B) {
 		}
 		batch := loadBench(b, dir, yaml.String())
 		start := time.Now()
-		s, err := RunNight(context.Background(), batch, NightOptions{Binary: "/bin/true", Env: os.Environ(),
-			Log: zerolog.Nop()})
+		s, err := RunNight(context.Background(), batch, NightOptions{Binary: "/bin/true", Env: os.Environ()})
 		wall := time.Since(start)
 		if err != nil || s.Done != n {
 			b.Fatalf("night: %v %+v", err, s)
@@ -113,7 +110,7 @@ jobs:
 			_ = os.WriteFile(control, []byte("healthy"), 0o600)
 		}()
 		s, err := RunNight(context.Background(), batch, NightOptions{Binary: "/bin/true", Env: os.Environ(),
-			Log: zerolog.Nop(), Maintenance: interval})
+			Maintenance: interval})
 		if err != nil || s.Done != 1 {
 			b.Fatalf("night: %v %+v", err, s)
 		}

@@ -74,7 +74,7 @@ func (f *nightFixture) run(b *jobs.Batch) *NightSummary {
 	defer cancel()
 	s, err := RunNight(ctx, b, NightOptions{
 		Binary: testkit.BuildNightwatch(f.t), Env: f.env,
-		Log:         zerolog.New(zerolog.NewTestWriter(f.t)).With().Timestamp().Logger(),
+		LogWriter:   zerolog.NewTestWriter(f.t),
 		Maintenance: 300 * time.Millisecond, RetryPause: 300 * time.Millisecond,
 	})
 	if err != nil {

@@ -60,7 +60,7 @@ func runScripted(t *testing.T, b *jobs.Batch, now func() time.Time) *NightSummar
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := RunNight(ctx, b, NightOptions{Binary: "/bin/true", Env: os.Environ(),
-		Log: zerolog.New(zerolog.NewTestWriter(t)), Maintenance: 200 * time.Millisecond,
+		LogWriter: zerolog.NewTestWriter(t), Maintenance: 200 * time.Millisecond,
 		RetryPause: 100 * time.Millisecond, Now: now})
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestSecondRunOfABatchIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
-	_, err = RunNight(context.Background(), b, NightOptions{Binary: "/bin/true", Env: os.Environ(), Log: zerolog.Nop()})
+	_, err = RunNight(context.Background(), b, NightOptions{Binary: "/bin/true", Env: os.Environ()})
 	if err == nil || !strings.Contains(err.Error(), "locked") && !strings.Contains(err.Error(), "lock") {
 		t.Fatalf("want the lock refused, got %v", err)
 	}
@@ -249,7 +249,7 @@ func TestDaemonRunsOnScheduleAndStops(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- Daemon(ctx, func() (*jobs.Batch, error) { return jobs.Load(path, os.LookupEnv) },
-			NightOptions{Binary: "/bin/true", Env: os.Environ(), Log: zerolog.New(zerolog.NewTestWriter(t))})
+			NightOptions{Binary: "/bin/true", Env: os.Environ(), LogWriter: zerolog.NewTestWriter(t)})
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -284,7 +284,7 @@ func TestProgressIsReported(t *testing.T) {
 	b := loadNight(t, dir, fmt.Sprintf("version: 1\nname: progress\nstate_dir: ./state\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n  - {name: b, prompt: b, needs: [a]}\n",
 		jsonString(scriptedAgent(t, dir, "0"))))
 	var seen []Progress
-	_, err := RunNight(context.Background(), b, NightOptions{Binary: "/bin/true", Env: os.Environ(), Log: zerolog.Nop(),
+	_, err := RunNight(context.Background(), b, NightOptions{Binary: "/bin/true", Env: os.Environ(),
 		Progress: func(p Progress) { seen = append(seen, p) }})
 	if err != nil {
 		t.Fatal(err)

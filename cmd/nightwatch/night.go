@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -20,13 +21,13 @@ import (
 
 func loadBatch(path string) (*jobs.Batch, error) { return jobs.Load(path, lookupEnv) }
 
-// logger writes human lines on a terminal and zerolog JSON lines
+// logWriter writes human lines on a terminal and zerolog JSON lines
 // otherwise (launchd, cron and systemd capture stderr to a file).
-func logger() zerolog.Logger {
+func logWriter() io.Writer {
 	if isTerminal(os.Stderr) {
-		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
+		return zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}
 	}
-	return zerolog.New(os.Stderr).With().Timestamp().Logger()
+	return os.Stderr
 }
 
 func isTerminal(f *os.File) bool {
@@ -117,7 +118,7 @@ func nightOptions(fresh bool) (supervisor.NightOptions, error) {
 	if err != nil {
 		return supervisor.NightOptions{}, err
 	}
-	return supervisor.NightOptions{Binary: bin, Env: os.Environ(), Fresh: fresh, Log: logger()}, nil
+	return supervisor.NightOptions{Binary: bin, Env: os.Environ(), Fresh: fresh, LogWriter: logWriter()}, nil
 }
 
 func newRunCmd() *cobra.Command {

@@ -173,6 +173,16 @@ jobs:
 	if len(reports) != 1 || !strings.Contains(string(log), "report: "+reports[0]) {
 		t.Errorf("want one report written and named at the end of run, got %v\n%s", reports, log)
 	}
+	logCmd := exec.Command(bin, "logs", batch)
+	logCmd.Env = env
+	if out, err := logCmd.CombinedOutput(); err != nil || !strings.Contains(string(out), `"message":"done"`) {
+		t.Errorf("logs: %v\n%.600s", err, out)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(state, "logs", "*.log")); len(logs) != 1 {
+		t.Errorf("want one run log (the resumed run appends to it), got %v", logs)
+	} else if fi, _ := os.Stat(logs[0]); fi.Mode().Perm() != 0o600 {
+		t.Errorf("log mode %o", fi.Mode().Perm())
+	}
 	for format, want := range map[string]string{"md": "4 jobs: 4 done", "html": "<svg", "json": `"runId"`} {
 		cmd := exec.Command(bin, "report", batch, "--format", format)
 		cmd.Env = env

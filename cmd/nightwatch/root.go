@@ -22,7 +22,7 @@ headless Claude Code sessions still gets its work done when a server dies at 2 a
 	}
 	root.AddCommand(newHookCmd(), newStatusCmd(), newResetCmd(), newProbeCmd(),
 		newPreflightCmd(), newRunCmd(), newDaemonCmd(),
-		newDoctorCmd(), newInstallCmd(false), newInstallCmd(true), newReportCmd())
+		newDoctorCmd(), newInstallCmd(false), newInstallCmd(true), newReportCmd(), newLogsCmd())
 	return root
 }
 

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/nightwatch-dev/nightwatch/jobs"
+)
+
+func newLogsCmd() *cobra.Command {
+	var follow bool
+	var stateDir string
+	cmd := &cobra.Command{
+		Use:   "logs [FILE] [--follow]",
+		Short: "Show the log of the current (newest) run of a batch",
+		Long: `Print the newest run's log from the batch's state_dir/logs (FILE is the batch file; without
+it, --state-dir). On a terminal the JSON lines are shown as readable lines. --follow keeps
+printing new lines until interrupted.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := stateDir
+			if len(args) == 1 {
+				b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{AgentOptional: true})
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					return exitCode(2)
+				}
+				dir = b.StateDir
+			}
+			logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+			if len(logs) == 0 {
+				return fmt.Errorf("no run logs in %s", filepath.Join(dir, "logs"))
+			}
+			// Run IDs start with their start time: the last name is the newest run.
+			sort.Strings(logs)
+			f, err := os.Open(logs[len(logs)-1])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			var out io.Writer = cmd.OutOrStdout()
+			if isTerminal(os.Stdout) {
+				out = zerolog.ConsoleWriter{Out: os.Stdout, TimeFormat: "15:04:05"}
+			}
+			r := bufio.NewReader(f)
+			for {
+				line, err := r.ReadBytes('\n')
+				if len(line) > 0 && line[len(line)-1] == '\n' {
+					_, _ = out.Write(line)
+				} else if len(line) > 0 {
+					// A line still being written: read it whole next time.
+					_, _ = f.Seek(-int64(len(line)), io.SeekCurrent)
+					r.Reset(f)
+				}
+				if err == nil {
+					continue
+				}
+				if err != io.EOF || !follow {
+					return nil
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-time.After(300 * time.Millisecond):
+				}
+			}
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
+	cmd.Flags().StringVar(&stateDir, "state-dir", ".nightwatch", "the state folder, when no batch file is given")
+	return cmd
+}
