@@ -53,6 +53,10 @@ type NightOptions struct {
 	// Progress, when set, is told the state of the night after every
 	// change (the run command prints it on a terminal).
 	Progress func(Progress)
+	// AfterNight runs when a night has finished, before the notification;
+	// what it returns (the morning report's path) is added to it. The
+	// commands write the report here, for `run` and `daemon` alike.
+	AfterNight func(b *jobs.Batch, s *NightSummary) string
 }
 
 // Progress is the night at one moment.
@@ -216,10 +220,17 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 	n.append(Event{Type: "run-finished", Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
 		summary.Done, summary.Failed, summary.Skipped)})
+	var extra string
+	if opts.AfterNight != nil {
+		extra = opts.AfterNight(b, summary)
+	}
 	if b.Notify.Webhook != "" || len(b.Notify.Command) > 0 {
 		var text strings.Builder
 		fmt.Fprintf(&text, "nightwatch: batch %s finished\n\n", b.Name)
 		PrintSummary(&text, summary)
+		if extra != "" {
+			fmt.Fprintln(&text, extra)
+		}
 		for _, err := range notify(ctx, b.Notify, text.String(), n.log) {
 			n.append(Event{Type: "notify-failed", Reason: err.Error()})
 		}

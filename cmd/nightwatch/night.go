@@ -118,7 +118,18 @@ func nightOptions(fresh bool) (supervisor.NightOptions, error) {
 	if err != nil {
 		return supervisor.NightOptions{}, err
 	}
-	return supervisor.NightOptions{Binary: bin, Env: os.Environ(), Fresh: fresh, LogWriter: logWriter()}, nil
+	return supervisor.NightOptions{Binary: bin, Env: os.Environ(), Fresh: fresh, LogWriter: logWriter(),
+		AfterNight: func(b *jobs.Batch, s *supervisor.NightSummary) string { return morningReport(b, s) }}, nil
+}
+
+// morningReport writes the night's report and says where, or why not.
+func morningReport(b *jobs.Batch, s *supervisor.NightSummary) string {
+	path, err := writeNightReport(b, s)
+	if err != nil {
+		warnStderr("nightwatch: the morning report could not be written: " + err.Error())
+		return ""
+	}
+	return fmt.Sprintf("report: %s (and .md)", path)
 }
 
 func newRunCmd() *cobra.Command {
@@ -144,6 +155,11 @@ holds the batch's lock.`,
 				return err
 			}
 			opts.Maintenance = maintenance
+			var reportLine string
+			opts.AfterNight = func(b *jobs.Batch, s *supervisor.NightSummary) string {
+				reportLine = morningReport(b, s)
+				return reportLine
+			}
 			if isTerminal(os.Stderr) {
 				opts.Progress = printProgress()
 			}
@@ -159,10 +175,8 @@ holds the batch's lock.`,
 				return err
 			}
 			supervisor.PrintSummary(cmd.OutOrStdout(), summary)
-			if path, err := writeNightReport(b, summary); err != nil {
-				warnStderr("nightwatch: the morning report could not be written: " + err.Error())
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "report: %s (and .md)\n", path)
+			if reportLine != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), reportLine)
 			}
 			if !summary.AllDone() {
 				return exitCode(1)
