@@ -23,6 +23,8 @@ for os in linux darwin; do
     CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -o /dev/null ./cmd/nightwatch
   done
 done
+# Every package and its tests must also compile for macOS (launchd users).
+GOOS=darwin GOARCH=arm64 go vet ./...
 
 echo "== go test -race"
 go test -race -count=1 -timeout 12m ./...
