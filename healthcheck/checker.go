@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
@@ -151,7 +152,7 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 // running the reconnect policy on a failure.
 func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.Result, by string) Decision {
 	server := srv.Name
-	if res.Verdict == probe.AuthRequired {
+	if res.Verdict == probe.AuthRequired && !sendsCredentials(srv) {
 		prev := c.read().Entry(server)
 		if prev != nil && prev.Status == StatusUnhealthy && prev.LastFailureCode == CodeAuth {
 			// The probe cannot see the session's credentials: only a real
@@ -167,7 +168,7 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 				Note: fmt.Sprintf("MCP server %q failed authentication on its last call; letting one trial call through", server)}
 		}
 	}
-	if res.Verdict.Reachable() {
+	if reachableWith(srv, res) {
 		e := c.record(server, func(p *Entry, now time.Time) Entry {
 			n := c.Settings.MarkHealthy(p, now, restoreWay(by))
 			stamp(&n, srv, res)
@@ -182,7 +183,7 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 		rc := c.Reconnect(ctx, server)
 		if rc.Attempted && rc.OK {
 			again := c.Probe(ctx, srv)
-			if again.Verdict.Reachable() {
+			if reachableWith(srv, again) {
 				e := c.record(server, func(p *Entry, now time.Time) Entry {
 					n := c.Settings.MarkHealthy(p, now, RestoredByReconnect)
 					stamp(&n, srv, again)
@@ -203,6 +204,28 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 		return n
 	}, Event{By: by, Verdict: string(res.Verdict), Code: string(code), Reason: reason})
 	return Decision{Allow: false, Server: server, Entry: e, Probed: true}
+}
+
+// sendsCredentials says whether the probe sends the same credentials as
+// the client: an Authorization header configured for an HTTP server. Then
+// a 401/403 to the probe is the client's 401 too (expired or revoked
+// token), not an endpoint guarding itself from a credential-less probe.
+func sendsCredentials(srv *mcpconfig.Server) bool {
+	for name, v := range srv.Headers {
+		if strings.EqualFold(name, "Authorization") && strings.TrimSpace(v) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// reachableWith is Verdict.Reachable, except that auth-required is a
+// failure when the probe sent the client's own credentials.
+func reachableWith(srv *mcpconfig.Server, res probe.Result) bool {
+	if res.Verdict == probe.AuthRequired && sendsCredentials(srv) {
+		return false
+	}
+	return res.Verdict.Reachable()
 }
 
 func (c *Checker) policy(code FailureCode, server string) Action {
@@ -315,7 +338,7 @@ func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconf
 	if cl.NeedsProbe && srv != nil {
 		// The client dropped the HTTP status; ask the server for it.
 		res := c.Probe(ctx, srv)
-		if res.Verdict.Reachable() {
+		if reachableWith(srv, res) {
 			c.warn(fmt.Sprintf("nightwatch: a call to %s failed (%s) but a probe now finds it reachable; not marking it unhealthy", server, reason))
 			return cl, nil
 		}
@@ -420,7 +443,7 @@ func (c *Checker) RecordProbes(items []ProbeRecord) {
 }
 
 func probeTransition(s Settings, srv *mcpconfig.Server, res probe.Result) (func(*Entry, time.Time) Entry, Event) {
-	if res.Verdict.Reachable() {
+	if reachableWith(srv, res) {
 		return func(p *Entry, now time.Time) Entry {
 			n := s.MarkHealthy(p, now, RestoredByProbe)
 			stamp(&n, srv, res)

@@ -297,3 +297,38 @@ func TestRecordProbesWritesAllInOneUpdate(t *testing.T) {
 		t.Errorf("want 2 state events, got %v", lines)
 	}
 }
+
+// A 401 to a probe that sent the configured Authorization header is the
+// client's own credentials failing: an auth failure, reconnected (re-auth),
+// never "reachable". Without a configured header (OAuth held by Claude
+// Code) the same 401 proves only a live endpoint.
+func TestAuthRequiredWithTheClientsCredentials(t *testing.T) {
+	tests := []struct {
+		name       string
+		headers    map[string]string
+		wantAllow  bool
+		wantRecons int
+	}{
+		{"token in the config", map[string]string{"Authorization": "Bearer expired"}, false, 1},
+		{"no credentials configured", nil, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, probe.Result{Verdict: probe.AuthRequired, Status: 401}, probe.Result{Verdict: probe.AuthRequired, Status: 401})
+			f.srv.Transport, f.srv.Headers = mcpconfig.HTTP, tt.headers
+			f.haveCmd = true
+			d := f.decide()
+			if d.Allow != tt.wantAllow || f.reconnects != tt.wantRecons {
+				t.Fatalf("allow %v reconnects %d, want %v %d (%+v)", d.Allow, f.reconnects, tt.wantAllow, tt.wantRecons, d.Entry)
+			}
+			if !tt.wantAllow && d.Entry.LastFailureCode != CodeAuth {
+				t.Errorf("code %q, want auth", d.Entry.LastFailureCode)
+			}
+			// Preflight records verdicts the same way.
+			e := f.c.RecordProbe(f.srv, probe.Result{Verdict: probe.AuthRequired, Status: 401})
+			if (e.Status == StatusHealthy) != tt.wantAllow {
+				t.Errorf("RecordProbe: %+v", e)
+			}
+		})
+	}
+}

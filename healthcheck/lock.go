@@ -8,12 +8,27 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 )
+
+// ensureLockFile creates the lock file at path (0600) unless it exists,
+// never through a symlink: flock opens it with O_CREATE, which would
+// create a planted link's target. A symlink already there is refused.
+func ensureLockFile(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symlink; refusing to lock through it", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW, atomicfile.Mode)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
 
 func tryLock(lk *flock.Flock, timeout time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -51,6 +66,9 @@ func (s *Store) ProbeLockPath(server string) string {
 func (s *Store) AcquireProbe(ctx context.Context, server string, wait time.Duration) (l *ProbeLock, ok bool, err error) {
 	path := s.ProbeLockPath(server)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, false, fmt.Errorf("probe lock for %s: %w", server, err)
+	}
+	if err := ensureLockFile(path); err != nil {
 		return nil, false, fmt.Errorf("probe lock for %s: %w", server, err)
 	}
 	lk := flock.New(path, flock.SetPermissions(atomicfile.Mode))

@@ -212,6 +212,9 @@ func (s *Store) lock() (func(), error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("lock health cache: %w", err)
 	}
+	if err := ensureLockFile(s.Path + ".lock"); err != nil {
+		return nil, fmt.Errorf("lock health cache: %w", err)
+	}
 	lk := flock.New(s.Path+".lock", flock.SetPermissions(atomicfile.Mode))
 	timeout := s.LockTimeout
 	if timeout <= 0 {

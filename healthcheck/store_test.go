@@ -1,6 +1,7 @@
 package healthcheck
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -157,5 +158,32 @@ func TestSymlinkedCacheIsRefused(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(target); string(b) != "precious" {
 		t.Fatalf("symlink target changed: %q", b)
+	}
+}
+
+// The cache's lock file and a probe lock planted as symlinks (dangling or
+// not) are refused: flock's O_CREATE would create or open the target.
+func TestLocksRefuseSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	s := &Store{Path: filepath.Join(dir, "cache.json")}
+	target := filepath.Join(dir, "not-yet")
+	if err := os.Symlink(target, s.Path+".lock"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(func(*File) error { return nil }); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("Update with a symlinked lock: %v", err)
+	}
+	probeLock := s.ProbeLockPath("x")
+	if err := os.MkdirAll(filepath.Dir(probeLock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, probeLock); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AcquireProbe(context.Background(), "x", time.Second); err == nil {
+		t.Error("AcquireProbe through a symlink succeeded")
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Errorf("a lock created the link's target")
 	}
 }

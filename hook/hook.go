@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -88,7 +90,10 @@ func newHandler(env Env, p *Payload) *handler {
 	}
 	h.log = zerolog.Nop()
 	if k.LogPath.V != "" {
-		f, err := os.OpenFile(k.LogPath.V, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		// Its folder is created like the cache's (0700); O_NOFOLLOW: a
+		// planted symlink must not redirect the log to another file.
+		_ = os.MkdirAll(filepath.Dir(k.LogPath.V), 0o700)
+		f, err := os.OpenFile(k.LogPath.V, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			h.say(fmt.Sprintf("nightwatch: cannot open log file: %v", err))
 		} else {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
 // condition says in a few words what is wrong with a server.
@@ -39,12 +40,16 @@ func BlockMessage(server string, e *healthcheck.Entry, now time.Time) string {
 	if why := strings.TrimSpace(e.LastError); why != "" {
 		fmt.Fprintf(&b, " (%s)", shorten(why, 200))
 	}
+	// The tools' prefix as Claude Code builds it: the raw name could hold
+	// characters (a newline, quotes) that no tool name has, and would print
+	// them unquoted into the model's context.
+	prefix := mcpconfig.NormalizeName(server)
 	until := e.NextRetryAt.Time()
 	if until.After(now) {
 		fmt.Fprintf(&b, ", so its tools (mcp__%s__*) are blocked until %s, %s from now.",
-			server, until.UTC().Format(time.RFC3339), roundWait(until.Sub(now)))
+			prefix, until.UTC().Format(time.RFC3339), roundWait(until.Sub(now)))
 	} else {
-		fmt.Fprintf(&b, ", so its tools (mcp__%s__*) are blocked for now.", server)
+		fmt.Fprintf(&b, ", so its tools (mcp__%s__*) are blocked for now.", prefix)
 	}
 	fmt.Fprintf(&b, " Do not call them again before then: continue the task with other tools,"+
 		" and leave what needs %q for the end or report it as not done.", server)

@@ -157,7 +157,7 @@ func (d *decoder) field(p *Payload, key string) error {
 		*dst = s
 		return err
 	}
-	return d.skip(c, 0)
+	return d.skip(c)
 }
 
 // str reads the rest of a string whose opening quote was consumed, keeping
@@ -253,53 +253,86 @@ func (d *decoder) lowSurrogate(hi rune) rune {
 	return utf8.RuneError
 }
 
-const maxDepth = 10000
-
 // skip reads past one value whose first byte is c without keeping it.
-func (d *decoder) skip(c byte, depth int) error {
-	if depth > maxDepth {
-		return fmt.Errorf("nesting deeper than %d", maxDepth)
+// Nesting is walked with an explicit stack of one bit per level (object or
+// array), never by recursion and without a depth limit: tool_input is the
+// model's, and a deeply nested one must be decided like any other, not
+// turned into an unparsable payload that lets a call to a dead server
+// through unchecked. A million levels cost 125 KiB.
+func (d *decoder) skip(c byte) error {
+	var stack []uint64 // bit i set: level i is an object
+	depth := 0
+	inObject := func() bool { return stack[(depth-1)/64]&(1<<((depth-1)%64)) != 0 }
+	// key reads `"key" :` and returns the first byte of the value after it;
+	// n is the byte where the key should start.
+	key := func(n byte) (byte, error) {
+		if n != '"' {
+			return 0, fmt.Errorf("expected a key, found %q", n)
+		}
+		if err := d.skipString(); err != nil {
+			return 0, err
+		}
+		if n, err := d.nonSpace(); err != nil {
+			return 0, err
+		} else if n != ':' {
+			return 0, fmt.Errorf("expected ':'")
+		}
+		return d.nonSpace()
 	}
-	switch c {
-	case '"':
-		return d.skipString()
-	case '{', '[':
-		closer := byte('}')
-		if c == '[' {
-			closer = ']'
-		}
-		n, err := d.nonSpace()
-		if err != nil {
-			return err
-		}
-		if n == closer {
-			return nil
-		}
-		for {
-			if c == '{' {
-				if n != '"' {
-					return fmt.Errorf("expected a key, found %q", n)
-				}
-				if err := d.skipString(); err != nil {
-					return err
-				}
-				if n, err = d.nonSpace(); err != nil {
-					return err
-				} else if n != ':' {
-					return fmt.Errorf("expected ':'")
-				}
-				if n, err = d.nonSpace(); err != nil {
-					return err
-				}
-			}
-			if err := d.skip(n, depth+1); err != nil {
+	for {
+		// c is the first byte of a value.
+		switch c {
+		case '"':
+			if err := d.skipString(); err != nil {
 				return err
 			}
-			if n, err = d.nonSpace(); err != nil {
+		case '{', '[':
+			closer := byte('}')
+			if c == '[' {
+				closer = ']'
+			}
+			n, err := d.nonSpace()
+			if err != nil {
+				return err
+			}
+			if n != closer {
+				if depth/64 >= len(stack) {
+					stack = append(stack, 0)
+				}
+				depth++
+				if c == '{' {
+					stack[(depth-1)/64] |= 1 << ((depth - 1) % 64)
+					if c, err = key(n); err != nil {
+						return err
+					}
+				} else {
+					stack[(depth-1)/64] &^= 1 << ((depth - 1) % 64)
+					c = n
+				}
+				continue
+			}
+		default:
+			if err := d.skipScalar(c); err != nil {
+				return err
+			}
+		}
+		// A value ended: close the containers it ended, or go on to the
+		// next element of the innermost one.
+		for {
+			if depth == 0 {
+				return nil
+			}
+			closer := byte(']')
+			if inObject() {
+				closer = '}'
+			}
+			n, err := d.nonSpace()
+			if err != nil {
 				return err
 			}
 			if n == closer {
-				return nil
+				depth--
+				continue
 			}
 			if n != ',' {
 				return fmt.Errorf("expected ',' or %q", closer)
@@ -307,9 +340,15 @@ func (d *decoder) skip(c byte, depth int) error {
 			if n, err = d.nonSpace(); err != nil {
 				return err
 			}
+			if inObject() {
+				if c, err = key(n); err != nil {
+					return err
+				}
+			} else {
+				c = n
+			}
+			break
 		}
-	default:
-		return d.skipScalar(c)
 	}
 }
 
@@ -341,29 +380,109 @@ func (d *decoder) skipString() error {
 	}
 }
 
+// skipScalar reads past a literal or a number whose first byte is c. A
+// number is checked against JSON's grammar as it streams by, with no limit
+// on its length: JSON has none, and a long number in tool_input must not
+// turn a call into an unparsable payload that goes ahead unchecked.
 func (d *decoder) skipScalar(c byte) error {
-	var lit []byte
-	lit = append(lit, c)
+	switch c {
+	case 't':
+		return d.literal("true")
+	case 'f':
+		return d.literal("false")
+	case 'n':
+		return d.literal("null")
+	}
+	state := numberStep(numStart, c)
 	for {
 		b, err := d.r.Peek(1)
 		if err != nil || isDelim(b[0]) {
 			break
 		}
-		n, _ := d.next()
-		if len(lit) > 64 {
-			return fmt.Errorf("value too long for a number or literal")
+		c, _ = d.next()
+		if state = numberStep(state, c); state == numBad {
+			break
 		}
-		lit = append(lit, n)
 	}
-	s := string(lit)
-	switch s {
-	case "true", "false", "null":
+	switch state {
+	case numInt, numZero, numFrac, numExp:
 		return nil
 	}
-	if _, err := strconv.ParseFloat(s, 64); err != nil {
-		return fmt.Errorf("bad value %q", s)
+	return fmt.Errorf("bad number")
+}
+
+// literal reads the rest of word, whose first byte was consumed.
+func (d *decoder) literal(word string) error {
+	for i := 1; i < len(word); i++ {
+		c, err := d.next()
+		if err != nil {
+			return err
+		}
+		if c != word[i] {
+			return fmt.Errorf("bad value: expected %s", word)
+		}
+	}
+	if b, err := d.r.Peek(1); err == nil && !isDelim(b[0]) {
+		return fmt.Errorf("bad value after %s", word)
 	}
 	return nil
+}
+
+// States of a JSON number: -? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?
+const (
+	numBad = iota
+	numStart
+	numMinus
+	numInt  // accepting
+	numZero // accepting: a leading 0 takes no more digits
+	numDot
+	numFrac // accepting
+	numE
+	numESign
+	numExp // accepting
+)
+
+func numberStep(state int, c byte) int {
+	digit := c >= '0' && c <= '9'
+	switch state {
+	case numStart, numMinus:
+		switch {
+		case c == '-' && state == numStart:
+			return numMinus
+		case c == '0':
+			return numZero
+		case digit:
+			return numInt
+		}
+	case numInt, numZero:
+		switch {
+		case digit && state == numInt:
+			return numInt
+		case c == '.':
+			return numDot
+		case c == 'e' || c == 'E':
+			return numE
+		}
+	case numDot, numFrac:
+		switch {
+		case digit:
+			return numFrac
+		case (c == 'e' || c == 'E') && state == numFrac:
+			return numE
+		}
+	case numE:
+		switch {
+		case c == '+' || c == '-':
+			return numESign
+		case digit:
+			return numExp
+		}
+	case numESign, numExp:
+		if digit {
+			return numExp
+		}
+	}
+	return numBad
 }
 
 func isDelim(c byte) bool {

@@ -148,3 +148,52 @@ func BenchmarkDecodeRealPayload(b *testing.B) {
 		}
 	}
 }
+
+// A deeply nested tool_input is read through like any other value: the
+// old recursive skip refused more than 10000 levels, which turned the
+// payload into "cannot parse" and let a call to a dead server through.
+func TestDecodeDeepToolInput(t *testing.T) {
+	const n = 200000
+	deep := strings.Repeat(`[{"a":`, n) + `"x"` + strings.Repeat(`}]`, n)
+	for _, in := range []string{
+		`{"tool_input":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `,"tool_name":"mcp__a__b","hook_event_name":"PreToolUse"}`,
+		`{"tool_input":` + deep + `,"tool_name":"mcp__a__b","hook_event_name":"PreToolUse"}`,
+		`{"tool_input":[` + strings.Repeat(`[1],`, n) + `[[[1],{"k":[2]}]]],"tool_name":"mcp__a__b","hook_event_name":"PreToolUse"}`,
+	} {
+		got, err := Decode(strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ToolName != "mcp__a__b" || got.Event != "PreToolUse" {
+			t.Errorf("got %+v", *got)
+		}
+	}
+	for _, in := range []string{
+		`{"tool_input":` + strings.Repeat("[", n) + strings.Repeat("]", n-1) + `}`,
+		`{"tool_input":` + strings.Repeat("[", n) + strings.Repeat("}", n) + `}`,
+		`{"tool_input":[{"a":1},{"b"}]}`, `{"tool_input":{"a":[1,}]}`, `{"tool_input":[1 2]}`,
+	} {
+		if _, err := Decode(strings.NewReader(in)); err == nil {
+			t.Errorf("Decode(%.40q…) succeeded, want an error", in)
+		}
+	}
+}
+
+// Numbers in tool_input are checked against JSON's grammar with no length
+// limit: a 66-digit number (valid JSON) once failed the decode and let a
+// call to a dead server through unchecked.
+func TestDecodeNumbers(t *testing.T) {
+	long := strings.Repeat("1", 1<<20)
+	for _, n := range []string{"0", "-0", "1", "-12", "1.5", "0.25e-3", "1E+9", "100000000000000000000000000000000000000000000000000000000000000000",
+		long, "-" + long + "." + long + "e" + long} {
+		p, err := Decode(strings.NewReader(`{"tool_input":[` + n + `,{"a":` + n + `}],"tool_name":"mcp__a__b"}`))
+		if err != nil || p.ToolName != "mcp__a__b" {
+			t.Errorf("%.40s…: %v %+v", n, err, p)
+		}
+	}
+	for _, n := range []string{"-", "01", "1.", ".5", "1e", "1e+", "+1", "0x10", "Inf", "NaN", "1_000", "--1", "1.2.3", "tru", "nul", "falsey", "truex"} {
+		if _, err := Decode(strings.NewReader(`{"tool_input":[` + n + `]}`)); err == nil {
+			t.Errorf("Decode accepted the number %q", n)
+		}
+	}
+}

@@ -94,7 +94,17 @@ func (l *loader) job(b *Batch, i int, n *yaml.Node) (*Job, jobRefs) {
 	j.Timeout, j.StallTimeout, j.Retries, j.OnUnhealthy = s.Timeout, s.StallTimeout, s.Retries, s.OnUnhealthy
 
 	if p, ok := f["allowed_tools"]; ok {
-		j.AllowedTools = values(l.strList(p.val, field+".allowed_tools", true))
+		tools := l.strList(p.val, field+".allowed_tools", true)
+		for i, it := range tools {
+			// They follow --allowedTools on claude's command line: an entry
+			// starting with '-' would be read as a flag of its own
+			// ("--dangerously-skip-permissions"), never as a tool rule.
+			if strings.HasPrefix(it.value, "-") || strings.TrimSpace(it.value) == "" {
+				l.problem(it.line, fmt.Sprintf("%s.allowed_tools[%d]", field, i),
+					"%q is not a tool rule (it would be read as a flag of claude's command line)", it.value)
+			}
+		}
+		j.AllowedTools = values(tools)
 	}
 	return j, refs
 }

@@ -375,6 +375,8 @@ var invalidCases = []invalid{
 		line: 4, field: "jobs[0].on_unhealthy", msg: "not one of defer, skip, run"},
 	{name: "string where a list is expected", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    allowed_tools: Read\n",
 		line: 6, field: "jobs[0].allowed_tools", msg: "must be a list"},
+	{name: "allowed tool that is a flag", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    allowed_tools:\n      - Read\n      - --dangerously-skip-permissions\n",
+		line: 8, field: "jobs[0].allowed_tools[1]", msg: "not a tool rule"},
 	{name: "bad schedule", yaml: head + "schedule: \"0 2 * *\"\n" + oneJob,
 		line: 3, field: "schedule", msg: "not a cron schedule"},
 	{name: "schedule that panics cron", yaml: head + "schedule: \"TZ=UTC\"\n" + oneJob,

@@ -116,6 +116,11 @@ func CreateJournal(stateDir, runID string) (*Journal, error) {
 // into a corrupt line in the middle of the file; Journal.Repaired says what
 // was cut.
 func OpenJournal(path string) (*Journal, error) {
+	// Resuming cuts and appends: a planted symlink would have both done
+	// to its target.
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("open journal: %s is a symlink or not a regular file; refusing to resume through it", path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)

@@ -440,3 +440,27 @@ func FuzzReadJournal(f *testing.F) {
 		}
 	})
 }
+
+// A journal planted as a symlink is never resumed: resuming cuts a torn
+// last line and appends, which would both land in the link's target.
+func TestOpenJournalRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "theirs.jsonl")
+	content := `{"time":"2026-01-01T02:00:00Z","type":"run-started","run":"r","batch":"b"}` + "\n" + `{"type":"jo`
+	if err := os.WriteFile(target, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "runs", "r.jsonl")
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenJournal(link); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("OpenJournal through a symlink: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != content {
+		t.Errorf("target changed: %q", b)
+	}
+}

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -44,5 +46,16 @@ func killLeftovers(events []Event, log zerolog.Logger) {
 		if err := syscall.Kill(-ev.PID, syscall.SIGKILL); err == nil {
 			log.Warn().Str("job", ev.Job).Int("pgid", ev.PID).Msg("killed a session left running by the previous supervisor")
 		}
+	}
+}
+
+// removeSessionConfigs deletes the MCP configs (which hold resolved
+// secrets) that sessions of a killed supervisor left in the run's folder:
+// RunSession removes its own when the session ends, a SIGKILL skips that.
+// Called once the leftover sessions are killed.
+func removeSessionConfigs(stateDir, runID string) {
+	paths, _ := filepath.Glob(filepath.Join(stateDir, "runs", runID, "*", "attempt-*", "mcp.json"))
+	for _, p := range paths {
+		_ = os.Remove(p)
 	}
 }

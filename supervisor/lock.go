@@ -50,6 +50,16 @@ func LockBatch(stateDir, batchName string) (unlock func(), err error) {
 	}
 	path := filepath.Join(stateDir, batchName+".lock")
 	pidPath := path + ".pid"
+	// flock opens with O_CREATE, which would create a planted symlink's
+	// target: create the file here, never through a link.
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("lock batch %q: %s is a symlink; refusing to lock through it", batchName, path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW, atomicfile.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("lock batch %q: %w", batchName, err)
+	}
+	_ = f.Close()
 	lk := flock.New(path, flock.SetPermissions(atomicfile.Mode))
 	ok, err := lk.TryLock()
 	if err != nil {

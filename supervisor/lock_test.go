@@ -188,3 +188,20 @@ func TestLockBatchSameProcessTwice(t *testing.T) {
 		}
 	}
 }
+
+// The batch's lock file planted as a symlink is refused: flock's O_CREATE
+// would create (or open) the link's target.
+func TestLockBatchRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "not-yet")
+	if err := os.Symlink(target, filepath.Join(dir, "nightly.lock")); err != nil {
+		t.Fatal(err)
+	}
+	if unlock, err := LockBatch(dir, "nightly"); err == nil {
+		unlock()
+		t.Fatal("LockBatch locked through a symlink")
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Error("LockBatch created the link's target")
+	}
+}

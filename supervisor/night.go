@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -261,7 +262,7 @@ func (n *night) openLog() (func(), error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return nil, fmt.Errorf("log %s is a symlink; refusing to write through it", path)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -309,6 +310,7 @@ func (n *night) openJournal() (bool, error) {
 				}
 			}
 			killLeftovers(events, n.log)
+			removeSessionConfigs(n.b.StateDir, n.runID)
 			n.append(Event{Type: "run-resumed", Reason: fmt.Sprintf("pid %d resumes the run", os.Getpid()), PID: os.Getpid()})
 			n.log.Info().Str("run", n.runID).Msg("resuming an unfinished run")
 			return true, nil

@@ -163,8 +163,18 @@ func PrepareSession(spec SessionSpec) (SessionFiles, error) {
 	if strings.ContainsRune(f.MCPConfig, os.PathListSeparator) {
 		return SessionFiles{}, fmt.Errorf("session files: the path %s contains %q, which the hook's --config would split at", f.MCPConfig, os.PathListSeparator)
 	}
+	// MkdirAll follows a planted symlink (runs/<run>/<job> pointing
+	// elsewhere) and the files below would be written in its target: every
+	// folder under state_dir must be nightwatch's own, checked before and
+	// after it is created.
+	if err := sessionCheckFolders(b.StateDir, dir); err != nil {
+		return SessionFiles{}, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return SessionFiles{}, fmt.Errorf("session files: %w", err)
+	}
+	if err := sessionCheckFolders(b.StateDir, dir); err != nil {
+		return SessionFiles{}, err
 	}
 
 	env := sessionEnv(b, spec.Env)
@@ -191,6 +201,24 @@ func PrepareSession(spec SessionSpec) (SessionFiles, error) {
 		return SessionFiles{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
 	return f, nil
+}
+
+// sessionCheckFolders refuses a symlink or a non-folder at any existing
+// level of dir below stateDir.
+func sessionCheckFolders(stateDir, dir string) error {
+	for p := dir; p != stateDir && p != filepath.Dir(p); p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("session files: %w", err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("session files: %s is a symlink or not a folder; refusing to write through it", p)
+		}
+	}
+	return nil
 }
 
 func checkSessionSpec(spec SessionSpec) error {
@@ -492,6 +520,9 @@ func RunSession(ctx context.Context, spec SessionSpec, f SessionFiles, obs Obser
 	out := Outcome{Status: "failed", ExitCode: -1, Started: time.Now()}
 	runSession(ctx, spec, f, obs, &out)
 	out.Ended = time.Now()
+	// The MCP config holds the servers' resolved secrets (API keys in env,
+	// bearer tokens in headers); only the session and its hook need it.
+	_ = os.Remove(f.MCPConfig)
 	return out
 }
 

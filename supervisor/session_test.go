@@ -658,3 +658,35 @@ func TestSessionAgentMissing(t *testing.T) {
 		t.Errorf("outcome %s %q exit %d", out.Status, out.Reason, out.ExitCode)
 	}
 }
+
+// A planted symlink anywhere below state_dir (the run's folder, the job's,
+// the attempt's) is refused: MkdirAll would follow it and the settings and
+// MCP config would replace files in the link's target.
+func TestPrepareSessionRefusesSymlinkedFolders(t *testing.T) {
+	for _, level := range []string{"runs", "runs/20260101T020000Z", "runs/20260101T020000Z/j", "runs/20260101T020000Z/j/attempt-1"} {
+		t.Run(level, func(t *testing.T) {
+			spec := sessionTestSpec(sessionTestBatch(t), sessionTestJob("j", "x"))
+			target := t.TempDir()
+			victim := filepath.Join(target, "settings.json")
+			if err := os.WriteFile(victim, []byte("theirs"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(spec.Batch.StateDir, filepath.FromSlash(level))
+			if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			if f, err := PrepareSession(spec); err == nil {
+				t.Fatalf("PrepareSession wrote through %s: %+v", level, f)
+			} else if !strings.Contains(err.Error(), "symlink") {
+				t.Errorf("error %v does not say why", err)
+			}
+			entries, _ := os.ReadDir(target)
+			if b, _ := os.ReadFile(victim); string(b) != "theirs" || len(entries) != 1 {
+				t.Errorf("the link's target changed: %q, %d entries", b, len(entries))
+			}
+		})
+	}
+}

@@ -1,0 +1,55 @@
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Neither writer follows a planted symlink, whether its target exists or
+// not: the target is neither changed nor created.
+func TestWritersRefuseSymlinks(t *testing.T) {
+	for _, dangling := range []bool{false, true} {
+		dir := t.TempDir()
+		target := filepath.Join(dir, "target")
+		if !dangling {
+			if err := os.WriteFile(target, []byte("theirs"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		link := filepath.Join(dir, "link")
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteFile(link, []byte("ours"), Mode); err == nil {
+			t.Error("WriteFile replaced a symlink")
+		}
+		if err := AppendLine(link, []byte("ours")); err == nil {
+			t.Error("AppendLine wrote through a symlink")
+		}
+		b, err := os.ReadFile(target)
+		if dangling && err == nil {
+			t.Errorf("a writer created the link's target: %q", b)
+		}
+		if !dangling && string(b) != "theirs" {
+			t.Errorf("target changed: %q", b)
+		}
+	}
+}
+
+// New files are 0600 whatever the umask lets through.
+func TestModes(t *testing.T) {
+	dir := t.TempDir()
+	for name, write := range map[string]func(string) error{
+		"write":  func(p string) error { return WriteFile(p, []byte("x"), Mode) },
+		"append": func(p string) error { return AppendLine(p, []byte("x")) },
+	} {
+		p := filepath.Join(dir, name)
+		if err := write(p); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v (%v)", name, fi.Mode(), err)
+		}
+	}
+}
