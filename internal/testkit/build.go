@@ -39,24 +39,32 @@ func BuildTestServer(t testing.TB) string {
 }
 
 func buildTestServer(root string) (string, error) {
+	return buildBinary(root, testServerPackage, "nwtestserver")
+}
+
+// buildBinary builds pkg into a folder of os.TempDir() named after the
+// module root and renames it into place as name: atomic, so a process
+// still running the previous build keeps it, and one folder serves every
+// test process instead of one left behind per process.
+func buildBinary(root, pkg, name string) (string, error) {
 	sum := sha256.Sum256([]byte(root))
 	dir := filepath.Join(os.TempDir(), "nightwatch-testkit-"+hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, "nwtestserver-*.tmp")
+	tmp, err := os.CreateTemp(dir, name+"-*.tmp")
 	if err != nil {
 		return "", err
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name()) // a no-op after the rename
 
-	cmd := exec.Command(goTool(), "build", "-o", tmp.Name(), testServerPackage)
+	cmd := exec.Command(goTool(), "build", "-o", tmp.Name(), pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	path := filepath.Join(dir, "nwtestserver")
+	path := filepath.Join(dir, name)
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return "", err
 	}

@@ -1,9 +1,6 @@
 package testkit
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -12,7 +9,6 @@ var (
 	nightwatchOnce sync.Once
 	nightwatchPath string
 	nightwatchErr  error
-	nightwatchOut  []byte
 )
 
 // BuildNightwatch builds cmd/nightwatch once per test process, the way a
@@ -22,19 +18,10 @@ func BuildNightwatch(t testing.TB) string {
 	t.Helper()
 	root := ModuleRoot(t)
 	nightwatchOnce.Do(func() {
-		// Shared by every test of the process, so not a t.TempDir.
-		dir, err := os.MkdirTemp("", "nightwatch-bin-")
-		if err != nil {
-			nightwatchErr = err
-			return
-		}
-		nightwatchPath = filepath.Join(dir, "nightwatch")
-		cmd := exec.Command("go", "build", "-o", nightwatchPath, "./cmd/nightwatch")
-		cmd.Dir = root
-		nightwatchOut, nightwatchErr = cmd.CombinedOutput()
+		nightwatchPath, nightwatchErr = buildBinary(root, "github.com/nightwatch-dev/nightwatch/cmd/nightwatch", "nightwatch")
 	})
 	if nightwatchErr != nil {
-		t.Fatalf("build nightwatch: %v\n%s", nightwatchErr, nightwatchOut)
+		t.Fatalf("build nightwatch: %v", nightwatchErr)
 	}
 	return nightwatchPath
 }
