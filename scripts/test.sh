@@ -31,10 +31,31 @@ go test -race -count=1 -timeout 12m ./...
 
 echo "== fuzzing (short)"
 fuzz_time="${NIGHTWATCH_FUZZTIME:-10s}"
+# Go 1.26's fuzz coordinator can fail a target with a bare "context deadline
+# exceeded" when a -fuzztime duration ends while a worker is mid-input
+# (golang/go#75804, fixed in Go 1.27). A real finding always writes its
+# input to testdata/fuzz; a bare deadline error does not. Such a run is
+# repeated once with a count budget, which has no deadline to race.
+fuzz_one() {
+  local pkg=$1 target=$2 log
+  log=$(mktemp)
+  if go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzz_time" "$pkg" >"$log" 2>&1; then
+    cat "$log"; rm -f "$log"; return 0
+  fi
+  cat "$log"
+  if grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written' "$log"; then
+    rm -f "$log"
+    echo "-- $target: the Go fuzz deadline race (golang/go#75804), not a finding; again with a count budget"
+    go test -run='^$' -fuzz="^${target}\$" -fuzztime=3000x "$pkg"
+    return
+  fi
+  rm -f "$log"
+  return 1
+}
 grep -rH --include='*_test.go' --exclude-dir=node_modules -oE '^func Fuzz[A-Za-z0-9_]+' . |
   while IFS=: read -r file decl; do echo "./$(dirname "${file#./}") ${decl#func }"; done | sort -u |
   while read -r pkg target; do
     echo "-- $target ($pkg)"
-    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzz_time" "$pkg"
+    fuzz_one "$pkg" "$target"
   done
 echo "== all tests passed"
