@@ -266,23 +266,9 @@ func (h *handler) resolve() *mcpconfig.Resolved {
 func (h *handler) lookup(server string) *mcpconfig.Server {
 	srv := h.resolve().Lookup(server)
 	if srv != nil {
-		h.secrets = append(h.secrets, secretsOf(srv)...)
+		h.secrets = append(h.secrets, srv.Secrets()...)
 	}
 	return srv
-}
-
-func secretsOf(srv *mcpconfig.Server) []string {
-	var out []string
-	for _, v := range srv.Env {
-		out = append(out, v)
-	}
-	for _, v := range srv.Headers {
-		out = append(out, v)
-		if f := strings.Fields(v); len(f) == 2 {
-			out = append(out, f[1])
-		}
-	}
-	return out
 }
 
 func (h *handler) redact(s string) string { return redact.String(s, h.secrets...) }

@@ -3,7 +3,10 @@
 // start: same command, args, environment, URL and headers.
 package mcpconfig
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Transport is how Claude Code talks to a server.
 type Transport string
@@ -95,4 +98,21 @@ type Options struct {
 	// ${VAR:-default} apply, and a bare ${VAR} stays literal and is listed
 	// in Server.Missing, so a forgotten Getenv is visible, not silent.
 	Getenv func(string) (string, bool)
+}
+
+// Secrets are the values of the definition that must never be shown:
+// every env and header value, and the credential alone of a value such as
+// "Bearer <token>", which a server may echo without its scheme word.
+func (s *Server) Secrets() []string {
+	var out []string
+	for _, v := range s.Env {
+		out = append(out, v)
+	}
+	for _, v := range s.Headers {
+		out = append(out, v)
+		if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+			out = append(out, strings.TrimSpace(cred))
+		}
+	}
+	return out
 }

@@ -698,7 +698,7 @@ func (n *night) probe(ctx context.Context, srv *mcpconfig.Server) probe.Result {
 	cwd := n.b.Dir
 	res := probe.Probe(ctx, srv, probe.Options{Timeout: n.b.Health.ProbeTimeout, Cwd: cwd,
 		Environ: n.sessionEnviron()})
-	res.Reason = redact.String(res.Reason, serverSecrets(srv)...)
+	res.Reason = redact.String(res.Reason, srv.Secrets()...)
 	return res
 }
 
@@ -729,7 +729,7 @@ func (n *night) newChecker() *healthcheck.Checker {
 		Redact: func(s string) string {
 			var secrets []string
 			for _, srv := range n.b.Servers {
-				secrets = append(secrets, serverSecrets(&srv.MCP)...)
+				secrets = append(secrets, srv.MCP.Secrets()...)
 			}
 			return redact.String(s, secrets...)
 		},
@@ -757,7 +757,7 @@ func (n *night) reconnect(ctx context.Context, server string, getenv func(string
 	}
 	var secrets []string
 	if srv := n.b.Server(server); srv != nil {
-		secrets = serverSecrets(&srv.MCP)
+		secrets = srv.MCP.Secrets()
 	}
 	out := reconnect.Run(ctx, reconnect.Expand(argv, server), reconnect.Options{
 		Timeout: n.b.Health.ProbeTimeout, Dir: n.b.Dir, Env: n.sessionEnviron(), Secrets: secrets})
@@ -768,20 +768,6 @@ func (n *night) reconnect(ctx context.Context, server string, getenv func(string
 	n.append(Event{Type: "maintenance", Server: server, Reason: "reconnect: " + detail})
 	n.log.Info().Str("server", server).Bool("ok", out.OK).Str("command", strings.Join(out.Command, " ")).Msg("reconnect")
 	return healthcheck.ReconnectResult{Attempted: out.Attempted, OK: out.OK, Detail: detail}
-}
-
-func serverSecrets(srv *mcpconfig.Server) []string {
-	var out []string
-	for _, v := range srv.Env {
-		out = append(out, v)
-	}
-	for _, v := range srv.Headers {
-		out = append(out, v)
-		if f := strings.Fields(v); len(f) == 2 {
-			out = append(out, f[1])
-		}
-	}
-	return out
 }
 
 func envLookup(env []string) func(string) (string, bool) {

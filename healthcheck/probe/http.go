@@ -31,7 +31,7 @@ const maxRetryAfter = 7 * 24 * time.Hour
 // and judges the HTTP status when there is no JSON-RPC answer.
 func HTTP(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	opts = opts.withDefaults()
-	secrets := secretsOf(srv.Env, srv.Headers)
+	secrets := srv.Secrets()
 	endpoint, err := parseEndpoint(srv.URL)
 	if err != nil {
 		return Result{Verdict: Transport, Tools: -1, Reason: scrub(err.Error(), secrets...)}

@@ -19,7 +19,7 @@ import (
 // messages; answers come back as "message" events on the stream.
 func SSE(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	opts = opts.withDefaults()
-	secrets := secretsOf(srv.Env, srv.Headers)
+	secrets := srv.Secrets()
 	streamURL, err := parseEndpoint(srv.URL)
 	if err != nil {
 		return Result{Verdict: Transport, Tools: -1, Reason: scrub(err.Error(), secrets...)}

@@ -32,7 +32,7 @@ const stderrTailSize = 2 << 10
 // crashed in the handshake), then kills the server's whole process group.
 func Stdio(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	opts = opts.withDefaults()
-	secrets := secretsOf(srv.Env, srv.Headers)
+	secrets := srv.Secrets()
 	if srv.Command == "" {
 		return Result{Verdict: Transport, Tools: -1, Reason: "no command configured"}
 	}
