@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -282,15 +281,15 @@ func (b *builder) endTry(ev supervisor.Event, outcome string) *Job {
 		// attempt is known only by its end.
 		j.tries = append(j.tries, attempt{n: ev.Attempt, from: ev.Time})
 		a = lastTry(j)
-		if ms := number(ev.Result["duration_ms"]); ms > 0 {
+		if ms := supervisor.ResultNumber(ev.Result, "duration_ms"); ms > 0 {
 			a.from = ev.Time.Add(-time.Duration(ms * float64(time.Millisecond)))
 		}
 	}
 	a.to, a.ended, a.outcome, a.reason = ev.Time, true, outcome, clean(ev.Reason)
 	if ev.Result != nil && !a.resultSeen {
 		a.resultSeen = true
-		a.turns = int(number(ev.Result["num_turns"]))
-		a.cost = number(ev.Result["total_cost_usd"])
+		a.turns = int(supervisor.ResultNumber(ev.Result, "num_turns"))
+		a.cost = supervisor.ResultNumber(ev.Result, "total_cost_usd")
 	}
 	return j
 }
@@ -457,23 +456,4 @@ func (n *Night) JSON(w io.Writer) error {
 // made one line.
 func clean(s string) string {
 	return strings.Join(strings.Fields(redact.String(s)), " ")
-}
-
-// number reads a JSON number from a result map, whatever type holds it.
-func number(v any) float64 {
-	var f float64
-	switch x := v.(type) {
-	case float64:
-		f = x
-	case int:
-		f = float64(x)
-	case int64:
-		f = float64(x)
-	case json.Number:
-		f, _ = x.Float64()
-	}
-	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
-		return 0
-	}
-	return f
 }

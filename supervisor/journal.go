@@ -368,12 +368,12 @@ func ReplayEvents(events []Event) Replay {
 	return r
 }
 
-// costOf reads total_cost_usd from a result, whatever number type holds it
-// (float64 after a JSON round trip, json.Number or an int when built in
-// memory).
-func costOf(result map[string]any) float64 {
+// ResultNumber reads a number from a job's result fields, whatever type
+// holds it (float64 after a JSON round trip, json.Number or an int when
+// built in memory); anything else, negative or not finite, reads as 0.
+func ResultNumber(result map[string]any, key string) float64 {
 	var f float64
-	switch v := result["total_cost_usd"].(type) {
+	switch v := result[key].(type) {
 	case float64:
 		f = v
 	case float32:
@@ -390,3 +390,5 @@ func costOf(result map[string]any) float64 {
 	}
 	return f
 }
+
+func costOf(result map[string]any) float64 { return ResultNumber(result, "total_cost_usd") }

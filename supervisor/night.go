@@ -16,6 +16,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
@@ -190,7 +191,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 
 	if !opts.SkipPreflight {
 		report := Preflight(ctx, b, PreflightOptions{Store: n.store, Settings: n.checker.Settings,
-			Getenv: envLookup(opts.Env), Warn: n.warn})
+			Getenv: environ.Lookup(opts.Env), Warn: n.warn})
 		for _, row := range report.Rows {
 			n.log.Info().Str("server", row.Server).Str("verdict", string(row.Verdict)).
 				Dur("latency", row.Latency).Str("reason", row.Reason).Msg("preflight")
@@ -710,7 +711,7 @@ func (n *night) newChecker() *healthcheck.Checker {
 	h := n.b.Health
 	settings := healthcheck.DefaultSettings()
 	settings.TTL, settings.Backoff, settings.MaxBackoff = h.TTL, h.Backoff, h.MaxBackoff
-	getenv := envLookup(n.sessionEnviron())
+	getenv := environ.Lookup(n.sessionEnviron())
 	return &healthcheck.Checker{
 		Store:    n.store,
 		Settings: settings,
@@ -768,16 +769,6 @@ func (n *night) reconnect(ctx context.Context, server string, getenv func(string
 	n.append(Event{Type: "maintenance", Server: server, Reason: "reconnect: " + detail})
 	n.log.Info().Str("server", server).Bool("ok", out.OK).Str("command", strings.Join(out.Command, " ")).Msg("reconnect")
 	return healthcheck.ReconnectResult{Attempted: out.Attempted, OK: out.OK, Detail: detail}
-}
-
-func envLookup(env []string) func(string) (string, bool) {
-	m := make(map[string]string, len(env))
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
 func oneLine(s string, max int) string {

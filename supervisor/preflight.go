@@ -18,6 +18,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
@@ -101,7 +102,7 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 	rep.Warnings = append(rep.Warnings, shadowWarnings(b, needed, opts)...)
 
 	checker := &healthcheck.Checker{Store: opts.Store, Settings: settingsFor(b, opts.Settings), Warn: opts.Warn}
-	environ := overlayEnv(opts.Environ, b.Env)
+	sessionEnviron := environ.Overlay(opts.Environ, b.Env)
 	probeTimeout, prewarmTimeout := timeoutsFor(b)
 
 	rep.Rows = make([]PreflightRow, len(needed))
@@ -115,7 +116,7 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 			if srv.Name == "" {
 				srv.Name = s.Name
 			}
-			po := probe.Options{Timeout: probeTimeout, ListTools: true, Cwd: cwds[s.Name], Environ: environ}
+			po := probe.Options{Timeout: probeTimeout, ListTools: true, Cwd: cwds[s.Name], Environ: sessionEnviron}
 			row, res := preflightOne(ctx, &srv, po, prewarmTimeout)
 			records[i] = healthcheck.ProbeRecord{Server: &srv, Result: res}
 			rep.Rows[i] = row
@@ -437,30 +438,6 @@ func timeoutsFor(b *jobs.Batch) (probeTimeout, prewarm time.Duration) {
 	// A pre-warm shorter than a probe would be a stricter test, not a
 	// more patient one.
 	return probeTimeout, max(prewarm, probeTimeout)
-}
-
-// overlayEnv lays the batch's env over base (os.Environ() when nil), the
-// environment sessions get.
-func overlayEnv(base []string, env map[string]string) []string {
-	if base == nil {
-		base = os.Environ()
-	}
-	out := make([]string, 0, len(base)+len(env))
-	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, over := env[k]; !over {
-			out = append(out, kv)
-		}
-	}
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		out = append(out, k+"="+env[k])
-	}
-	return out
 }
 
 // PrintPreflight writes the report as the probe command's table, then the

@@ -11,8 +11,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-
-	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
 func newLogsCmd() *cobra.Command {
@@ -26,14 +24,9 @@ it, --state-dir). On a terminal the JSON lines are shown as readable lines. --fo
 printing new lines until interrupted.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := stateDir
-			if len(args) == 1 {
-				b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{AgentOptional: true})
-				if err != nil {
-					fmt.Fprintln(os.Stderr, err)
-					return exitCode(2)
-				}
-				dir = b.StateDir
+			dir, err := stateDirOf(args, stateDir)
+			if err != nil {
+				return err
 			}
 			logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
 			if len(logs) == 0 {

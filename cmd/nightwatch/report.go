@@ -27,14 +27,9 @@ The newest run is reported unless --run names one. Markdown reads well in a term
 message; HTML is one self-contained file with an SVG timeline.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := stateDir
-			if len(args) == 1 {
-				b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{AgentOptional: true})
-				if err != nil {
-					fmt.Fprintln(os.Stderr, err)
-					return exitCode(2)
-				}
-				dir = b.StateDir
+			dir, err := stateDirOf(args, stateDir)
+			if err != nil {
+				return err
 			}
 			var journal string
 			if runID != "" && !last {
@@ -67,6 +62,21 @@ message; HTML is one self-contained file with an SVG timeline.`,
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
 	cmd.Flags().StringVar(&stateDir, "state-dir", ".nightwatch", "the state folder, when no batch file is given")
 	return cmd
+}
+
+// stateDirOf is the state folder of the batch file in args, or fallback
+// when none is given. A batch that does not load exits 2 with its
+// problems, like every command that reads one.
+func stateDirOf(args []string, fallback string) (string, error) {
+	if len(args) == 0 {
+		return fallback, nil
+	}
+	b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{AgentOptional: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return "", exitCode(2)
+	}
+	return b.StateDir, nil
 }
 
 func render(n *report.Night, format string, w io.Writer) error {

@@ -9,11 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
@@ -101,7 +101,7 @@ type exitError struct{ err error }
 func (e *exitError) Error() string { return "exited (" + proc.ExitDescription(e.err) + ")" }
 
 func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdioServer, error) {
-	env := mergeEnv(opts.Environ, srv.Env)
+	env := environ.Overlay(opts.Environ, srv.Env)
 	if opts.Cwd != "" {
 		// exec reports a missing working folder as a missing program;
 		// say which one it is.
@@ -281,30 +281,6 @@ func readLines(r io.Reader, out chan<- []byte, stop <-chan struct{}) {
 			return
 		}
 	}
-}
-
-// mergeEnv lays the server's env over the base environment (os.Environ()
-// when nil), the way Claude Code builds a stdio server's environment.
-func mergeEnv(base []string, overlay map[string]string) []string {
-	if base == nil {
-		base = os.Environ()
-	}
-	env := make([]string, 0, len(base)+len(overlay))
-	for _, kv := range base {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, replaced := overlay[name]; !replaced {
-			env = append(env, kv)
-		}
-	}
-	names := make([]string, 0, len(overlay))
-	for name := range overlay {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		env = append(env, name+"="+overlay[name])
-	}
-	return env
 }
 
 // resolveCommand finds a bare command name in the PATH of the server's

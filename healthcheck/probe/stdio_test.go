@@ -273,14 +273,6 @@ func withoutVar(environ []string, name string) []string {
 	return out
 }
 
-func TestMergeEnv(t *testing.T) {
-	got := mergeEnv([]string{"A=1", "B=2", "C=3"}, map[string]string{"B": "x", "D": "4"})
-	want := []string{"A=1", "C=3", "B=x", "D=4"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("mergeEnv = %q, want %q", got, want)
-	}
-}
-
 func TestTailBuffer(t *testing.T) {
 	tb := &tailBuffer{max: 16}
 	tb.Write([]byte("first line\nsecond\n"))
