@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -182,18 +183,22 @@ func ticks(from, to time.Time) []time.Time {
 // mailed or opened from disk years later. html/template escapes every
 // value, job names and reasons included.
 func (n *Night) HTML(w io.Writer) error {
-	return page.Execute(w, struct {
+	return page().Execute(w, struct {
 		*Night
 		Verdict  string
 		Timeline timeline
 	}{n, n.Verdict(), n.layout()})
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"clock": clock, "span": span, "notes": jobNotes, "server": serverLine,
-	"f":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
-	"usd": func(v float64) string { return fmt.Sprintf("$%.2f", v) },
-}).Parse(pageHTML))
+// page is parsed on first use, not when the nightwatch binary starts: the
+// hook, which never writes a report, runs before every tool call.
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"clock": clock, "span": span, "notes": jobNotes, "server": serverLine,
+		"f":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
+		"usd": func(v float64) string { return fmt.Sprintf("$%.2f", v) },
+	}).Parse(pageHTML))
+})
 
 const pageHTML = `<!DOCTYPE html>
 <html lang="en">
