@@ -45,12 +45,19 @@ func HTTP(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	conv := &streamableConv{client: client, endpoint: endpoint, headers: srv.Headers}
 	res, err := handshake(probeCtx, conv, opts, start)
 	conv.endSession(ctx)
+	return httpResult(res, err, conv.initStatus, bound(probeCtx, start), secrets)
+}
+
+// httpResult finishes an HTTP or SSE probe: a handshake error becomes its
+// verdict; an answer under a non-2xx status still proves an MCP endpoint,
+// and the reason says which status; secrets are scrubbed from the reason.
+func httpResult(res Result, err error, status int, bound time.Duration, secrets []string) Result {
 	if err != nil {
-		res = failureResult(err, bound(probeCtx, start))
-	} else if !is2xx(conv.initStatus) {
-		res.Reason = fmt.Sprintf("HTTP %d, but %s: a live MCP endpoint refused the probe's request", conv.initStatus, res.Reason)
+		res = failureResult(err, bound)
+	} else if !is2xx(status) {
+		res.Reason = fmt.Sprintf("HTTP %d, but %s: a live MCP endpoint refused the probe's request", status, res.Reason)
 	}
-	res.Status = conv.initStatus
+	res.Status = status
 	res.Reason = scrub(res.Reason, secrets...)
 	return res
 }

@@ -37,14 +37,7 @@ func SSE(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 		res, err = handshake(ctx, conv, opts, start)
 	}
 	conv.close()
-	if err != nil {
-		res = failureResult(err, bound(ctx, start))
-	} else if !is2xx(conv.initStatus) {
-		res.Reason = fmt.Sprintf("HTTP %d, but %s: a live MCP endpoint refused the probe's request", conv.initStatus, res.Reason)
-	}
-	res.Status = conv.initStatus
-	res.Reason = scrub(res.Reason, secrets...)
-	return res
+	return httpResult(res, err, conv.initStatus, bound(ctx, start), secrets)
 }
 
 // sseConv is a legacy SSE session: the open GET stream and the endpoint
