@@ -33,6 +33,7 @@ const DefaultMCPConnectTimeoutMS = 30000
 
 // ClaudeRun describes one headless `claude -p` session.
 type ClaudeRun struct {
+	Version      string        // pinned Claude Code version to run; "" = the oldest (see ForEachClaude)
 	Prompt       string        // the script for the fake model (see package fakeapi)
 	Dir          string        // working directory; a fresh temp dir if empty
 	Home         string        // throw-away HOME; a fresh temp dir if empty
@@ -87,7 +88,7 @@ func RunClaude(t testing.TB, api *fakeapi.Server, r ClaudeRun) ClaudeResult {
 	if strings.HasPrefix(r.Prompt, "-") {
 		t.Fatalf("testkit: a prompt starting with '-' would be read as a flag: %q", r.Prompt)
 	}
-	bin := ClaudeBin(t)
+	bin := ClaudeBinOf(t, r.Version)
 	if r.Dir == "" {
 		r.Dir = t.TempDir()
 	}

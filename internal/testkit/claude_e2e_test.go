@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nightwatch-dev/nightwatch/internal/clirange"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 )
 
@@ -15,12 +16,17 @@ import (
 // records exactly what the model saw. Both sessions share one fake and run
 // at the same time, which also exercises SESSION tagging.
 func TestClaudeE2E(t *testing.T) {
+	ForEachClaude(t, testClaudeE2E)
+}
+
+func testClaudeE2E(t *testing.T, version string) {
 	api := fakeapi.Start(t)
 	mcpConfig := WriteMCPConfig(t, map[string]any{"everything": EverythingStdio(t)})
 
 	t.Run("echo", func(t *testing.T) {
 		t.Parallel()
 		res := RunClaude(t, api, ClaudeRun{
+			Version: version,
 			Prompt: "SESSION echo\n" +
 				`CALL mcp__everything__echo {"message":"hello nightwatch"}` + "\n" +
 				`CALL mcp__everything__get-sum {"a":2,"b":3}`,
@@ -68,6 +74,7 @@ func TestClaudeE2E(t *testing.T) {
 			}},
 		}})
 		res := RunClaude(t, api, ClaudeRun{
+			Version:      version,
 			Prompt:       "SESSION deny\n" + `CALL mcp__everything__echo {"message":"must not run"}`,
 			MCPConfig:    mcpConfig,
 			Settings:     settings,
@@ -80,8 +87,14 @@ func TestClaudeE2E(t *testing.T) {
 		if len(got) != 1 {
 			t.Fatalf("tool results = %+v, want 1", got)
 		}
-		if r := got[0]; r.Content != "blocked by test" || !r.IsError || r.ToolName != "mcp__everything__echo" {
-			t.Errorf("tool result = %+v, want is_error with exactly %q", r, "blocked by test")
+		// 2.1.332 frames every PreToolUse deny as a hook error; 2.1.197
+		// passed the reason through verbatim (reference §3).
+		want := "blocked by test"
+		if clirange.Compare(version, "2.1.332") >= 0 {
+			want = "PreToolUse:mcp__everything__echo hook error: blocked by test"
+		}
+		if r := got[0]; r.Content != want || !r.IsError || r.ToolName != "mcp__everything__echo" {
+			t.Errorf("tool result = %+v, want is_error with exactly %q", r, want)
 		}
 		if hr := res.HookResponses("PreToolUse"); len(hr) != 1 || hr[0]["outcome"] != "success" {
 			t.Errorf("PreToolUse hook responses = %v, want one success", hr)

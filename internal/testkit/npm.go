@@ -19,18 +19,21 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/nightwatch-dev/nightwatch/internal/clirange"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 )
 
 // NpmCITimeout bounds one `npm ci` of testdata/npm (about 245 MB).
 const NpmCITimeout = 10 * time.Minute
 
-// npmBins are the executables the e2e tests need from testdata/npm.
-var npmBins = []string{"claude", "mcp-server-everything"}
+// claudeAliasPrefix starts the name of each pinned Claude Code CLI in
+// testdata/npm/package.json: "claude-code-2.1.332": "npm:@anthropic-ai/claude-code@2.1.332".
+// Adding a supported version is one such line (and `npm install` to update
+// the lock file).
+const claudeAliasPrefix = "claude-code-"
 
-// npmPackages are the pinned packages whose installed version must match
-// testdata/npm/package-lock.json.
-var npmPackages = []string{"@anthropic-ai/claude-code", "@modelcontextprotocol/server-everything"}
+// everythingPackage is the reference MCP server the e2e tests run.
+const everythingPackage = "@modelcontextprotocol/server-everything"
 
 var (
 	npmMu    sync.Mutex
@@ -108,10 +111,91 @@ func NodeModules(t testing.TB) string {
 	return nm
 }
 
-// ClaudeBin returns the absolute path of the pinned Claude Code CLI.
+// ClaudeBin returns the absolute path of the oldest pinned Claude Code CLI
+// (the oldest supported version). Tests that must run on every supported
+// version use ForEachClaude and ClaudeBinOf.
 func ClaudeBin(t testing.TB) string {
 	t.Helper()
-	return filepath.Join(NodeModules(t), ".bin", "claude")
+	return ClaudeBinOf(t, "")
+}
+
+// ClaudeBinOf returns the absolute path of the pinned Claude Code CLI of the
+// given version ("" = the oldest pinned one). An unpinned version fails the
+// test.
+func ClaudeBinOf(t testing.TB, version string) string {
+	t.Helper()
+	nm := NodeModules(t)
+	versions, err := claudeVersions(filepath.Dir(nm))
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	if version == "" {
+		version = versions[0]
+	}
+	if !slices.Contains(versions, version) {
+		t.Fatalf("testkit: Claude Code %s is not pinned in testdata/npm/package.json (pinned: %v)", version, versions)
+	}
+	return claudeBinPath(nm, version)
+}
+
+func claudeBinPath(nm, version string) string {
+	return filepath.Join(nm, claudeAliasPrefix+version, "bin", "claude.exe")
+}
+
+// ClaudeVersions returns the pinned Claude Code versions, oldest first.
+func ClaudeVersions(t testing.TB) []string {
+	t.Helper()
+	versions, err := claudeVersions(filepath.Join(ModuleRoot(t), "testdata", "npm"))
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	return versions
+}
+
+// ForEachClaude runs fn as one parallel subtest per pinned Claude Code
+// version (named "claude-<version>"), so every end-to-end test runs on the
+// oldest and the newest supported CLI. The subtests share nothing but what
+// the caller shares: give each its own servers, folders and fake API unless
+// sharing is the point.
+func ForEachClaude(t *testing.T, fn func(t *testing.T, version string)) {
+	t.Helper()
+	for _, v := range ClaudeVersions(t) {
+		t.Run("claude-"+v, func(t *testing.T) {
+			t.Parallel()
+			fn(t, v)
+		})
+	}
+}
+
+// claudeVersions reads the claude-code-<version> aliases of package.json,
+// sorted oldest first.
+func claudeVersions(npmDir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(npmDir, "package.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read pinned versions: %w", err)
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal(data, &pkg); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", filepath.Join(npmDir, "package.json"), err)
+	}
+	var versions []string
+	for name, spec := range pkg.Dependencies {
+		v, ok := strings.CutPrefix(name, claudeAliasPrefix)
+		if !ok {
+			continue
+		}
+		if spec != "npm:@anthropic-ai/claude-code@"+v {
+			return nil, fmt.Errorf("%s: %q must pin exactly npm:@anthropic-ai/claude-code@%s, not %q", filepath.Join(npmDir, "package.json"), name, v, spec)
+		}
+		versions = append(versions, v)
+	}
+	if len(versions) == 0 {
+		return nil, fmt.Errorf("%s pins no Claude Code version (%s<version> aliases)", filepath.Join(npmDir, "package.json"), claudeAliasPrefix)
+	}
+	slices.SortFunc(versions, clirange.Compare)
+	return versions, nil
 }
 
 // ServerEverythingBin returns the absolute path of the reference MCP server
@@ -125,8 +209,17 @@ func ServerEverythingBin(t testing.TB) string {
 // npmProblem says why testdata/npm/node_modules is not usable, "" if it is.
 func npmProblem(npmDir string) string {
 	nm := filepath.Join(npmDir, "node_modules")
-	for _, b := range npmBins {
-		p := filepath.Join(nm, ".bin", b)
+	versions, err := claudeVersions(npmDir)
+	if err != nil {
+		return err.Error()
+	}
+	bins := []string{filepath.Join(nm, ".bin", "mcp-server-everything")}
+	packages := []string{everythingPackage}
+	for _, v := range versions {
+		bins = append(bins, claudeBinPath(nm, v))
+		packages = append(packages, claudeAliasPrefix+v)
+	}
+	for _, p := range bins {
 		st, err := os.Stat(p) // follows the symlink to the real file
 		if err != nil {
 			return fmt.Sprintf("%s missing (%v)", p, err)
@@ -147,7 +240,7 @@ func npmProblem(npmDir string) string {
 	if err := json.Unmarshal(data, &lock); err != nil {
 		return fmt.Sprintf("cannot parse package-lock.json: %v", err)
 	}
-	for _, pkg := range npmPackages {
+	for _, pkg := range packages {
 		want := lock.Packages["node_modules/"+pkg].Version
 		var got struct {
 			Version string `json:"version"`
