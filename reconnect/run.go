@@ -105,7 +105,7 @@ func Run(ctx context.Context, argv []string, opts Options) (out Outcome) {
 	output := &tailBuffer{limit: captureLimit}
 	cmd.Stdout = output
 	cmd.Stderr = output // same writer: exec shares one pipe, order kept
-	proc.Prepare(cmd, killGrace)
+	proc.PrepareAllowDaemons(cmd, killGrace)
 
 	// A missing Dir would otherwise be reported by Start as the program
 	// being missing ("fork/exec /usr/bin/pm2: no such file or directory").

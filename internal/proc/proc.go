@@ -1,7 +1,9 @@
 // Package proc is the one place nightwatch starts child processes: every
 // child runs in its own process group, is bounded by a context, and is
 // killed with its whole group, so no grandchild (an npx-spawned server, a
-// shell's child) outlives its owner.
+// shell's child) outlives its owner. On Linux a descendant that left the
+// group (setsid, a double fork) is found by a marker in its environment
+// and killed too (see escaped_linux.go).
 package proc
 
 import (
@@ -19,6 +21,23 @@ import (
 //
 // cmd must have been made with exec.CommandContext.
 func Prepare(cmd *exec.Cmd, grace time.Duration) {
+	prepare(cmd, grace)
+	mark(cmd)
+}
+
+// PrepareAllowDaemons is Prepare for a command whose purpose may be to start
+// a long-lived process outside its group (a reconnect command that runs
+// `setsid server` or asks pm2 to): the group is still killed, but a
+// descendant that detached itself into a session of its own is left alone.
+// The command carries no spawn mark, not even the ones this process
+// inherited, so a server it restarts is nobody's descendant to kill: a
+// reconnect run by a hook inside a session must not die with the session.
+func PrepareAllowDaemons(cmd *exec.Cmd, grace time.Duration) {
+	prepare(cmd, grace)
+	unmark(cmd)
+}
+
+func prepare(cmd *exec.Cmd, grace time.Duration) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -41,6 +60,7 @@ func Prepare(cmd *exec.Cmd, grace time.Duration) {
 func Wait(cmd *exec.Cmd) error {
 	err := cmd.Wait()
 	KillGroup(cmd)
+	killEscaped(cmd)
 	return err
 }
 

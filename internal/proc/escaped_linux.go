@@ -1,0 +1,46 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+)
+
+// killEscaped kills every process that carries cmd's spawn mark but left
+// its process group (setsid, a double fork): the group kill cannot reach
+// it, and it would otherwise outlive the probe or job that started it.
+// Processes of other users cannot be read and are not ours.
+func killEscaped(cmd *exec.Cmd) {
+	id := takeMark(cmd)
+	if id == "" {
+		return
+	}
+	for _, pid := range markedProcesses(id) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// markedProcesses lists the live processes whose environment carries id.
+func markedProcesses(id string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		environ, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || len(environ) == 0 {
+			continue
+		}
+		if hasMark(environ, id) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

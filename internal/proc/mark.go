@@ -1,0 +1,95 @@
+package proc
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// SpawnEnv is the variable that carries the spawn marks of every nightwatch
+// spawn a process descends from, comma-separated, outermost first. A
+// process that leaves its process group keeps its environment, so the mark
+// is how its owner still finds it.
+const SpawnEnv = "NIGHTWATCH_SPAWN"
+
+var marks sync.Map // *exec.Cmd → its mark
+
+// mark gives cmd a fresh spawn mark, appended to the marks it inherits from
+// this process, so a nested spawn (a hook's probe inside a night's session)
+// is found by both owners.
+func mark(cmd *exec.Cmd) {
+	id := newMark()
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	inherited := os.Getenv(SpawnEnv)
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == SpawnEnv {
+			inherited = v
+			continue
+		}
+		out = append(out, kv)
+	}
+	value := id
+	if inherited != "" {
+		value = inherited + "," + id
+	}
+	cmd.Env = append(out, SpawnEnv+"="+value)
+	marks.Store(cmd, id)
+}
+
+// unmark removes every spawn mark from cmd's environment.
+func unmark(cmd *exec.Cmd) {
+	env := cmd.Env
+	if env == nil {
+		if _, ok := os.LookupEnv(SpawnEnv); !ok {
+			return
+		}
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != SpawnEnv {
+			out = append(out, kv)
+		}
+	}
+	cmd.Env = out
+}
+
+func newMark() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// takeMark returns cmd's mark and forgets it ("" if cmd was not marked).
+func takeMark(cmd *exec.Cmd) string {
+	v, ok := marks.LoadAndDelete(cmd)
+	if !ok {
+		return ""
+	}
+	return v.(string)
+}
+
+// hasMark reports whether an environment block (NUL-separated, as in
+// /proc/<pid>/environ) carries id among its spawn marks.
+func hasMark(environ []byte, id string) bool {
+	prefix := SpawnEnv + "="
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		v, ok := strings.CutPrefix(kv, prefix)
+		if !ok {
+			continue
+		}
+		for _, m := range strings.Split(v, ",") {
+			if m == id {
+				return true
+			}
+		}
+	}
+	return false
+}
