@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // Mode is the permission every state file gets: the cache and journal hold
@@ -62,7 +61,7 @@ func AppendLine(path string, line []byte) error {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return fmt.Errorf("append %s: refusing to write through a symlink", path)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, Mode)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, Mode)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}

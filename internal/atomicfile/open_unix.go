@@ -1,0 +1,23 @@
+//go:build unix
+
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// openNonblocking opens path for reading with O_NONBLOCK, so that opening a
+// FIFO returns at once instead of waiting for a writer. O_NONBLOCK has no
+// effect on reads of a regular file.
+func openNonblocking(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// noFollow is the open flag that refuses a symlink as the last path element.
+const noFollow = syscall.O_NOFOLLOW

@@ -1,0 +1,23 @@
+//go:build windows
+
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+)
+
+// openNonblocking opens path for reading. Windows has no FIFOs in the file
+// system namespace (named pipes live under \\.\pipe\), so a plain open
+// cannot hang on one; Read's fstat check still refuses devices and folders.
+func openNonblocking(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// noFollow is 0 on Windows: AppendLine's Lstat check refuses a symlink
+// (which needs a privilege to create there) before the open.
+const noFollow = 0

@@ -1,0 +1,69 @@
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ErrNotRegular is returned by Read for a path that is not a regular file:
+// a FIFO, a device, a socket or a folder. Reading one could block forever
+// (a FIFO with no writer) or never end (a device).
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is returned by Read for a file over its size bound.
+var ErrTooLarge = errors.New("file too large")
+
+// Read returns the contents of the regular file at path, following
+// symlinks, and refuses at once anything else: the file is opened without
+// blocking (a FIFO with no writer would otherwise hang the caller) and
+// checked with fstat on the open descriptor, so a swap between the check
+// and the read cannot slip a FIFO in. limit > 0 bounds the size: a larger
+// file is refused with ErrTooLarge, without reading it all.
+func Read(path string, limit int64) ([]byte, error) {
+	f, err := openNonblocking(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read %s: %w (%s)", path, ErrNotRegular, kind(fi.Mode()))
+	}
+	if limit > 0 && fi.Size() > limit {
+		return nil, fmt.Errorf("read %s: %w (%d bytes, the bound is %d)", path, ErrTooLarge, fi.Size(), limit)
+	}
+	r := io.Reader(f)
+	if limit > 0 {
+		// The file may grow after the stat.
+		r = io.LimitReader(f, limit+1)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if limit > 0 && int64(len(data)) > limit {
+		return nil, fmt.Errorf("read %s: %w (over %d bytes)", path, ErrTooLarge, limit)
+	}
+	return data, nil
+}
+
+// kind names a non-regular file type for an error message.
+func kind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0, m&os.ModeCharDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a folder"
+	default:
+		return "type " + m.Type().String()
+	}
+}
