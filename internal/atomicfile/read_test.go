@@ -54,7 +54,6 @@ func TestReadRefusesWhatIsNotARegularFile(t *testing.T) {
 	}
 }
 
-
 type readCase struct {
 	name  string
 	path  string
