@@ -354,7 +354,7 @@ func String(s string, secrets ...string) string {
 	if s == "" {
 		return s
 	}
-	literals := usableSecrets(secrets)
+	literals := usableSecrets(append(remembered(), secrets...))
 	covered := make([]bool, len(s))
 	found := false
 	mark := func(sp span) {

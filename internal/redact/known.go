@@ -1,0 +1,145 @@
+package redact
+
+import (
+	"net/url"
+	"strings"
+	"sync"
+)
+
+// known holds every secret this process has been told of (Remember), so
+// that String removes it from any text, whoever calls String and whether or
+// not the caller knows that secret: a crashing server that prints another
+// server's key must not carry it into the cache, a log or the model's deny
+// reason.
+var known struct {
+	sync.RWMutex
+	secrets []string
+	seen    map[string]bool
+}
+
+// Remember adds secrets to the ones String removes in this process, from
+// now on. Values shorter than MinSecretLen are ignored (as in String).
+// Each process entry point (the hook, the night, the operator commands)
+// calls it once with everything it can read: env_file values, sensitive
+// variables of the batch and the process environment, every server's env
+// and header values, URL credentials, paths and queries.
+func Remember(secrets ...string) {
+	known.Lock()
+	defer known.Unlock()
+	if known.seen == nil {
+		known.seen = map[string]bool{}
+	}
+	for _, s := range secrets {
+		if len(s) < MinSecretLen || known.seen[s] {
+			continue
+		}
+		known.seen[s] = true
+		known.secrets = append(known.secrets, s)
+	}
+}
+
+// RememberEnv remembers the value of every sensitive-named variable
+// (SensitiveName) of a KEY=VALUE list.
+func RememberEnv(env []string) {
+	var values []string
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && SensitiveName(k) {
+			values = append(values, v)
+		}
+	}
+	Remember(values...)
+}
+
+// RememberURL remembers the parts of a configured URL that may carry a
+// secret: the user-info password and user, every path segment that is not
+// a well-known endpoint word (secret-URL MCP services put the key in the
+// path: /api/mcp/s/<secret>/mcp), and every query value.
+func RememberURL(raw string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Unparsable: the whole string is the only safe unit.
+		Remember(raw)
+		return
+	}
+	var values []string
+	if u.User != nil {
+		values = append(values, u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			values = append(values, p)
+		}
+	}
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		if seg != "" && !plainPathWord(seg) {
+			values = append(values, seg)
+			if un, err := url.PathUnescape(seg); err == nil && un != seg {
+				values = append(values, un)
+			}
+		}
+	}
+	for _, vs := range u.Query() {
+		values = append(values, vs...)
+	}
+	if u.RawQuery != "" {
+		values = append(values, u.RawQuery)
+	}
+	Remember(values...)
+}
+
+func remembered() []string {
+	known.RLock()
+	defer known.RUnlock()
+	return known.secrets
+}
+
+// forgetAll clears the remembered secrets (tests only).
+func forgetAll() {
+	known.Lock()
+	defer known.Unlock()
+	known.secrets, known.seen = nil, nil
+}
+
+// plainPathWords are the URL path segments MCP endpoints use that carry
+// nothing secret; any other segment may be a key and is elided.
+var plainPathWords = map[string]bool{
+	"mcp": true, "sse": true, "api": true, "message": true, "messages": true, "stream": true,
+	"rpc": true, "jsonrpc": true, "http": true, "v1": true, "v2": true, "v3": true, "server": true,
+	"servers": true, "public": true, "remote": true, "events": true,
+}
+
+func plainPathWord(seg string) bool { return plainPathWords[strings.ToLower(seg)] }
+
+// URL returns a configured URL as it may be shown or stored: scheme, host
+// and port, then the path only when every segment is a well-known endpoint
+// word ("/mcp", "/api/mcp", "/sse"); any other path becomes "/…". User
+// info, query and fragment are always elided. A URL that does not parse is
+// shown as Marker.
+func URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return Marker
+	}
+	out := u.Scheme + "://" + u.Host
+	if u.User != nil {
+		out = u.Scheme + "://" + Marker + "@" + u.Host
+	}
+	path := u.EscapedPath()
+	plain := true
+	for _, seg := range strings.Split(path, "/") {
+		if seg != "" && !plainPathWord(seg) {
+			plain = false
+			break
+		}
+	}
+	switch {
+	case path == "" || path == "/":
+		out += path
+	case plain:
+		out += path
+	default:
+		out += "/…"
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		out += "?…"
+	}
+	return out
+}
