@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"maps"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 )
 
 // Limits on what Load reads. A batch file or env_file is a few KB; the caps
@@ -239,32 +240,23 @@ func (l *loader) load() *Batch {
 }
 
 // readLimited reads a regular file of at most max bytes. A FIFO or device
-// given by mistake would block or never end.
+// given by mistake would block or never end: it is refused at once.
 func readLimited(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path is already in the message
-		}
-		return nil, fmt.Errorf("cannot read: %w", err)
+	data, err := atomicfile.Read(path, max)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is already in the message
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read: %w", err)
-	}
-	if int64(len(data)) > max {
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.Is(err, atomicfile.ErrNotRegular):
+		return nil, err
+	case errors.Is(err, atomicfile.ErrTooLarge):
 		return nil, fmt.Errorf("larger than %d bytes", max)
+	default:
+		return nil, fmt.Errorf("cannot read: %w", err)
 	}
-	return data, nil
 }
 
 // yamlLine is compiled on first use: every nightwatch process (the hook

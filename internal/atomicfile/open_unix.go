@@ -3,7 +3,6 @@
 package atomicfile
 
 import (
-	"fmt"
 	"os"
 	"syscall"
 )
@@ -14,7 +13,7 @@ import (
 func openNonblocking(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	return f, nil
 }

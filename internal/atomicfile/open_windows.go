@@ -3,7 +3,6 @@
 package atomicfile
 
 import (
-	"fmt"
 	"os"
 )
 
@@ -13,7 +12,7 @@ import (
 func openNonblocking(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	return f, nil
 }

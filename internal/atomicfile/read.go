@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 )
 
@@ -20,22 +21,28 @@ var ErrTooLarge = errors.New("file too large")
 // blocking (a FIFO with no writer would otherwise hang the caller) and
 // checked with fstat on the open descriptor, so a swap between the check
 // and the read cannot slip a FIFO in. limit > 0 bounds the size: a larger
-// file is refused with ErrTooLarge, without reading it all.
+// file is refused with ErrTooLarge, without reading it all. Errors are
+// *fs.PathError, naming the path.
 func Read(path string, limit int64) ([]byte, error) {
+	fail := func(err error) ([]byte, error) { return nil, &fs.PathError{Op: "read", Path: path, Err: err} }
 	f, err := openNonblocking(path)
 	if err != nil {
-		return nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fail(err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return fail(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read %s: %w (%s)", path, ErrNotRegular, kind(fi.Mode()))
+		return fail(fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode())))
 	}
 	if limit > 0 && fi.Size() > limit {
-		return nil, fmt.Errorf("read %s: %w (%d bytes, the bound is %d)", path, ErrTooLarge, fi.Size(), limit)
+		return fail(fmt.Errorf("%w (%d bytes, the bound is %d)", ErrTooLarge, fi.Size(), limit))
 	}
 	r := io.Reader(f)
 	if limit > 0 {
@@ -44,10 +51,10 @@ func Read(path string, limit int64) ([]byte, error) {
 	}
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return fail(err)
 	}
 	if limit > 0 && int64(len(data)) > limit {
-		return nil, fmt.Errorf("read %s: %w (over %d bytes)", path, ErrTooLarge, limit)
+		return fail(fmt.Errorf("%w (over %d bytes)", ErrTooLarge, limit))
 	}
 	return data, nil
 }
