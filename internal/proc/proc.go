@@ -1,23 +1,27 @@
 // Package proc is the one place nightwatch starts child processes: every
-// child runs in its own process group, is bounded by a context, and is
-// killed with its whole group, so no grandchild (an npx-spawned server, a
-// shell's child) outlives its owner. On Linux a descendant that left the
-// group (setsid, a double fork) is found by a marker in its environment
-// and killed too (see escaped_linux.go).
+// child runs in a group of its own (a process group on Unix, a Job Object
+// on Windows), is bounded by a context, and is killed with its whole group,
+// so no grandchild (an npx-spawned server, a shell's child) outlives its
+// owner. On Linux a descendant that left the group (setsid, a double fork)
+// is found by a marker in its environment and killed too (escaped_linux.go).
+//
+// The rule is the same on every platform: cancelling the command's context
+// asks the group to stop (SIGTERM; CTRL_BREAK on Windows), and grace later
+// the group is killed.
 package proc
 
 import (
 	"context"
 	"errors"
 	"os/exec"
-	"syscall"
 	"time"
 )
 
-// Prepare puts cmd in a new process group and arranges for cancellation of
-// the command's context to send SIGTERM to that whole group; if the leader
-// has not exited grace later, the standard library kills it and closes its
-// pipes. Call Wait (not cmd.Wait) so the rest of the group is killed too.
+// Prepare puts cmd in a new group and arranges for cancellation of the
+// command's context to ask that whole group to stop; if the leader has not
+// exited grace later, the group is killed and the command's pipes closed.
+// Start it with Start and wait for it with Wait (not cmd.Start, cmd.Wait),
+// so the group exists from the first instruction and is killed at the end.
 //
 // cmd must have been made with exec.CommandContext.
 func Prepare(cmd *exec.Cmd, grace time.Duration) {
@@ -38,12 +42,9 @@ func PrepareAllowDaemons(cmd *exec.Cmd, grace time.Duration) {
 }
 
 func prepare(cmd *exec.Cmd, grace time.Duration) {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Setpgid = true
+	newGroup(cmd)
 	cmd.Cancel = func() error {
-		signalGroup(cmd, syscall.SIGTERM)
+		Terminate(cmd)
 		return nil
 	}
 	if grace <= 0 {
@@ -54,35 +55,24 @@ func prepare(cmd *exec.Cmd, grace time.Duration) {
 	cmd.WaitDelay = grace
 }
 
-// Wait waits for cmd and then kills whatever is left of its process group:
-// a server started through a wrapper (npx, a shell) leaves children that
+// Start starts a prepared cmd in its group.
+func Start(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	joinGroup(cmd)
+	return nil
+}
+
+// Wait waits for cmd and then kills whatever is left of its group: a
+// server started through a wrapper (npx, a shell) leaves children that
 // would otherwise keep running after the leader is gone.
 func Wait(cmd *exec.Cmd) error {
 	err := cmd.Wait()
 	KillGroup(cmd)
 	killEscaped(cmd)
+	releaseGroup(cmd)
 	return err
-}
-
-// Terminate asks the whole group to stop now (SIGTERM); Wait finishes it.
-func Terminate(cmd *exec.Cmd) { signalGroup(cmd, syscall.SIGTERM) }
-
-// KillGroup sends SIGKILL to the child's whole process group.
-func KillGroup(cmd *exec.Cmd) { signalGroup(cmd, syscall.SIGKILL) }
-
-func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
-	if cmd.Process == nil || cmd.Process.Pid <= 0 {
-		return
-	}
-	// ESRCH (the group is gone already) is the expected answer after a
-	// clean exit; nothing to report.
-	_ = syscall.Kill(-cmd.Process.Pid, sig)
-}
-
-// GroupAlive reports whether any process of the group pgid remains.
-func GroupAlive(pgid int) bool {
-	err := syscall.Kill(-pgid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // ExitDescription says in words how a finished command ended, for reasons
@@ -93,8 +83,8 @@ func ExitDescription(err error) string {
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by signal: " + ws.Signal().String()
+		if sig, ok := signalOf(ee); ok {
+			return "killed by signal: " + sig
 		}
 		return ee.Error()
 	}

@@ -1,0 +1,49 @@
+//go:build unix
+
+package proc
+
+import (
+	"errors"
+	"os/exec"
+	"syscall"
+)
+
+func newGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+}
+
+// joinGroup has nothing to do on Unix: Setpgid made the group at fork.
+func joinGroup(*exec.Cmd) {}
+
+func releaseGroup(*exec.Cmd) {}
+
+// Terminate asks the whole group to stop now (SIGTERM); Wait finishes it.
+func Terminate(cmd *exec.Cmd) { signalGroup(cmd, syscall.SIGTERM) }
+
+// KillGroup sends SIGKILL to the child's whole process group.
+func KillGroup(cmd *exec.Cmd) { signalGroup(cmd, syscall.SIGKILL) }
+
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd.Process == nil || cmd.Process.Pid <= 0 {
+		return
+	}
+	// ESRCH (the group is gone already) is the expected answer after a
+	// clean exit; nothing to report.
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
+}
+
+// GroupAlive reports whether any process of the group pgid remains.
+func GroupAlive(pgid int) bool {
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func signalOf(ee *exec.ExitError) (string, bool) {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal().String(), true
+	}
+	return "", false
+}
