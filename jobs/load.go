@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // Limits on what Load reads. A batch file or env_file is a few KB; the caps
@@ -73,6 +74,7 @@ type loader struct {
 	problems []Problem
 	dropped  int // problems beyond maxProblems, only counted
 	visits   int
+	ownNodes int // the file's nodes without aliases (countNodes)
 	tooBig   bool
 	// Caches for files and PATH lookups that many jobs or servers share.
 	prompts map[string]promptRead
@@ -121,7 +123,7 @@ func LoadWith(path string, getenv func(string) (string, bool), opts LoadOptions)
 	if l.tooBig {
 		// The rest is noise from a walk that stopped half-way.
 		l.problems, l.dropped = l.problems[:0], 0
-		l.problem(0, "", "the file expands (through YAML aliases) to more than %d nodes", maxVisits)
+		l.problem(0, "", "%s", aliasBoundMessage(l.ownNodes))
 	}
 	if len(l.problems) > 0 {
 		sortProblems(l.problems, l.file)
@@ -142,7 +144,10 @@ func (l *loader) problemIn(file string, line int, field, format string, args ...
 		l.dropped++
 		return
 	}
-	l.problems = append(l.problems, Problem{File: file, Line: line, Field: field, Message: fmt.Sprintf(format, args...)})
+	// Names in a batch file (server names, env keys, unknown keys) are
+	// anybody's bytes: no escape code reaches the operator's terminal.
+	l.problems = append(l.problems, Problem{File: text.Printable(file), Line: line, Field: text.Printable(field),
+		Message: text.Printable(fmt.Sprintf(format, args...))})
 }
 
 // full says no more problems are kept; costly messages can be skipped.
@@ -293,6 +298,7 @@ func (l *loader) parse(data []byte) (root *yaml.Node) {
 	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
 		n = n.Content[0]
 	}
+	l.ownNodes = countNodes(n)
 	n = l.node(n)
 	if isNull(n) {
 		l.problem(0, "", "the file is empty")
@@ -377,7 +383,7 @@ func (l *loader) variables(b *Batch, f map[string]pair) {
 		merged = maps.Clone(merged)
 		for _, it := range fromEnv {
 			if !isVarName(it.key) {
-				l.problem(it.line, "env."+it.key, "is not a variable name (letters, digits and _, not starting with a digit)")
+				l.problem(it.line, join("env", it.key), "is not a variable name (letters, digits and _, not starting with a digit)")
 				continue
 			}
 			merged[it.key] = it.value

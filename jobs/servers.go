@@ -31,7 +31,7 @@ var (
 // the transport rules (no type + command = stdio, a url without a type is
 // dropped, "streamable-http" = http) are Claude Code's in both places.
 func (l *loader) server(p pair) *Server {
-	name, field := p.key, "servers."+p.key
+	name, field := p.key, join("servers", p.key)
 	if !validServerName(name) {
 		l.problem(p.line(), field, "server names may contain only letters, digits, _ and - (Claude Code's rule)")
 	}
@@ -138,7 +138,7 @@ func (l *loader) server(p pair) *Server {
 	}
 	for _, k := range other {
 		if q, ok := f[k]; ok {
-			l.problem(q.line(), field+"."+k, "is not used by a %s server", mcp.Transport)
+			l.problem(q.line(), join(field, k), "is not used by a %s server", mcp.Transport)
 		}
 	}
 

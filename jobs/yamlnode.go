@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
@@ -20,11 +21,13 @@ import (
 // one stopping the decoder, and ${VAR} expansion happens per value with the
 // line of the value that needed it.
 
-// maxVisits bounds the walk. Aliases are followed, and a small file can
-// alias a list of a thousand items from each of a thousand jobs; a batch
-// file that needs more nodes than this (a night of a thousand jobs needs
-// about 20,000) is an accident or an attack, not a night of jobs.
-const maxVisits = 200_000
+// maxAliasVisits bounds what aliases add to the walk. Aliases are
+// followed, and a small file can alias a list of a thousand items from each
+// of a thousand jobs (a "billion laughs"). The file's own nodes are always
+// walked (the 4 MiB file bound limits those): a legitimate 10,000-job batch
+// without aliases has about 200,000 of them and must load. A file whose
+// aliases add more nodes than this is an accident or an attack.
+const maxAliasVisits = 200_000
 
 // maxMergeDepth bounds nested merge keys (<<), which can alias themselves.
 const maxMergeDepth = 16
@@ -51,21 +54,42 @@ func (l *loader) node(n *yaml.Node) *yaml.Node {
 		n = n.Alias
 	}
 	l.visits++
-	if l.visits > maxVisits {
+	if l.visits > l.ownNodes+maxAliasVisits {
 		if !l.tooBig {
 			l.tooBig = true
-			l.problem(0, "", "the file expands (through YAML aliases) to more than %d nodes", maxVisits)
+			l.problem(0, "", "%s", aliasBoundMessage(l.ownNodes))
 		}
 		return nil
 	}
 	return n
 }
 
+func aliasBoundMessage(own int) string {
+	return fmt.Sprintf("YAML aliases expand the file by more than %d nodes (it has %d of its own); write the repeated parts out or share less through aliases", maxAliasVisits, own)
+}
+
+// countNodes counts the nodes of the file itself, not following aliases.
+func countNodes(n *yaml.Node) int {
+	if n == nil {
+		return 0
+	}
+	count := 1
+	for _, c := range n.Content {
+		count += countNodes(c)
+	}
+	return count
+}
+
 func isNull(n *yaml.Node) bool {
 	return n == nil || n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
 }
 
+// join extends a field path with a key; a key that is not a plain name is
+// quoted and escaped (servers."bad\x1b[2J"), as job names are.
 func join(parent, key string) string {
+	if !text.PlainName(key) {
+		key = text.Name(key)
+	}
 	if parent == "" {
 		return key
 	}
