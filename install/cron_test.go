@@ -40,7 +40,7 @@ func TestCronLine(t *testing.T) {
 	for _, dirName := range []string{"plain", "it's 100% a $(night) & `x` \"dir\""} {
 		t.Run(dirName, func(t *testing.T) {
 			f := newFixture(t, dirName)
-			f.env["API_KEY"] = "sk-'quoted' 50% $KEY"
+			f.env["GH_HOST"] = "gh-'quoted' 50% $HOST"
 			p := f.plan(t, Cron)
 			line := p.CrontabLine
 			if !strings.HasPrefix(line, "0 2 * * * mkdir -p ") || !strings.HasSuffix(line, " # nightwatch:nightly") {
@@ -71,7 +71,7 @@ func TestCronLine(t *testing.T) {
 			if got[1] != "arg=run" || got[2] != "arg="+f.batch.File {
 				t.Errorf("args %q", got[1:3])
 			}
-			for _, kv := range []string{"API_KEY=" + f.env["API_KEY"], "HOME=" + f.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"} {
+			for _, kv := range []string{"GH_HOST=" + f.env["GH_HOST"], "HOME=" + f.home, "PATH=/usr/local/bin:/usr/bin:/bin"} {
 				if !strings.Contains(string(ran), "\n"+kv+"\n") {
 					t.Errorf("environment lacks %s", kv)
 				}

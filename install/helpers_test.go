@@ -40,7 +40,7 @@ func newFixture(t *testing.T, dirName string) *fixture {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "night.yaml")
-	yaml := "name: nightly\nschedule: \"0 2 * * *\"\nservers:\n  gh:\n    command: gh-mcp\n    env: {GITHUB_TOKEN: \"${GITHUB_TOKEN}\"}\n    requires_env: [API_KEY]\n"
+	yaml := "name: nightly\nschedule: \"0 2 * * *\"\nservers:\n  gh:\n    command: gh-mcp\n    env: {GITHUB_TOKEN: \"${GITHUB_TOKEN}\", GH_HOST: \"${GH_HOST}\"}\n    requires_env: [API_KEY]\n"
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +54,7 @@ func newFixture(t *testing.T, dirName string) *fixture {
 		"PATH":         "/usr/local/bin:/usr/bin:/bin",
 		"API_KEY":      "sk-test-4f9a2c1e8b7d",
 		"GITHUB_TOKEN": "ghp_test_0123456789abcdef",
+		"GH_HOST":      "github.example.com", // plain, taken from the shell: written
 		"UNRELATED":    "not referenced by the batch",
 	}
 	return f

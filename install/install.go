@@ -245,16 +245,20 @@ func checkBinary(p string) error {
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
 
 // environment computes the variables written into the schedule: PATH,
-// HOME, and every variable the batch takes from the process — those of
-// its env (already resolved by Load), its servers' requires_env and any
-// ${VAR} in the batch file or env_file — that has a value now. Under
-// launchd or cron the night has none of the login shell's variables.
+// HOME, and the variables the batch takes from the process — its servers'
+// requires_env and any ${VAR} in the batch file or env_file that the batch
+// does not define itself — when they have a value now and hold nothing
+// secret. Under launchd or cron the night has none of the login shell's
+// variables.
+//
+// No secret value is ever written: a plist, a unit or a crontab line is
+// read by backup tools, shown by `ps` (cron runs the line through sh -c)
+// and copied between machines. `run` reads the batch's env and env_file
+// itself, so what they define is not written either; a secret the batch
+// takes from the shell is named in the notes with where to put it instead.
 func (j *job) environment(b *jobs.Batch, getenv func(string) (string, bool)) error {
 	vals := map[string]string{}
 	names := map[string]bool{}
-	for k := range b.Env {
-		names[k] = true
-	}
 	required := map[string]bool{}
 	for _, s := range b.Servers {
 		for _, k := range s.RequiresEnv {
@@ -262,13 +266,12 @@ func (j *job) environment(b *jobs.Batch, getenv func(string) (string, bool)) err
 		}
 	}
 	// A ${VAR} in a prompt is not expanded, so this may pick up a name the
-	// night does not need; it is only written if set now, and named in the
-	// notes when it looks like a secret.
+	// night does not need; it is only written if set now.
 	for _, f := range []string{b.File, b.EnvFile} {
 		if f == "" {
 			continue
 		}
-		data, err := os.ReadFile(f)
+		data, err := atomicfile.Read(f, 0)
 		if err != nil {
 			return fmt.Errorf("install: %w", err)
 		}
@@ -276,16 +279,31 @@ func (j *job) environment(b *jobs.Batch, getenv func(string) (string, bool)) err
 			names[string(m[1])] = true
 		}
 	}
+	var fromShell []string
 	for k := range names {
-		// The batch's own value wins, as it does when the night loads the
-		// file; otherwise the installer's environment.
-		if v, ok := b.Env[k]; ok {
-			vals[k] = v
-		} else if v, ok := getenv(k); ok && v != "" {
-			vals[k] = v
-		} else if required[k] {
-			j.notes = append(j.notes, fmt.Sprintf("WARNING: %s is required by a server but is not set now; the night will stop at preflight until it is", k))
+		if _, ok := b.Env[k]; ok {
+			continue // the night reads it from the batch or its env_file
 		}
+		v, ok := getenv(k)
+		switch {
+		case !ok || v == "":
+			if required[k] {
+				j.notes = append(j.notes, fmt.Sprintf("WARNING: %s is required by a server but is not set now; the night will stop at preflight until it is in the env_file", k))
+			}
+		case redact.SensitiveName(k) || required[k]:
+			fromShell = append(fromShell, k)
+		default:
+			vals[k] = v
+		}
+	}
+	if len(fromShell) > 0 {
+		slices.Sort(fromShell)
+		where := "an env_file (env_file: ./night.env in the batch, mode 0600)"
+		if b.EnvFile != "" {
+			where = b.EnvFile
+		}
+		j.notes = append(j.notes, fmt.Sprintf("NOT written (secrets never go into a schedule entry): %s; the night reads them only from %s, so put them there",
+			strings.Join(fromShell, ", "), where))
 	}
 	path := b.Env["PATH"]
 	if path == "" {
@@ -299,28 +317,28 @@ func (j *job) environment(b *jobs.Batch, getenv func(string) (string, bool)) err
 	vals["HOME"] = j.home
 
 	for _, k := range knobs.EnvFailOpen {
-		_, inBatch := vals[k]
+		_, inBatch := b.Env[k]
+		_, written := vals[k]
 		_, inShell := getenv(k)
-		if inBatch || inShell {
+		if inBatch || inShell || written {
 			delete(vals, k)
 			j.notes = append(j.notes, fmt.Sprintf("%s is not written: fail-open is a debugging flag and a night must not run with it", k))
 		}
 	}
 
-	var secretNames []string
 	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		v := vals[k]
 		if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			return fmt.Errorf("install: the value of %s contains a control character (a newline?); a schedule file cannot carry it", k)
 		}
 		j.env = append(j.env, envVar{k, v})
-		if redact.SensitiveName(k) || required[k] {
-			secretNames = append(secretNames, k)
+	}
+	// Values the batch knows as secrets are masked in the dry-run print
+	// even though none is written: a PATH entry may still spell one.
+	for k, v := range b.Env {
+		if redact.SensitiveName(k) {
 			j.secrets = append(j.secrets, v)
 		}
-	}
-	if len(secretNames) > 0 {
-		j.notes = append(j.notes, fmt.Sprintf("secrets written so the night has them (the file is readable by you only): %s", strings.Join(secretNames, ", ")))
 	}
 	return nil
 }

@@ -51,41 +51,49 @@ func TestFailOpenDropped(t *testing.T) {
 	}
 }
 
-func TestSecrets(t *testing.T) {
+// No secret value goes into a schedule entry (a plist, a unit, a crontab
+// line that `ps` shows through sh -c): the night reads its env_file itself,
+// and a secret the batch takes from the shell is named, with where to put
+// it, never written.
+func TestSecretsNeverWritten(t *testing.T) {
 	for _, kind := range Kinds {
 		t.Run(string(kind), func(t *testing.T) {
 			table := fakeCrontab(t)
 			f := newFixture(t, "b")
+			envFile := filepath.Join(f.batch.Dir, "night.env")
+			if err := os.WriteFile(envFile, []byte("DB_PASSWORD=pw-from-env-file-77\nREGION=${REGION}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f.batch.EnvFile = envFile
+			f.batch.Env["DB_PASSWORD"] = "pw-from-env-file-77"
+			f.env["REGION"] = "eu-west-1" // taken from the shell, not secret
 			p := f.plan(t, kind)
-			content := everything(p)
-			for _, name := range []string{"API_KEY", "GITHUB_TOKEN"} {
-				if !strings.Contains(content, f.env[name]) {
-					t.Errorf("%s not written: the night would not have it", name)
+			if err := Apply(context.Background(), p, (&recorder{}).run); err != nil {
+				t.Fatal(err)
+			}
+			written := everything(p) + printed(p)
+			if kind == Cron {
+				written += readFile(t, table)
+			}
+			for _, secret := range []string{f.env["API_KEY"], f.env["GITHUB_TOKEN"], "pw-from-env-file-77"} {
+				if strings.Contains(written, secret) {
+					t.Errorf("a secret value is in the %s entry or its print: %s", kind, secret)
 				}
 			}
-			if strings.Contains(content, "UNRELATED") {
+			if !strings.Contains(everything(p), "eu-west-1") {
+				t.Errorf("REGION, a plain variable the batch takes from the shell, was not written")
+			}
+			if strings.Contains(written, "UNRELATED") {
 				t.Error("a variable the batch does not reference was written")
 			}
 			notes := strings.Join(p.Notes, "\n")
-			if !strings.Contains(notes, "API_KEY, GITHUB_TOKEN") {
-				t.Errorf("notes do not name the secrets:\n%s", notes)
-			}
-			out := printed(p)
-			for _, name := range []string{"API_KEY", "GITHUB_TOKEN"} {
-				if v := f.env[name]; strings.Contains(notes, v) || strings.Contains(out, v) {
-					t.Errorf("the value of %s appears in the notes or the dry-run print", name)
-				}
-			}
-			if err := Apply(context.Background(), p, (&recorder{}).run); err != nil {
-				t.Fatal(err)
+			if !strings.Contains(notes, "NOT written") || !strings.Contains(notes, "API_KEY, GITHUB_TOKEN") || !strings.Contains(notes, envFile) {
+				t.Errorf("notes do not name the secrets and the env_file to put them in:\n%s", notes)
 			}
 			for _, file := range p.Files {
 				if fi, err := os.Stat(file.Path); err != nil || fi.Mode().Perm() != 0o600 {
 					t.Errorf("%s: %v, mode %v; want 0600", file.Path, err, fi.Mode().Perm())
 				}
-			}
-			if kind == Cron && !strings.Contains(readFile(t, table), f.env["API_KEY"]) {
-				t.Error("crontab lacks the key")
 			}
 		})
 	}
@@ -107,7 +115,12 @@ func TestPathsRefused(t *testing.T) {
 		{"relative log dir", func(_ *fixture, o *Options) { o.LogDir = "logs" }, "relative"},
 		{"relative home", func(_ *fixture, o *Options) { o.Home = "home" }, "relative"},
 		{"no batch", func(_ *fixture, o *Options) { o.Batch = nil }, "no batch"},
-		{"newline in a value", func(f *fixture, _ *Options) { f.batch.Env["LANG"] = "C\nX" }, "control character"},
+		{"newline in a value", func(f *fixture, _ *Options) {
+			f.env["REGION"] = "eu\nX"
+			if err := os.WriteFile(f.batch.File, []byte("x: ${REGION}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "control character"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, "b")
@@ -165,8 +178,13 @@ jobs:
 	if envs["PATH"] != "/opt/tools/bin:/usr/bin:/bin" {
 		t.Errorf("PATH = %q", envs["PATH"])
 	}
-	if envs["SERVICE_API_KEY"] != "sk-loaded-123456" || envs["MODE"] != "night" || envs["HOME"] != f.home {
+	// MODE is the batch's own (the night reads it); SERVICE_API_KEY is a
+	// secret from the shell: neither is written, the key is named.
+	if _, ok := envs["SERVICE_API_KEY"]; ok || envs["MODE"] != nil || envs["HOME"] != f.home {
 		t.Errorf("env = %v", envs)
+	}
+	if !strings.Contains(strings.Join(p.Notes, "\n"), "NOT written (secrets never go into a schedule entry): SERVICE_API_KEY") {
+		t.Errorf("the secret from the shell is not named: %q", p.Notes)
 	}
 	if pl["StandardOutPath"] != filepath.Join(f.batch.Dir, "state", "logs", "launchd.out.log") {
 		t.Errorf("StandardOutPath = %v", pl["StandardOutPath"])

@@ -88,10 +88,8 @@ func TestSystemdUnits(t *testing.T) {
 				{svc, "Service", "StandardOutput", []string{"append:" + esc(filepath.Join(logs, "systemd.out.log"))}},
 				{svc, "Service", "StandardError", []string{"append:" + esc(filepath.Join(logs, "systemd.err.log"))}},
 				{svc, "Service", "Environment", []string{
-					`"API_KEY=` + f.env["API_KEY"] + `"`,
-					`"GITHUB_TOKEN=` + f.env["GITHUB_TOKEN"] + `"`,
+					`"GH_HOST=` + f.env["GH_HOST"] + `"`,
 					`"HOME=` + esc(f.home) + `"`,
-					`"LANG=C.UTF-8"`,
 					`"PATH=/usr/local/bin:/usr/bin:/bin"`,
 				}},
 				{tmr, "Timer", "OnCalendar", []string{"Mon..Fri *-*-* *:00/15:00"}},
