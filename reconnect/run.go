@@ -58,6 +58,10 @@ type Outcome struct {
 	// Output is the end of stdout and stderr, interleaved as written, at
 	// most MaxOutput bytes, trimmed.
 	Output string
+	// KeptRunning: the command exited 0 and a process it started in a
+	// session of its own (a daemon: setsid, a process manager) kept its
+	// output open and was left running, as a reconnect may intend.
+	KeptRunning bool
 	// Duration is how long the attempt took, start to reaped.
 	Duration time.Duration
 	// Err says why OK is false: "timed out after 5s", "exit status 3",
@@ -117,7 +121,7 @@ func Run(ctx context.Context, argv []string, opts Options) (out Outcome) {
 	if err := cmd.Start(); err != nil {
 		return fail("cannot start %s: %s", program, startProblem(err))
 	}
-	waitErr := proc.Wait(cmd)
+	waitErr, leftInGroup := proc.WaitLeft(cmd)
 	out.Output = redact.Tail(strings.TrimSpace(redact.String(output.String(), opts.Secrets...)), MaxOutput)
 
 	// A command that exits 0 only after the timeout's SIGTERM did not
@@ -130,6 +134,11 @@ func Run(ctx context.Context, argv []string, opts Options) (out Outcome) {
 		return fail("cancelled: %v", context.Cause(ctx))
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return fail("timed out after %s", timeout)
+	case errors.Is(waitErr, exec.ErrWaitDelay) && !leftInGroup:
+		// The holder detached itself from the group: a daemon the
+		// command meant to start. The attempt did what it was for.
+		out.OK, out.KeptRunning = true, true
+		return out
 	case errors.Is(waitErr, exec.ErrWaitDelay):
 		return fail("exited with status 0 but left a background process holding its output; the process group was killed")
 	case waitErr == nil: // not reached: runCtx ends only by ctx or deadline

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -285,4 +286,25 @@ func processGone(pid int) bool {
 	// Format: "pid (comm) state …"; comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(stat, ')')
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// TestRunDaemonHoldingOutput: a command that exits 0 after starting a daemon
+// in a session of its own (setsid) that keeps the output pipe open did what
+// a reconnect is for: it succeeded, the daemon was left running, and the
+// outcome says so.
+func TestRunDaemonHoldingOutput(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Fatalf("setsid is needed: %v", err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	opts := Options{Env: append(os.Environ(), "PIDFILE="+pidFile)}
+	got := Run(context.Background(), mustSplit(t, `sh -c 'setsid sh -c "echo \$\$ > \"$PIDFILE\"; exec sleep 30" & sleep 0.3; echo restarted'`), opts)
+	pid := readPID(t, pidFile)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if !got.OK || !got.KeptRunning || got.Err != "" {
+		t.Errorf("OK, KeptRunning, Err = %v, %v, %q; want a success that kept a daemon running", got.OK, got.KeptRunning, got.Err)
+	}
+	if waitGone(pid, 300*time.Millisecond) {
+		t.Errorf("the daemon %d was killed", pid)
+	}
 }

@@ -35,6 +35,10 @@ func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
 	_ = syscall.Kill(-cmd.Process.Pid, sig)
 }
 
+func groupAlive(cmd *exec.Cmd) bool {
+	return cmd.Process != nil && cmd.Process.Pid > 0 && GroupAlive(cmd.Process.Pid)
+}
+
 // GroupAlive reports whether any process of the group pgid remains.
 func GroupAlive(pgid int) bool {
 	err := syscall.Kill(-pgid, 0)

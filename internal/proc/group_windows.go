@@ -88,4 +88,31 @@ func KillGroup(cmd *exec.Cmd) {
 	}
 }
 
+// jobAccounting is JOBOBJECT_BASIC_ACCOUNTING_INFORMATION (winnt.h), which
+// x/sys/windows does not define.
+type jobAccounting struct {
+	TotalUserTime             int64
+	TotalKernelTime           int64
+	ThisPeriodTotalUserTime   int64
+	ThisPeriodTotalKernelTime int64
+	TotalPageFaultCount       uint32
+	TotalProcesses            uint32
+	ActiveProcesses           uint32
+	TotalTerminatedProcesses  uint32
+}
+
+// groupAlive reports whether the child's Job Object still holds a process.
+func groupAlive(cmd *exec.Cmd) bool {
+	v, ok := jobs.Load(cmd)
+	if !ok {
+		return false
+	}
+	var info jobAccounting
+	if err := windows.QueryInformationJobObject(v.(windows.Handle), windows.JobObjectBasicAccountingInformation,
+		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info)), nil); err != nil {
+		return false
+	}
+	return info.ActiveProcesses > 0
+}
+
 func signalOf(*exec.ExitError) (string, bool) { return "", false }

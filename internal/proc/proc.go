@@ -68,11 +68,22 @@ func Start(cmd *exec.Cmd) error {
 // server started through a wrapper (npx, a shell) leaves children that
 // would otherwise keep running after the leader is gone.
 func Wait(cmd *exec.Cmd) error {
-	err := cmd.Wait()
+	err, _ := WaitLeft(cmd)
+	return err
+}
+
+// WaitLeft is Wait that also says whether anything of the group was still
+// running when the leader had been reaped (and was then killed). A command
+// that exited 0 while a process it started kept its output open
+// (exec.ErrWaitDelay) left that process inside its group when leftInGroup
+// is true, and outside it (a daemon of its own, setsid) when false.
+func WaitLeft(cmd *exec.Cmd) (err error, leftInGroup bool) {
+	err = cmd.Wait()
+	leftInGroup = groupAlive(cmd)
 	KillGroup(cmd)
 	killEscaped(cmd)
 	releaseGroup(cmd)
-	return err
+	return err, leftInGroup
 }
 
 // ExitDescription says in words how a finished command ended, for reasons
