@@ -22,7 +22,8 @@ headless Claude Code sessions still gets its work done when a server dies at 2 a
 	}
 	root.AddCommand(newHookCmd(), newStatusCmd(), newResetCmd(), newProbeCmd(),
 		newPreflightCmd(), newRunCmd(), newDaemonCmd(),
-		newDoctorCmd(), newInstallCmd(false), newInstallCmd(true), newReportCmd(), newLogsCmd())
+		newDoctorCmd(), newInstallCmd(false), newInstallCmd(true), newReportCmd(), newLogsCmd(),
+		newExecServerCmd())
 	return root
 }
 

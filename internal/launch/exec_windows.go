@@ -1,0 +1,34 @@
+//go:build windows
+
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
+)
+
+func execve(path string, argv, env []string) error {
+	cmd := exec.CommandContext(context.Background(), path, argv[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	proc.Prepare(cmd, 2*time.Second)
+	if err := proc.Start(cmd); err != nil {
+		return fmt.Errorf("exec-server: start %s: %w", path, err)
+	}
+	err := proc.Wait(cmd)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		os.Exit(ee.ExitCode())
+	}
+	if err != nil {
+		return fmt.Errorf("exec-server: %s: %w", path, err)
+	}
+	os.Exit(0)
+	return nil
+}
