@@ -104,10 +104,16 @@ func (e *env) userRegistered() bool {
 // hook those files.
 func (e *env) scheduledMCPConfig(add func(detail, fix string)) {
 	check := func(entry string, args []string, vars map[string]string, fix func(value string) string) {
-		if !runsClaude(args) {
+		// A wrapper (sh -c "claude -p … --mcp-config f") holds the command
+		// line in one argument: read its words too.
+		var words []string
+		for _, a := range args {
+			words = append(words, strings.Fields(a)...)
+		}
+		if !runsClaude(words) {
 			return
 		}
-		files := mcpConfigArgs(args)
+		files := mcpConfigArgs(words)
 		if len(files) == 0 {
 			return
 		}
@@ -174,17 +180,10 @@ func mcpConfigArgs(args []string) []string {
 	return files
 }
 
-// runsClaude reports whether a command line starts Claude Code: its
+// runsClaude reports whether a command line's words start Claude Code: its
 // program, or the program a shell or env wrapper runs, is named claude.
-func runsClaude(args []string) bool {
-	for _, a := range args {
-		for _, word := range strings.Fields(a) {
-			if filepath.Base(word) == "claude" {
-				return true
-			}
-		}
-	}
-	return false
+func runsClaude(words []string) bool {
+	return slices.ContainsFunc(words, func(w string) bool { return filepath.Base(w) == "claude" })
 }
 
 // toolServer returns the server of an allowed_tools entry naming MCP tools
