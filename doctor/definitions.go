@@ -62,12 +62,12 @@ func (e *env) definitions(context.Context) []Check {
 	}
 	if e.userRegistered() {
 		e.scheduledMCPConfig(add)
-		if dir, set := e.Getenv(envClaudeConfigDir); set && dir != "" && e.knobs.MCPConfig.V == "" {
+		if dir, set := e.Getenv(envClaudeConfigDir); set && dir != "" {
 			moved := filepath.Join(dir, ".claude.json")
 			r := mcpconfig.Resolve(e.knobs.ConfigOptions(e.Cwd, e.Home, e.Getenv))
 			if _, err := os.Stat(moved); err == nil && !slices.Contains(r.Searched, moved) {
-				add(fmt.Sprintf("%s=%s moves Claude Code's .claude.json to %s, but the hook's config search reads %s: the servers defined there are invisible to it",
-					envClaudeConfigDir, dir, moved, filepath.Join(e.Home, ".claude.json")),
+				add(fmt.Sprintf("%s=%s moves Claude Code's .claude.json to %s, which the hook does not read (it reads %s): the servers defined there are invisible to it",
+					envClaudeConfigDir, dir, moved, strings.Join(r.Searched, ", ")),
 					fmt.Sprintf("hand the hook the file: export NIGHTWATCH_MCP_CONFIG=%s (a path list: add %s and .mcp.json files to keep them too)",
 						moved, filepath.Join(dir, "settings.json")))
 			}

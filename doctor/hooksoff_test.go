@@ -192,7 +192,12 @@ func TestClaudeConfigDirIsFollowed(t *testing.T) {
 	if !strings.Contains(c.Fix, "NIGHTWATCH_MCP_CONFIG="+claudeJSON) {
 		t.Errorf("fix: %s", c.Fix)
 	}
+	// Another file handed over is not this one.
+	other := filepath.Join(s.home, "other-mcp.json")
+	s.writeJSON(other, map[string]any{"mcpServers": map[string]any{}})
+	s.env["NIGHTWATCH_MCP_CONFIG"] = other
+	mustFind(t, s.run(), "definitions", Warn, "CLAUDE_CONFIG_DIR="+dir, claudeJSON)
 	// Handed over: no warning.
-	s.env["NIGHTWATCH_MCP_CONFIG"] = claudeJSON
+	s.env["NIGHTWATCH_MCP_CONFIG"] = other + string(os.PathListSeparator) + claudeJSON
 	mustFind(t, s.run(), "definitions", OK)
 }
