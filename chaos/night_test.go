@@ -497,25 +497,33 @@ func runScheduler(t *testing.T, faults []fault, progress func() int, stop <-chan
 func scale(at, n int) int { return max(1, at*n/shortJobs) }
 
 // TestChaosNight runs the chaos night through nightwatch, then the same
-// night with the plain hook, and writes the figures side by side.
+// night with the plain hook, and writes the figures side by side; once on
+// every supported CLI version, the versions in parallel. With
+// NIGHTWATCH_CHAOS_FIGURES=dir/figures.md each version's table goes to
+// dir/figures-<version>.md.
 func TestChaosNight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos night runs the real CLI")
 	}
+	testkit.ForEachClaude(t, testChaosNight)
+}
+
+func testChaosNight(t *testing.T, version string) {
 	n := chaosJobs(t)
 	jobs := buildJobs(n)
-	nw := nightwatchNight(t, jobs)
-	base := baselineNight(t, jobs)
-	table := figuresTable(n, nw, base)
+	nw := nightwatchNight(t, jobs, version)
+	base := baselineNight(t, jobs, version)
+	table := figuresTable(n, version, nw, base)
 	t.Logf("\n%s", table)
 	if out := os.Getenv("NIGHTWATCH_CHAOS_FIGURES"); out != "" {
-		_ = os.WriteFile(out, []byte(table), 0o644)
+		ext := filepath.Ext(out)
+		_ = os.WriteFile(strings.TrimSuffix(out, ext)+"-"+version+ext, []byte(table), 0o644)
 	}
 }
 
-func figuresTable(n int, nw, base figures) string {
+func figuresTable(n int, version string, nw, base figures) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| %d jobs, max_parallel 2 | nightwatch | plain hook (baseline) |\n|---|---|---|\n", n)
+	fmt.Fprintf(&b, "| %d jobs, max_parallel 2, Claude Code %s | nightwatch | plain hook (baseline) |\n|---|---|---|\n", n, version)
 	row := func(name string, a, c any) { fmt.Fprintf(&b, "| %s | %v | %v |\n", name, a, c) }
 	row("jobs done (supervisor's verdict / CLI exit 0)", nw.Done, base.Done)
 	row("jobs skipped with a reason", nw.Skipped, base.Skipped)
@@ -546,7 +554,7 @@ func orDash(s string) string {
 	return s
 }
 
-func nightwatchNight(t *testing.T, jobs []chaosJob) figures {
+func nightwatchNight(t *testing.T, jobs []chaosJob, version string) figures {
 	w := newWorld(t, "nightwatch")
 	bin := testkit.BuildNightwatch(t)
 	state := filepath.Join(w.dir, "state")
@@ -562,7 +570,7 @@ env: {MCP_TOOL_TIMEOUT: "8000", MCP_CONNECT_TIMEOUT_MS: "8000"}
 defaults: {timeout: 90s, stall_timeout: 60s, retries: 2, on_unhealthy: defer, max_defer: 3m}
 health: {ttl: 30s, backoff: 1s, max_backoff: 4s, probe_timeout: 3s, prewarm_timeout: 30s}
 servers:
-`, q(testkit.ClaudeBin(t)))
+`, q(testkit.ClaudeBinOf(t, version)))
 	for _, s := range []string{"alpha", "beta"} {
 		key := strings.ToUpper(s) + "_API_KEY"
 		fmt.Fprintf(&y, "  %s:\n    command: %s\n    args: [\"--control\", %s, \"--pidfile\", %s]\n    env: {%s: \"${%s}\"}\n    reconnect: %s\n",
@@ -850,7 +858,7 @@ func tail(s string, n int) string {
 // baselineNight runs the same jobs, two at a time, each as a plain
 // `claude -p` session whose only health check is the plain hook; the same
 // server faults are scripted (no supervisor to kill, no cache to corrupt).
-func baselineNight(t *testing.T, jobs []chaosJob) figures {
+func baselineNight(t *testing.T, jobs []chaosJob, version string) figures {
 	w := newWorld(t, "baseline")
 	self, err := os.Executable()
 	if err != nil {
@@ -919,7 +927,7 @@ func baselineNight(t *testing.T, jobs []chaosJob) figures {
 				cfg := filepath.Join(hookDir, j.Name+".mcp.json")
 				b, _ := json.Marshal(map[string]any{"mcpServers": servers})
 				_ = os.WriteFile(cfg, b, 0o600)
-				r := testkit.RunClaude(t, w.api, testkit.ClaudeRun{Prompt: j.prompt(), Home: filepath.Join(w.dir, "home"),
+				r := testkit.RunClaude(t, w.api, testkit.ClaudeRun{Version: version, Prompt: j.prompt(), Home: filepath.Join(w.dir, "home"),
 					MCPConfig: cfg, Settings: settingsFile, AllowedTools: j.allowed(), Timeout: 100 * time.Second,
 					Env: []string{"MCP_TOOL_TIMEOUT=8000", "MCP_CONNECT_TIMEOUT_MS=8000"}, NoDebugFile: true})
 				mu.Lock()

@@ -7,22 +7,25 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
+	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/clirange"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 )
 
 const agentTitle = "Claude Code"
 
-// minVersion is the first Claude Code version assumed to send
-// PostToolUseFailure. It is an assumption, not a documented threshold:
-// older versions only warn.
-var minVersion = [3]int{2, 1, 0}
+// versionRe recognises `claude --version` output: "2.1.332 (Claude Code)".
+var versionRe = regexp.MustCompile(`\d+\.\d+\.\d+\s*\(Claude Code\)`)
 
-var versionRe = regexp.MustCompile(`(\d+)\.(\d+)\.(\d+)\s*\(Claude Code\)`)
+// updateFix is how a user moves to a tested Claude Code.
+const updateFix = "claude update   # or: npm install -g @anthropic-ai/claude-code@" + clirange.Newest
 
-// agent checks that Claude Code can be found and is recent enough.
+// agent checks that Claude Code can be found and reports its version
+// against the range nightwatch's end-to-end suite runs (clirange): hook
+// payloads, deny framing and error texts differ between versions, and
+// nightwatch only knows the ones it is tested on.
 func (e *env) agent(ctx context.Context) []Check {
 	bin := e.ClaudeBin
 	if bin == "" && e.batch != nil {
@@ -41,32 +44,26 @@ func (e *env) agent(ctx context.Context) []Check {
 		return []Check{{ID: "agent", Title: agentTitle, Level: Fail, Detail: fmt.Sprintf("%s --version: %v", path, err),
 			Fix: "run " + path + " --version by hand and repair the installation"}}
 	}
-	m := versionRe.FindStringSubmatch(out)
-	if m == nil {
-		return []Check{{ID: "agent", Title: agentTitle, Level: Warn, Detail: fmt.Sprintf("%s --version printed %q, not \"X.Y.Z (Claude Code)\"", path, oneLine(out)),
+	version := clirange.Parse(versionRe.FindString(out))
+	if version == "" {
+		return []Check{{ID: "agent", Title: agentTitle, Level: Warn, Detail: fmt.Sprintf("%s --version printed %q, not \"X.Y.Z (Claude Code)\"", path, oneLine(strings.TrimSpace(out))),
 			Fix: "check that " + path + " is Claude Code"}}
 	}
-	var v [3]int
-	for i := range v {
-		v[i], _ = strconv.Atoi(m[i+1])
-	}
-	version := fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2])
-	if less(v, minVersion) {
+	tested := clirange.Oldest + " to " + clirange.Newest
+	switch clirange.Where(version) {
+	case "older":
+		return []Check{{ID: "agent", Title: agentTitle, Level: Fail,
+			Detail: fmt.Sprintf("%s is Claude Code %s, older than every version nightwatch is tested with (%s): its hook payloads and error texts are unknown, so failures may go unseen and calls to dead servers unblocked",
+				path, version, tested),
+			Fix: updateFix}}
+	case "newer":
 		return []Check{{ID: "agent", Title: agentTitle, Level: Warn,
-			Detail: fmt.Sprintf("%s is Claude Code %s: versions before %d.%d.%d may not send PostToolUseFailure, so failures are only learned on the next PreToolUse (the threshold is an assumption)",
-				path, version, minVersion[0], minVersion[1], minVersion[2]),
-			Fix: "claude update   # or npm install -g @anthropic-ai/claude-code@latest"}}
+			Detail: fmt.Sprintf("%s is Claude Code %s, newer than tested (%s): a changed error text or hook payload may go unrecognised",
+				path, version, tested),
+			Fix: "update nightwatch (a release tested with " + version + " may exist), or pin Claude Code to " + clirange.Newest +
+				": npm install -g @anthropic-ai/claude-code@" + clirange.Newest + " and turn off its auto-update (DISABLE_AUTOUPDATER=1)"}}
 	}
-	return []Check{ok("agent", agentTitle, fmt.Sprintf("%s is Claude Code %s", path, version))}
-}
-
-func less(a, b [3]int) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
+	return []Check{ok("agent", agentTitle, fmt.Sprintf("%s is Claude Code %s, inside the tested range (%s)", path, version, tested))}
 }
 
 // lookPath finds bin on the PATH of the given environment (not the

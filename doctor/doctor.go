@@ -2,9 +2,10 @@
 // quietly: the traps of the article nightwatch is built from (fail-open
 // left on, a ~ in a launchd path, a shadowed server, a key that only the
 // login shell has, a stuck or unwritable cache) and nightwatch's own
-// (hooks not registered, a matcher that misses MCP tools, reconnect
-// commands that need a shell, an old Claude Code). Every warning and
-// failure carries the exact fix.
+// (hooks not registered or switched off, a matcher that misses MCP tools,
+// servers the hook cannot see, reconnect commands that need a shell, a
+// Claude Code outside the tested range). Every warning and failure carries
+// the exact fix.
 package doctor
 
 import (
@@ -61,6 +62,10 @@ type Options struct {
 	// ClaudeBin is the agent to check; "" = the batch's agent.command, else
 	// "claude" looked up in PATH.
 	ClaudeBin string
+	// ManagedSettingsDir holds Claude Code's managed-settings.json; "" =
+	// this OS's place (/etc/claude-code, or /Library/Application
+	// Support/ClaudeCode on macOS).
+	ManagedSettingsDir string
 }
 
 // env is the context every check shares.
@@ -87,7 +92,7 @@ func Run(ctx context.Context, o Options) []Check {
 		}
 	}
 	for _, c := range []func(context.Context) []Check{
-		e.failOpen, e.configPath, e.shadowed, e.env, e.cache, e.hooks, e.reconnect, e.agent,
+		e.failOpen, e.hooksOff, e.configPath, e.shadowed, e.env, e.cache, e.hooks, e.definitions, e.reconnect, e.agent,
 	} {
 		checks = append(checks, c(ctx)...)
 	}
@@ -119,6 +124,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.LaunchAgentsDir == "" {
 		o.LaunchAgentsDir = filepath.Join(o.Home, "Library", "LaunchAgents")
+	}
+	if o.ManagedSettingsDir == "" {
+		o.ManagedSettingsDir = managedSettingsDir()
 	}
 	if o.SystemdUserDir == "" {
 		o.SystemdUserDir = filepath.Join(o.Home, ".config", "systemd", "user")

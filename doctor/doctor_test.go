@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/clirange"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 )
 
@@ -23,17 +24,18 @@ type sandbox struct {
 	env       map[string]string
 	claude    string
 	batch     string
+	managed   string // ManagedSettingsDir: a temp folder, not /etc/claude-code
 }
 
 func newSandbox(t *testing.T) *sandbox {
 	t.Helper()
 	home := t.TempDir()
-	s := &sandbox{t: t, home: home, cwd: filepath.Join(home, "project")}
+	s := &sandbox{t: t, home: home, cwd: filepath.Join(home, "project"), managed: filepath.Join(home, "managed")}
 	mkdir(t, s.cwd)
 	bin := filepath.Join(home, "bin")
 	mkdir(t, bin)
 	s.claude = filepath.Join(bin, "claude")
-	s.fakeClaude("2.1.5 (Claude Code)")
+	s.fakeClaude(clirange.Newest + " (Claude Code)")
 	s.env = map[string]string{"PATH": bin + ":/usr/bin:/bin", "HOME": home, "USER": "tester"}
 	// A healthy registration: the trap tests break one thing at a time.
 	s.writeJSON(filepath.Join(home, ".claude", "settings.json"), hooksSettings("mcp__.*", "/opt/nightwatch/bin/nightwatch hook"))
@@ -76,7 +78,7 @@ func (s *sandbox) run() []Check {
 		environ = append(environ, k+"="+v)
 	}
 	checks := Run(context.Background(), Options{
-		BatchFile: s.batch, Home: s.home, Cwd: s.cwd,
+		BatchFile: s.batch, Home: s.home, Cwd: s.cwd, ManagedSettingsDir: s.managed,
 		Getenv:       func(n string) (string, bool) { v, ok := s.env[n]; return v, ok },
 		Environ:      environ,
 		ProbeTimeout: 5 * time.Second,
@@ -168,7 +170,7 @@ func TestCleanSetupIsAllOK(t *testing.T) {
 			t.Errorf("not ok: %+v", c)
 		}
 	}
-	for _, id := range []string{"batch", "fail-open", "config-path", "shadowed", "env", "cache", "hooks", "reconnect", "agent"} {
+	for _, id := range []string{"batch", "fail-open", "hooks-off", "config-path", "shadowed", "env", "cache", "hooks", "definitions", "reconnect", "agent"} {
 		if !ids[id] {
 			t.Errorf("no %s check", id)
 		}
@@ -421,18 +423,50 @@ func TestReconnectCommands(t *testing.T) {
 }
 
 func TestAgentVersion(t *testing.T) {
-	s := newSandbox(t)
-	s.fakeClaude("1.0.3 (Claude Code)")
-	c := mustFind(t, s.run(), "agent", Warn, "1.0.3", "PostToolUseFailure", "assumption")
-	if c.Level != Warn {
-		t.Error(c)
+	for _, tc := range []struct {
+		printed string
+		level   Level
+		want    []string
+	}{
+		{"1.0.3 (Claude Code)", Fail, []string{"Claude Code 1.0.3", "older than every version nightwatch is tested with", clirange.Oldest + " to " + clirange.Newest}},
+		{"2.1.196 (Claude Code)", Fail, []string{"2.1.196", "older than"}},
+		{clirange.Oldest + " (Claude Code)", OK, []string{clirange.Oldest, "inside the tested range"}},
+		{clirange.Newest + " (Claude Code)", OK, []string{clirange.Newest, "inside the tested range"}},
+		{"2.1.400 (Claude Code)", Warn, []string{"2.1.400", "newer than tested"}},
+		{"3.0.0 (Claude Code)", Warn, []string{"3.0.0", "newer than tested"}},
+		{"not a version", Warn, []string{`"not a version"`, `not "X.Y.Z (Claude Code)"`}},
+	} {
+		t.Run(tc.printed, func(t *testing.T) {
+			s := newSandbox(t)
+			s.fakeClaude(tc.printed)
+			checks := s.run()
+			c := mustFind(t, checks, "agent", tc.level, tc.want...)
+			if tc.level == Fail && !strings.Contains(c.Fix, "claude update") {
+				t.Errorf("fix: %s", c.Fix)
+			}
+		})
 	}
 
+	s := newSandbox(t)
 	s.env["PATH"] = "/usr/bin:/bin"
 	if slices.ContainsFunc(strings.Split(s.env["PATH"], ":"), func(d string) bool { _, err := os.Stat(filepath.Join(d, "claude")); return err == nil }) {
 		t.Skip("a real claude is installed in /usr/bin or /bin")
 	}
 	mustFind(t, s.run(), "agent", Fail, "claude not found")
+}
+
+// TestAgentVersionOfThePinnedCLIs runs doctor against the real binaries of
+// every pinned Claude Code version: each reads as inside the range.
+func TestAgentVersionOfThePinnedCLIs(t *testing.T) {
+	for _, v := range testkit.ClaudeVersions(t) {
+		t.Run(v, func(t *testing.T) {
+			s := newSandbox(t)
+			checks := Run(context.Background(), Options{Home: s.home, Cwd: s.cwd, ManagedSettingsDir: s.managed,
+				ClaudeBin: testkit.ClaudeBinOf(t, v),
+				Getenv:    func(n string) (string, bool) { val, ok := s.env[n]; return val, ok }})
+			mustFind(t, checks, "agent", OK, "Claude Code "+v+", inside the tested range")
+		})
+	}
 }
 
 func TestAgentHangIsBounded(t *testing.T) {

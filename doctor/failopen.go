@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -260,6 +261,11 @@ func unitWords(s string) []string {
 type settings struct {
 	Env   map[string]any         `json:"env"`
 	Hooks map[string][]hookMatch `json:"hooks"`
+	// DisableAllHooks turns every hook off, nightwatch's included.
+	DisableAllHooks bool `json:"disableAllHooks"`
+	// AllowManagedHooksOnly (honoured in managed settings) runs only the
+	// hooks of the managed settings.
+	AllowManagedHooksOnly bool `json:"allowManagedHooksOnly"`
 }
 
 type hookMatch struct {
@@ -284,21 +290,68 @@ func (s *settings) commands() []hookCommand {
 	return out
 }
 
-// settingsFile is one Claude Code settings file and whether it is the
-// user's (seen by every session) or a project's.
+// settingsFile is one Claude Code settings file and whether it is seen by
+// every session (the user's and the managed ones) or by one project's.
 type settingsFile struct {
-	path string
-	user bool
+	path    string
+	user    bool
+	managed bool
 }
 
-func (e *env) settingsFiles() []settingsFile {
-	user := filepath.Join(e.Home, ".claude", "settings.json")
-	files := []settingsFile{{user, true}}
-	for _, name := range []string{"settings.json", "settings.local.json"} {
-		p := filepath.Join(e.Cwd, ".claude", name)
-		if p != user { // cwd = home: the same file, read once
-			files = append(files, settingsFile{p, false})
+// envClaudeConfigDir moves Claude Code's user folder (~/.claude, which holds
+// settings.json) and its ~/.claude.json (to <dir>/.claude.json).
+const envClaudeConfigDir = "CLAUDE_CONFIG_DIR"
+
+// claudeConfigDirs are the user folders Claude Code reads settings from:
+// CLAUDE_CONFIG_DIR (the operator's, then the batch's when it sets another)
+// or ~/.claude.
+func (e *env) claudeConfigDirs() []string {
+	var dirs []string
+	if d, ok := e.Getenv(envClaudeConfigDir); ok && d != "" {
+		dirs = append(dirs, d)
+	} else {
+		dirs = append(dirs, filepath.Join(e.Home, ".claude"))
+	}
+	if e.batch != nil {
+		if d := e.batch.Env[envClaudeConfigDir]; d != "" && !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
 		}
+	}
+	return dirs
+}
+
+// managedSettingsDir is where Claude Code reads the organisation's managed
+// settings on this OS.
+func managedSettingsDir() string {
+	if runtime.GOOS == "darwin" {
+		return "/Library/Application Support/ClaudeCode"
+	}
+	return "/etc/claude-code"
+}
+
+// settingsFiles lists every settings file Claude Code reads for a session
+// in Cwd, the user's first: user settings (following CLAUDE_CONFIG_DIR),
+// the project's shared and local settings, and the managed settings
+// (managed-settings.json and the managed-settings.d drop-ins).
+func (e *env) settingsFiles() []settingsFile {
+	var files []settingsFile
+	seen := map[string]bool{}
+	add := func(f settingsFile) {
+		if !seen[f.path] { // cwd = home: the same file, read once
+			seen[f.path] = true
+			files = append(files, f)
+		}
+	}
+	for _, dir := range e.claudeConfigDirs() {
+		add(settingsFile{path: filepath.Join(dir, "settings.json"), user: true})
+	}
+	for _, name := range []string{"settings.json", "settings.local.json"} {
+		add(settingsFile{path: filepath.Join(e.Cwd, ".claude", name)})
+	}
+	managed := e.ManagedSettingsDir
+	add(settingsFile{path: filepath.Join(managed, "managed-settings.json"), user: true, managed: true})
+	for _, p := range globFiles(filepath.Join(managed, "managed-settings.d"), "*.json") {
+		add(settingsFile{path: p, user: true, managed: true})
 	}
 	return files
 }

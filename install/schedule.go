@@ -5,12 +5,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // schedule is a batch's cron line, expanded: each field the sorted set of
-// values it matches. The daemon reads the line with robfig/cron; the
-// installers translate it into launchd, systemd and crontab syntax from this
-// one reading, so the three agree with the daemon on what the line means.
+// values it matches. The line is read by robfig/cron's standard parser, the
+// one the daemon (supervisor.Daemon) and the batch loader use, and the sets
+// come from its parsed bit fields; the installers translate them into
+// launchd, systemd and crontab syntax, so the three agree with the daemon on
+// what the line means and refuse what it refuses.
 type schedule struct {
 	minute, hour, dom, month, dow []int
 	// domStar and dowStar follow cron's day rule: when both day fields are
@@ -23,161 +28,75 @@ type schedule struct {
 type field struct {
 	name     string
 	min, max int
-	names    []string // names[i] is value min+i ("jan", "sun"); nil = numbers only
 }
 
 var (
-	fMinute = field{"minute", 0, 59, nil}
-	fHour   = field{"hour", 0, 23, nil}
-	fDom    = field{"day of month", 1, 31, nil}
-	fMonth  = field{"month", 1, 12, []string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}}
-	fDow    = field{"day of week", 0, 6, []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}}
+	fMinute = field{"minute", 0, 59}
+	fHour   = field{"hour", 0, 23}
+	fDom    = field{"day of month", 1, 31}
+	fMonth  = field{"month", 1, 12}
+	fDow    = field{"day of week", 0, 6}
 )
 
-// descriptors are robfig/cron's predefined schedules that have a 5-field
-// equivalent. @every has none: an interval is not a calendar time.
-var descriptors = map[string]string{
-	"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-	"@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
-}
+// cronStarBit is the bit robfig/cron sets in a field written "*" or "?"
+// (without a step above 1); its day rule keys on it. robfig keeps the
+// constant unexported; TestCronStarBit holds this copy to it.
+const cronStarBit = 1 << 63
 
-// parseSchedule reads the subset of robfig/cron's standard syntax that a
-// calendar can express: numbers, names, *, ?, lists, ranges and steps, and
-// the descriptors above. Anything else is refused with the reason.
+// parseCron is the daemon's parser.
+var parseCron = cron.ParseStandard
+
+// parseSchedule reads a cron line with the daemon's parser and expands the
+// parsed schedule. A line the daemon refuses is refused with its error; an
+// @every interval, which the daemon runs but a calendar cannot express, is
+// refused with the reason.
 func parseSchedule(line string) (*schedule, error) {
-	s := &schedule{}
-	line = strings.TrimSpace(line)
-	if line == "" {
+	if strings.TrimSpace(line) == "" {
 		return nil, fmt.Errorf("the batch has no schedule: add `schedule: \"0 2 * * *\"` (a cron line) to install it")
 	}
-	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
-		if rest, ok := strings.CutPrefix(line, prefix); ok {
-			tz, spec, _ := strings.Cut(rest, " ")
-			s.tz, line = tz, strings.TrimSpace(spec)
-		}
-	}
-	if strings.HasPrefix(line, "@every") {
-		return nil, fmt.Errorf("schedule %q: an @every interval has no calendar form; write it as a cron line (\"*/30 * * * *\")", line)
-	}
-	if strings.HasPrefix(line, "@") {
-		d, ok := descriptors[line]
-		if !ok {
-			return nil, fmt.Errorf("schedule %q: unknown descriptor", line)
-		}
-		line = d
-	}
-	parts := strings.Fields(line)
-	if len(parts) != 5 {
-		return nil, fmt.Errorf("schedule %q: want 5 fields (minute hour day-of-month month day-of-week), got %d", line, len(parts))
-	}
-	var err error
-	if s.minute, _, err = parseField(parts[0], fMinute); err == nil {
-		if s.hour, _, err = parseField(parts[1], fHour); err == nil {
-			if s.dom, s.domStar, err = parseField(parts[2], fDom); err == nil {
-				if s.month, _, err = parseField(parts[3], fMonth); err == nil {
-					s.dow, s.dowStar, err = parseDow(parts[4])
-				}
-			}
-		}
-	}
+	parsed, err := parseCronSafely(line)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", line, err)
+	}
+	spec, ok := parsed.(*cron.SpecSchedule)
+	if !ok {
+		return nil, fmt.Errorf("schedule %q: an @every interval has no calendar form; write it as a cron line (\"*/30 * * * *\")", line)
+	}
+	s := &schedule{
+		minute:  values(spec.Minute, fMinute),
+		hour:    values(spec.Hour, fHour),
+		dom:     values(spec.Dom, fDom),
+		month:   values(spec.Month, fMonth),
+		dow:     values(spec.Dow, fDow),
+		domStar: spec.Dom&cronStarBit != 0,
+		dowStar: spec.Dow&cronStarBit != 0,
+	}
+	if spec.Location != nil && spec.Location != time.Local {
+		s.tz = spec.Location.String()
 	}
 	return s, nil
 }
 
-// parseDow reads the day of week, accepting 7 for Sunday as most crons do.
-func parseDow(text string) ([]int, bool, error) {
-	f := fDow
-	f.max = 7
-	vals, star, err := parseField(text, f)
-	if err != nil {
-		return nil, false, err
-	}
-	set := map[int]bool{}
-	for _, v := range vals {
-		set[v%7] = true
-	}
-	out := make([]int, 0, len(set))
-	for v := range set {
-		out = append(out, v)
-	}
-	slices.Sort(out)
-	return out, star, nil
+// parseCronSafely is parseCron with its panics ("TZ=x" with no space) turned
+// into the error the batch loader reports for them.
+func parseCronSafely(line string) (sched cron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("unreadable")
+		}
+	}()
+	return parseCron(line)
 }
 
-// parseField expands one field into its sorted values. star is robfig's
-// rule: the field is "*" or "?" without a step greater than 1.
-func parseField(text string, f field) (vals []int, star bool, err error) {
-	set := map[int]bool{}
-	star = true
-	for _, part := range strings.Split(text, ",") {
-		rng, stepText, hasStep := strings.Cut(part, "/")
-		step := 1
-		if hasStep {
-			if step, err = strconv.Atoi(stepText); err != nil || step < 1 {
-				return nil, false, fmt.Errorf("%s: bad step %q", f.name, stepText)
-			}
-		}
-		var lo, hi int
-		switch {
-		case rng == "*" || rng == "?":
-			lo, hi = f.min, f.max
-			if f.name == fDow.name {
-				hi = 6 // "*" is 0-6; 7 is only an alias
-			}
-		case strings.Contains(rng, "-"):
-			a, b, _ := strings.Cut(rng, "-")
-			if lo, err = f.value(a); err == nil {
-				hi, err = f.value(b)
-			}
-			if err != nil {
-				return nil, false, err
-			}
-			if lo > hi {
-				return nil, false, fmt.Errorf("%s: range %q runs backwards", f.name, rng)
-			}
-		default:
-			if lo, err = f.value(rng); err != nil {
-				return nil, false, err
-			}
-			hi = lo
-			if hasStep { // robfig: "N/step" means N through the maximum
-				hi = f.max
-				if f.name == fDow.name {
-					hi = 6
-				}
-			}
-		}
-		if !(rng == "*" || rng == "?") || step > 1 {
-			star = false
-		}
-		for v := lo; v <= hi; v += step {
-			set[v] = true
+// values lists the values of f whose bits are set in a robfig field.
+func values(bits uint64, f field) []int {
+	var out []int
+	for v := f.min; v <= f.max; v++ {
+		if bits&(1<<uint(v)) != 0 {
+			out = append(out, v)
 		}
 	}
-	for v := range set {
-		vals = append(vals, v)
-	}
-	slices.Sort(vals)
-	return vals, star, nil
-}
-
-// value reads a number or a name of the field and checks its range.
-func (f field) value(s string) (int, error) {
-	for i, n := range f.names {
-		if strings.EqualFold(s, n) {
-			return f.min + i, nil
-		}
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a number", f.name, s)
-	}
-	if v < f.min || v > f.max {
-		return 0, fmt.Errorf("%s: %d is outside %d-%d", f.name, v, f.min, f.max)
-	}
-	return v, nil
+	return out
 }
 
 // full reports whether vals is every value of f.

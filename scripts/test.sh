@@ -9,6 +9,10 @@ echo "== go modules"
 go mod download
 echo "== npm packages for end-to-end tests (testdata/npm)"
 (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
+# Every end-to-end test runs on each of these (testkit.ForEachClaude).
+for claude in testdata/npm/node_modules/claude-code-*/bin/claude.exe; do
+  echo "Claude Code CLI: $("$claude" --version)"
+done
 
 echo "== gofmt, go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './testdata/*'))

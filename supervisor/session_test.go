@@ -381,9 +381,12 @@ func sessionTestRun(t *testing.T, ctx context.Context, spec SessionSpec) (Outcom
 }
 
 // TestSessionRealClaude runs sessions through the pinned Claude Code CLI,
-// the fake Messages API, nightwatch's hook and real MCP servers.
-func TestSessionRealClaude(t *testing.T) {
-	claude := testkit.ClaudeBin(t)
+// the fake Messages API, nightwatch's hook and real MCP servers, on every
+// supported CLI version.
+func TestSessionRealClaude(t *testing.T) { testkit.ForEachClaude(t, testSessionRealClaude) }
+
+func testSessionRealClaude(t *testing.T, version string) {
+	claude := testkit.ClaudeBinOf(t, version)
 	server := testkit.BuildTestServer(t)
 	// The hook binary too sits in a folder whose name needs quoting.
 	binDir := filepath.Join(t.TempDir(), "night watch's bin")

@@ -58,8 +58,12 @@ func readJournal(t *testing.T, stateDir string) []journalLine {
 // TestRunSurvivesSIGKILL kills the supervisor with SIGKILL while a job is
 // in the middle of its session, twice, and starts it again each time: the
 // night resumes, the session the dead supervisor left running is killed,
-// and every job ends done exactly once.
+// and every job ends done exactly once. It runs on every supported CLI.
 func TestRunSurvivesSIGKILL(t *testing.T) {
+	testkit.ForEachClaude(t, testRunSurvivesSIGKILL)
+}
+
+func testRunSurvivesSIGKILL(t *testing.T, version string) {
 	bin := testkit.BuildNightwatch(t)
 	api := fakeapi.Start(t)
 	dir := t.TempDir()
@@ -79,7 +83,7 @@ jobs:
   - {name: slow, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
   - {name: third, servers: [notes], allowed_tools: [mcp__notes], needs: [slow], prompt: %s}
   - {name: fourth, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
-`, q(testkit.ClaudeBin(t)), q(testkit.BuildTestServer(t)),
+`, q(testkit.ClaudeBinOf(t, version)), q(testkit.BuildTestServer(t)),
 		script("first", `mcp__notes__echo {"message":"1"}`),
 		script("slow", `mcp__notes__slow {"ms":6000}`),
 		script("third", `mcp__notes__echo {"message":"3"}`),

@@ -106,4 +106,62 @@ func testClaudeE2E(t *testing.T, version string) {
 			t.Errorf("the denied tool reached the MCP server")
 		}
 	})
+
+	// What the model sees of a hook's additionalContext and of a tool's
+	// isError result differs between versions (reference §3, §6.3); the
+	// fake records both the same way, and keeps what differs apart.
+	t.Run("context-and-tool-errors", func(t *testing.T) {
+		t.Parallel()
+		cfg := WriteMCPConfig(t, map[string]any{"nw": map[string]any{"command": BuildTestServer(t)}})
+		ctxHook := func(event, text string) []any {
+			out := `{"hookSpecificOutput":{"hookEventName":"` + event + `","additionalContext":"` + text + `"}}`
+			return []any{map[string]any{"matcher": "mcp__.*", "hooks": []any{map[string]any{
+				"type": "command", "command": "cat >/dev/null; printf '%s' '" + out + "'", "timeout": 30}}}}
+		}
+		settings := WriteSettings(t, map[string]any{"hooks": map[string]any{
+			"PostToolUse":        ctxHook("PostToolUse", "ADDCTX-TEXT"),
+			"PostToolUseFailure": ctxHook("PostToolUseFailure", "FAILCTX-TEXT"),
+		}})
+		res := RunClaude(t, api, ClaudeRun{
+			Version: version,
+			Prompt: "SESSION ctx\n" + `CALL mcp__nw__echo {"message":"hello"}` + "\n" +
+				`CALL mcp__nw__fail {"text":"FAIL-TEXT"}`,
+			MCPConfig:    cfg,
+			Settings:     settings,
+			AllowedTools: []string{"mcp__nw"},
+		})
+		res.RequireSuccess(t)
+		got := api.SessionToolResults("ctx")
+		if len(got) != 2 {
+			t.Fatalf("tool results = %+v, want 2", got)
+		}
+		deferred := clirange.Compare(version, "2.1.332") >= 0
+		echo, fail := got[0], got[1]
+		if echo.Content != "hello" || echo.IsError || echo.SchemaHint != "" ||
+			!slices.Equal(echo.HookContext, []string{"PostToolUse:mcp__nw__echo hook additional context: ADDCTX-TEXT"}) {
+			t.Errorf("echo result = %+v", echo)
+		}
+		if fail.Content != "FAIL-TEXT" || !fail.IsError ||
+			!slices.Equal(fail.HookContext, []string{"PostToolUseFailure:mcp__nw__fail hook additional context: FAILCTX-TEXT"}) {
+			t.Errorf("fail result = %+v", fail)
+		}
+		// 2.1.332 defers MCP tools behind ToolSearch and appends a schema
+		// hint to a deferred tool's isError result; 2.1.197 does neither.
+		if deferred {
+			if !strings.HasPrefix(fail.SchemaHint, "\n\nThis tool's input schema was not in your prompt when you called it.") ||
+				!strings.Contains(fail.SchemaHint, `call ToolSearch with query "select:mcp__nw__fail"`) {
+				t.Errorf("schema hint = %q", fail.SchemaHint)
+			}
+		} else if fail.SchemaHint != "" {
+			t.Errorf("schema hint on %s = %q, want none", version, fail.SchemaHint)
+		}
+		if fail.ModelSaw() != fail.Content+fail.SchemaHint {
+			t.Errorf("ModelSaw = %q", fail.ModelSaw())
+		}
+		for _, r := range api.RequestLog() {
+			if r.Main && r.Session == "ctx" && r.ToolSearch != deferred {
+				t.Errorf("request %+v: ToolSearch offered = %v, want %v", r, r.ToolSearch, deferred)
+			}
+		}
+	})
 }

@@ -18,8 +18,24 @@
 // state is derived purely from each request's messages; the only shared state
 // is what the fake records.
 //
-// Every tool_result the CLI sends back is recorded once (ToolResults): its
-// content and is_error flag are exactly what the model saw.
+// Every tool_result the CLI sends back is recorded once (ToolResults), with
+// its is_error flag and its text as the model saw it.
+//
+// It understands every supported Claude Code version. Where they differ:
+//   - the script may be spread over several user messages before the first
+//     assistant turn (2.1.332 also sends the "deferred tools" list there, as
+//     a user or system message); every CALL line of that opening is read;
+//   - 2.1.332 offers ToolSearch instead of the MCP tools (a direct tool_use
+//     of an MCP tool still runs), so a request counts as the scripted
+//     conversation when it offers any tool at all;
+//   - 2.1.332 appends a ToolSearch schema hint to the isError result of a
+//     deferred tool: it is split off into ToolResult.SchemaHint, so Content
+//     is the tool's own text on every version (ModelSaw joins them back);
+//   - a hook's additionalContext arrives in the same user message as a
+//     <system-reminder> block (2.1.197) or as a separate plain message
+//     (2.1.332): both are recorded in ToolResult.Context as sent, and in
+//     ToolResult.HookContext as the bare "<Event>:<tool> hook additional
+//     context: <text>" lines, which are the same on every version.
 package fakeapi
 
 import (
@@ -44,13 +60,30 @@ type ToolResult struct {
 	ToolUseID string
 	ToolName  string // name of the tool_use this answers ("" if unknown)
 	Input     string // the JSON arguments the fake model sent with the tool_use
-	Content   string // text of the result, text blocks joined with "\n"
-	IsError   bool
-	// Context holds the text blocks the CLI put after the tool_result in the
-	// same user message, joined with "\n" (e.g. a PreToolUse/PostToolUse hook's
-	// additionalContext as a <system-reminder>). "" if none.
+	// Content is the text of the result (text blocks joined with "\n")
+	// without the CLI's ToolSearch schema hint (see SchemaHint).
+	Content string
+	// SchemaHint is what Claude Code 2.1.332 and later append to the isError
+	// result of a deferred MCP tool ("\n\nThis tool's input schema was not in
+	// your prompt when you called it. …"), exactly as sent; "" if none.
+	SchemaHint string
+	IsError    bool
+	// Context holds the text the CLI sent after the tool_result and before
+	// the next tool_result or assistant turn, joined with "\n", as sent: text
+	// blocks in the same user message (2.1.197 puts a hook's
+	// additionalContext there as a <system-reminder>) and plain messages
+	// after it (2.1.332 sends additionalContext as its own message). "" if
+	// none.
 	Context string
+	// HookContext lists the hooks' additionalContext lines found in Context,
+	// unwrapped from any <system-reminder>: "PostToolUse:mcp__s__t hook
+	// additional context: TEXT", the same text on every version.
+	HookContext []string
 }
+
+// ModelSaw is the result text exactly as the model received it (Content
+// with any schema hint appended).
+func (r ToolResult) ModelSaw() string { return r.Content + r.SchemaHint }
 
 // Request describes one request the fake received, for diagnostics.
 type Request struct {
@@ -60,6 +93,7 @@ type Request struct {
 	Main         bool // judged part of a scripted conversation (it offers tools)
 	Messages     int
 	Tools        int
+	ToolSearch   bool // the CLI offered ToolSearch (MCP tools deferred behind it)
 	Session      string
 	Answer       string // "tool_use <name>", "text", "count_tokens", "{}"
 }
@@ -258,7 +292,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info := Request{Method: r.Method, Path: path, Model: req.Model, Stream: req.Stream,
-		Messages: len(req.Messages), Tools: len(req.Tools)}
+		Messages: len(req.Messages), Tools: len(req.Tools), ToolSearch: offers(req.Tools, toolSearchName)}
 
 	// Side requests (title or summary generation, quota checks, ...) offer no
 	// tools; the scripted conversation always offers at least the MCP tools.
@@ -270,7 +304,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	info.Main = true
 
-	prompt := firstUserText(req.Messages)
+	prompt := openingText(req.Messages)
 	session, calls := ParseScript(prompt)
 	info.Session = session
 	s.record(session, req.Messages)
@@ -306,24 +340,76 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.answerToolUse(w, req, id, c, len(body))
 }
 
-// firstUserText is the text of the first user message.
-func firstUserText(msgs []apiMessage) string {
+// toolSearchName is the tool 2.1.332 offers in place of deferred MCP tools.
+const toolSearchName = "ToolSearch"
+
+// offers reports whether the request's tools include one named name.
+func offers(tools []json.RawMessage, name string) bool {
+	for _, raw := range tools {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// openingText is the text of every user message before the first assistant
+// turn: the prompt, wherever the CLI put it among its reminders and lists.
+func openingText(msgs []apiMessage) string {
+	var parts []string
 	for _, m := range msgs {
+		if m.Role == "assistant" {
+			break
+		}
 		if m.Role != "user" {
 			continue
 		}
-		var parts []string
 		for _, b := range blocks(m.Content) {
 			if b.Type == "text" {
 				parts = append(parts, b.Text)
 			}
 		}
-		return strings.Join(parts, "\n")
 	}
-	return ""
+	return strings.Join(parts, "\n")
 }
 
-// record stores each tool_result of the conversation not recorded before.
+// schemaHintMark starts the hint 2.1.332 appends to the isError result of a
+// deferred MCP tool.
+const schemaHintMark = "\n\nThis tool's input schema was not in your prompt when you called it."
+
+// splitSchemaHint separates a result text from the CLI's schema hint.
+func splitSchemaHint(content string) (own, hint string) {
+	if i := strings.Index(content, schemaHintMark); i >= 0 {
+		return content[:i], content[i:]
+	}
+	return content, ""
+}
+
+// hookContextMark is in every hook additionalContext line, on every version.
+const hookContextMark = " hook additional context: "
+
+// hookContext returns the hooks' additionalContext texts among the context
+// pieces, each without its <system-reminder> wrapper.
+func hookContext(pieces []string) []string {
+	var out []string
+	for _, p := range pieces {
+		p = strings.TrimSpace(p)
+		if inner, ok := strings.CutPrefix(p, "<system-reminder>"); ok {
+			p = strings.TrimSpace(strings.TrimSuffix(inner, "</system-reminder>"))
+		}
+		if strings.Contains(p, hookContextMark) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// record stores each tool_result of the conversation not recorded before,
+// with the text the CLI sent after it (in the same message or in plain
+// messages before the next tool_result or assistant turn).
 func (s *Server) record(session string, msgs []apiMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -340,35 +426,46 @@ func (s *Server) record(session string, msgs []apiMessage) {
 			}
 		}
 	}
+	var fresh []ToolResult
+	var ctx [][]string
+	cur := -1 // index in fresh of the result that following text belongs to
 	for _, m := range msgs {
-		if m.Role != "user" {
+		if m.Role == "assistant" {
+			cur = -1
 			continue
 		}
-		bs := blocks(m.Content)
-		for i, b := range bs {
-			if b.Type != "tool_result" || s.seen[b.ToolUseID] {
-				continue
-			}
-			s.seen[b.ToolUseID] = true
-			tr := ToolResult{Session: session, ToolUseID: b.ToolUseID,
-				Content: contentText(b.Content), IsError: b.IsError}
-			if e, ok := s.names[b.ToolUseID]; ok {
-				tr.ToolName, tr.Input = e.ToolName, e.Input
-			} else if h, ok := fromHistory[b.ToolUseID]; ok {
-				tr.ToolName, tr.Input = h.Name, string(h.Input)
-			}
-			var ctx []string
-			for _, nb := range bs[i+1:] {
-				if nb.Type == "tool_result" {
-					break
+		for _, b := range blocks(m.Content) {
+			switch b.Type {
+			case "tool_result":
+				cur = -1
+				if s.seen[b.ToolUseID] {
+					continue
 				}
-				if nb.Type == "text" {
-					ctx = append(ctx, nb.Text)
+				s.seen[b.ToolUseID] = true
+				tr := ToolResult{Session: session, ToolUseID: b.ToolUseID, IsError: b.IsError}
+				tr.Content = contentText(b.Content)
+				if b.IsError {
+					tr.Content, tr.SchemaHint = splitSchemaHint(tr.Content)
+				}
+				if e, ok := s.names[b.ToolUseID]; ok {
+					tr.ToolName, tr.Input = e.ToolName, e.Input
+				} else if h, ok := fromHistory[b.ToolUseID]; ok {
+					tr.ToolName, tr.Input = h.Name, string(h.Input)
+				}
+				fresh = append(fresh, tr)
+				ctx = append(ctx, nil)
+				cur = len(fresh) - 1
+			case "text":
+				if cur >= 0 {
+					ctx[cur] = append(ctx[cur], b.Text)
 				}
 			}
-			tr.Context = strings.Join(ctx, "\n")
-			s.results = append(s.results, tr)
 		}
+	}
+	for i, tr := range fresh {
+		tr.Context = strings.Join(ctx[i], "\n")
+		tr.HookContext = hookContext(ctx[i])
+		s.results = append(s.results, tr)
 	}
 }
 

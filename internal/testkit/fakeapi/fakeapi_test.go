@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -297,5 +298,149 @@ func TestParseScript(t *testing.T) {
 	want := []Call{{"mcp__x__y", `{"a": [1, 2]}`}, {"z", "{}"}}
 	if fmt.Sprint(calls) != fmt.Sprint(want) {
 		t.Errorf("calls = %q, want %q", calls, want)
+	}
+}
+
+// deferredList is the shape of the list 2.1.332 sends with the opening
+// turn: the MCP tools it offers through ToolSearch instead of directly.
+const deferredList = "The following deferred tools are now available via ToolSearch. Their schemas are NOT loaded — " +
+	"calling them directly will fail with InputValidationError. Use ToolSearch with query \"select:<name>[,<name>...]\" " +
+	"to load tool schemas before calling them:\nmcp__s__a\nmcp__s__b"
+
+const hint = "\n\nThis tool's input schema was not in your prompt when you called it. The input schema is: " +
+	`{"type":"object"}` + "\nIf your input does not match this schema, correct it and call the tool again. " +
+	"If it matches, the error above has another cause. If the corrected call fails the same way, call ToolSearch " +
+	`with query "select:mcp__s__b" to load the tool, then call it again.`
+
+// TestEveryCLIVersionsConversation drives one script through the
+// conversation shapes of each supported CLI version: where the prompt, the
+// deferred-tools list and a hook's additionalContext sit, which tools are
+// offered, and the schema hint on a deferred tool's error. The fake must
+// run the same script and record the same results for all of them.
+func TestEveryCLIVersionsConversation(t *testing.T) {
+	const prompt = "SESSION v\nCALL mcp__s__a {\"x\": 1}\nCALL mcp__s__b {}"
+	toolSearch := []any{map[string]any{"name": "Bash", "input_schema": map[string]any{"type": "object"}},
+		map[string]any{"name": "ToolSearch", "input_schema": map[string]any{"type": "object"}}}
+	reminder := func(s string) map[string]any { return text("<system-reminder>\n" + s + "\n</system-reminder>") }
+	sysMsg := func(s string) map[string]any { return map[string]any{"role": "system", "content": s} }
+	const ctxA = "PostToolUse:mcp__s__a hook additional context: CTX-A"
+	const ctxB = "PostToolUseFailure:mcp__s__b hook additional context: CTX-B\nsecond line"
+
+	type shape struct {
+		tools   []any
+		opening []any // messages before the first assistant turn
+		// after returns what the CLI sends after a tool_result: the
+		// tool_result's own user message and any further messages.
+		after      func(id, content string, isErr bool, ctx string) []any
+		toolSearch bool
+	}
+	shapes := map[string]shape{
+		"2.1.197": {
+			tools:   someTools,
+			opening: msgs(user(reminder("currentDate"), text(prompt)), sysMsg("Available agent types")),
+			after: func(id, content string, isErr bool, ctx string) []any {
+				return msgs(user(toolResult(id, content, isErr), reminder(ctx)))
+			},
+		},
+		"2.1.332 (system messages)": {
+			tools:      toolSearch,
+			toolSearch: true,
+			opening:    msgs(user(reminder("Attribution"), text(prompt)), sysMsg("# Environment\n\n"+deferredList)),
+			after: func(id, content string, isErr bool, ctx string) []any {
+				if isErr {
+					content += hint
+				}
+				return msgs(user(toolResult(id, content, isErr)), sysMsg(ctx))
+			},
+		},
+		"2.1.332 (user messages)": {
+			tools:      toolSearch,
+			toolSearch: true,
+			opening:    msgs(user(text(deferredList)), user(reminder("Attribution"), text(prompt))),
+			after: func(id, content string, isErr bool, ctx string) []any {
+				if isErr {
+					content += hint
+				}
+				return msgs(user(toolResult(id, content, isErr)),
+					map[string]any{"role": "user", "content": []any{text(ctx)}})
+			},
+		},
+	}
+	for name, sh := range shapes {
+		t.Run(name, func(t *testing.T) {
+			s := Start(t)
+			conv := slices.Clone(sh.opening)
+			ask := func() streamed {
+				return summarise(t, post(t, s, "/v1/messages", map[string]any{
+					"model": "m", "stream": true, "tools": sh.tools, "messages": conv}))
+			}
+			r1 := ask()
+			if r1.ToolName != "mcp__s__a" || r1.Input != `{"x": 1}` {
+				t.Fatalf("turn 1 = %+v, want the first CALL", r1)
+			}
+			conv = append(conv, toolUse(r1.ToolID, r1.ToolName, r1.Input))
+			conv = append(conv, sh.after(r1.ToolID, "ok-a", false, ctxA)...)
+			r2 := ask()
+			if r2.ToolName != "mcp__s__b" || r2.Input != "{}" {
+				t.Fatalf("turn 2 = %+v, want the second CALL", r2)
+			}
+			conv = append(conv, toolUse(r2.ToolID, r2.ToolName, r2.Input))
+			conv = append(conv, sh.after(r2.ToolID, "upstream returned 503", true, ctxB)...)
+			if r3 := ask(); r3.Text != FinalText {
+				t.Fatalf("turn 3 = %+v, want the final text", r3)
+			}
+
+			got := s.SessionToolResults("v")
+			if len(got) != 2 {
+				t.Fatalf("results %+v, want 2", got)
+			}
+			a, b := got[0], got[1]
+			if a.ToolName != "mcp__s__a" || a.Content != "ok-a" || a.IsError || a.SchemaHint != "" ||
+				!slices.Equal(a.HookContext, []string{ctxA}) || !strings.Contains(a.Context, "CTX-A") {
+				t.Errorf("first result = %+v", a)
+			}
+			wantHint := ""
+			if sh.toolSearch {
+				wantHint = hint
+			}
+			if b.ToolName != "mcp__s__b" || b.Content != "upstream returned 503" || !b.IsError ||
+				b.SchemaHint != wantHint || b.ModelSaw() != "upstream returned 503"+wantHint ||
+				!slices.Equal(b.HookContext, []string{ctxB}) {
+				t.Errorf("second result = %+v\nwant content %q, hint %q, hook context %q", b, "upstream returned 503", wantHint, ctxB)
+			}
+			for _, r := range s.RequestLog() {
+				if r.Main && r.ToolSearch != sh.toolSearch {
+					t.Errorf("request %+v: ToolSearch %v, want %v", r, r.ToolSearch, sh.toolSearch)
+				}
+			}
+		})
+	}
+}
+
+func TestSplitSchemaHint(t *testing.T) {
+	for _, c := range []struct{ in, own, hint string }{
+		{"plain", "plain", ""},
+		{"STUB isError text" + hint, "STUB isError text", hint},
+		{"", "", ""},
+		{hint, "", hint},
+		{"two\n\nparagraphs", "two\n\nparagraphs", ""},
+	} {
+		own, h := splitSchemaHint(c.in)
+		if own != c.own || h != c.hint || own+h != c.in {
+			t.Errorf("splitSchemaHint(%q) = %q, %q; want %q, %q", c.in, own, h, c.own, c.hint)
+		}
+	}
+}
+
+func TestHookContext(t *testing.T) {
+	got := hookContext([]string{
+		"<system-reminder>\nPreToolUse:mcp__s__a hook additional context: A\n</system-reminder>",
+		"PostToolUse:mcp__s__a hook additional context: B",
+		"<system-reminder>\nunrelated reminder\n</system-reminder>",
+		"The following MCP servers are still connecting",
+	})
+	want := []string{"PreToolUse:mcp__s__a hook additional context: A", "PostToolUse:mcp__s__a hook additional context: B"}
+	if !slices.Equal(got, want) {
+		t.Errorf("hookContext = %q, want %q", got, want)
 	}
 }
