@@ -18,16 +18,19 @@ import (
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
 )
 
 // Job statuses in the journal and the summary.
 const (
-	StatusDone    = "done"
-	StatusFailed  = "failed"
-	StatusSkipped = "skipped"
+	StatusDone    = string(journal.Done)
+	StatusFailed  = string(journal.Failed)
+	StatusSkipped = string(journal.Skipped)
 )
 
 // NightOptions tune one run of a batch.
@@ -121,7 +124,7 @@ type night struct {
 	log     zerolog.Logger
 	runID   string
 	started time.Time
-	journal *Journal
+	journal *journal.Journal
 	store   *healthcheck.Store
 	checker *healthcheck.Checker
 	states  map[string]*jobState
@@ -167,11 +170,11 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		n.states[j.Name] = &jobState{job: j, status: "pending"}
 		n.order = append(n.order, j.Name)
 	}
-	n.store = &healthcheck.Store{Path: CachePath(b), Warn: n.warn}
+	n.store = &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: n.warn}
 	n.checker = n.newChecker()
 	// The events file lives as long as the state folder; this night's
 	// journal takes what is appended from now on.
-	n.events = eventTail{path: EventsPath(b)}
+	n.events = eventTail{path: statedir.Events(b.StateDir)}
 	n.events.skipToEnd()
 
 	resumed, err := n.openJournal()
@@ -220,7 +223,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	if err != nil {
 		return summary, err
 	}
-	n.append(Event{Type: "run-finished", Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
+	n.append(journal.Event{Type: journal.RunFinished, Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
 		summary.Done, summary.Failed, summary.Skipped)})
 	var extra string
 	if opts.AfterNight != nil {
@@ -234,7 +237,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 			fmt.Fprintln(&text, extra)
 		}
 		for _, err := range notify(ctx, b.Notify, text.String(), n.log) {
-			n.append(Event{Type: "notify-failed", Reason: err.Error()})
+			n.append(journal.Event{Type: journal.NotifyFailed, Reason: err.Error()})
 		}
 	}
 	return summary, nil
@@ -248,15 +251,10 @@ func newLogger(w io.Writer) zerolog.Logger {
 	return zerolog.New(w).With().Timestamp().Logger()
 }
 
-// LogPath is where a run's log lines go.
-func LogPath(b *jobs.Batch, runID string) string {
-	return filepath.Join(b.StateDir, "logs", runID+".log")
-}
-
 // openLog sends the night's log lines to its file too, as JSON lines
 // (0600; a resumed run appends to the same file).
 func (n *night) openLog() (func(), error) {
-	path := LogPath(n.b, n.runID)
+	path := statedir.Log(n.b.StateDir, n.runID)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
@@ -279,25 +277,22 @@ func (n *night) openLog() (func(), error) {
 // a new one.
 func (n *night) openJournal() (bool, error) {
 	if !n.opts.Fresh {
-		path, events, err := LatestUnfinished(n.b.StateDir, n.b.Name)
+		path, events, err := journal.LatestUnfinished(n.b.StateDir, n.b.Name)
 		if err != nil {
 			return false, err
 		}
 		if path != "" {
-			j, err := OpenJournal(path)
+			j, err := journal.Open(path)
 			if err != nil {
 				return false, err
 			}
 			n.journal = j
-			n.runID = strings.TrimSuffix(filepath.Base(path), ".jsonl")
-			n.started = n.now()
-			for _, ev := range events {
-				if ev.Type == "run-started" {
-					n.started = ev.Time
-					break
-				}
+			n.runID = j.RunID
+			rp := journal.Replay(events)
+			n.started = rp.Started
+			if n.started.IsZero() {
+				n.started = n.now()
 			}
-			rp := ReplayEvents(events)
 			n.cost = rp.CostUSD
 			for name, st := range n.states {
 				st.attempts = rp.Attempts[name]
@@ -310,29 +305,29 @@ func (n *night) openJournal() (bool, error) {
 					st.status, st.reason = StatusFailed, "failed before the restart"
 				}
 			}
-			killLeftovers(events, n.log)
+			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
-			n.append(Event{Type: "run-resumed", Reason: fmt.Sprintf("pid %d resumes the run", os.Getpid()), PID: os.Getpid()})
+			n.append(journal.Event{Type: journal.RunResumed, Reason: fmt.Sprintf("pid %d resumes the run", os.Getpid()), PID: os.Getpid()})
 			n.log.Info().Str("run", n.runID).Msg("resuming an unfinished run")
 			return true, nil
 		}
 	}
 	n.started = n.now()
-	n.runID = NewRunID(n.started)
-	j, err := CreateJournal(n.b.StateDir, n.runID)
+	n.runID = journal.NewRunID(n.started)
+	j, err := journal.Create(n.b.StateDir, n.runID)
 	if err != nil {
 		return false, err
 	}
 	n.journal = j
-	n.append(Event{Type: "run-started", Batch: n.b.Name, BatchFile: n.b.File, PID: os.Getpid()})
+	n.append(journal.Event{Type: journal.RunStarted, Batch: n.b.Name, BatchFile: n.b.File, PID: os.Getpid()})
 	return false, nil
 }
 
-func (n *night) append(ev Event) {
+func (n *night) append(ev journal.Event) {
 	ev.Run = n.runID
 	if err := n.journal.Append(ev); err != nil {
 		// The night goes on; a lost journal line is said, not hidden.
-		n.log.Error().Err(err).Str("type", ev.Type).Msg("cannot write the journal")
+		n.log.Error().Err(err).Str("type", string(ev.Type)).Msg("cannot write the journal")
 	}
 }
 
@@ -445,7 +440,7 @@ func (n *night) skipPending(reason string) {
 
 func (n *night) skip(st *jobState, reason string) {
 	st.status, st.reason = StatusSkipped, reason
-	n.append(Event{Type: "job-skipped", Job: st.job.Name, Status: StatusSkipped, Reason: reason})
+	n.append(journal.Event{Type: journal.JobSkipped, Job: st.job.Name, Status: journal.Skipped, Reason: reason})
 	n.log.Warn().Str("job", st.job.Name).Str("reason", reason).Msg("skipped")
 }
 
@@ -477,7 +472,7 @@ func (n *night) startReady(ctx context.Context) {
 			if st.deferring != down {
 				st.deferring = down
 				st.deferrals++
-				n.append(Event{Type: "job-deferred", Job: name, Reason: down})
+				n.append(journal.Event{Type: journal.JobDeferred, Job: name, Reason: down})
 				n.log.Info().Str("job", name).Str("reason", down).Msg("deferred")
 			}
 			continue
@@ -527,7 +522,7 @@ func describeDown(server string, e *healthcheck.Entry) string {
 	}
 	msg := fmt.Sprintf("server %s is down since %s", server, since.Local().Format("15:04:05"))
 	if e.LastError != "" {
-		msg += " (" + oneLine(e.LastError, 160) + ")"
+		msg += " (" + text.OneLine(e.LastError, 160) + ")"
 	}
 	return msg
 }
@@ -546,8 +541,7 @@ func (n *night) launch(ctx context.Context, st *jobState) {
 		n.finishAttempt(st, Outcome{Status: StatusFailed, Reason: "cannot prepare the session: " + err.Error()})
 		return
 	}
-	n.append(Event{Type: "job-started", Job: st.job.Name, Attempt: st.attempts,
-		Reason: "files in " + files.Dir})
+	n.append(journal.Event{Type: journal.JobStarted, Job: st.job.Name, Attempt: st.attempts, Folder: files.Dir})
 	n.log.Info().Str("job", st.job.Name).Int("attempt", st.attempts).Msg("started")
 	obs := &sessionObserver{n: n, job: st.job.Name, attempt: st.attempts}
 	go func(name string, attempt int) {
@@ -572,27 +566,27 @@ func (n *night) finishAttempt(st *jobState, out Outcome) {
 	result := outcomeFields(out)
 	if out.Status == StatusDone {
 		st.status, st.reason = StatusDone, ""
-		n.append(Event{Type: "job-finished", Job: st.job.Name, Attempt: st.attempts, Status: StatusDone, Result: result})
+		n.append(journal.Event{Type: journal.JobFinished, Job: st.job.Name, Attempt: st.attempts, Status: journal.Done, Result: result})
 		n.log.Info().Str("job", st.job.Name).Int("turns", out.NumTurns).Float64("cost", out.CostUSD).Msg("done")
 		return
 	}
 	if st.attempts <= st.job.Retries {
 		pause := n.opts.RetryPause * time.Duration(st.attempts)
 		st.notBefore = n.now().Add(pause)
-		n.append(Event{Type: "job-retried", Job: st.job.Name, Attempt: st.attempts, Reason: out.Reason, Result: result})
+		n.append(journal.Event{Type: journal.JobRetried, Job: st.job.Name, Attempt: st.attempts, Reason: out.Reason, Result: result})
 		n.log.Warn().Str("job", st.job.Name).Str("reason", out.Reason).Dur("pause", pause).Msg("attempt failed; will retry")
 		return
 	}
 	st.status, st.reason = StatusFailed, out.Reason
-	n.append(Event{Type: "job-finished", Job: st.job.Name, Attempt: st.attempts, Status: StatusFailed,
+	n.append(journal.Event{Type: journal.JobFinished, Job: st.job.Name, Attempt: st.attempts, Status: journal.Failed,
 		Reason: out.Reason, Result: result})
 	n.log.Error().Str("job", st.job.Name).Str("reason", out.Reason).Msg("failed")
 }
 
-func outcomeFields(o Outcome) map[string]any {
-	return map[string]any{"subtype": o.Subtype, "is_error": o.IsError, "num_turns": o.NumTurns,
-		"total_cost_usd": o.CostUSD, "duration_ms": o.DurationMS, "session_id": o.SessionID,
-		"terminal_reason": o.TerminalReason, "exit_code": o.ExitCode, "killed_by": o.KilledBy}
+func outcomeFields(o Outcome) *journal.Result {
+	return &journal.Result{Subtype: o.Subtype, IsError: o.IsError, NumTurns: o.NumTurns,
+		CostUSD: o.CostUSD, DurationMS: o.DurationMS, SessionID: o.SessionID,
+		TerminalReason: o.TerminalReason, ExitCode: o.ExitCode, KilledBy: o.KilledBy}
 }
 
 // giveUpWaiting skips deferred jobs that can never run: nothing is running
@@ -643,7 +637,7 @@ func (n *night) maintain(ctx context.Context) {
 		switch {
 		case due:
 			d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
-			n.maintenance(srv.Name, "retry time came: probed with the reconnect policy", d.Allow)
+			n.maintenance(srv.Name, journal.Retry, "retry time came: probed with the reconnect policy", d.Allow)
 		case (stuck || waitedFor[srv.Name]) && e.LastFailureCode != healthcheck.CodeRateLimited:
 			// The backoff protects servers from hooks; the supervisor
 			// probes once per interval so a job waiting on a server that
@@ -655,7 +649,7 @@ func (n *night) maintain(ctx context.Context) {
 				if stuck {
 					what = "stuck entry reset: its backoff was pinned at the cap, but it answers again"
 				}
-				n.maintenance(srv.Name, what, true)
+				n.maintenance(srv.Name, journal.Reprobe, what, true)
 			}
 		}
 	}
@@ -668,18 +662,20 @@ func (n *night) maintain(ctx context.Context) {
 	if len(stale) > 0 {
 		sort.Strings(stale)
 		if _, err := n.checker.Reset(stale, false, false); err == nil {
-			n.maintenance(strings.Join(stale, ","), "dropped cache entries of servers the batch does not define", true)
+			for _, name := range stale {
+				n.maintenance(name, journal.Drop, "dropped cache entries of servers the batch does not define", true)
+			}
 		}
 	}
 	n.absorbServerEvents()
 }
 
-func (n *night) maintenance(server, what string, healthy bool) {
-	status := healthcheck.StatusUnhealthy
+func (n *night) maintenance(server string, action journal.Action, what string, healthy bool) {
+	status := journal.Unhealthy
 	if healthy {
-		status = healthcheck.StatusHealthy
+		status = journal.Healthy
 	}
-	n.append(Event{Type: "maintenance", Server: server, Status: string(status), Reason: what})
+	n.append(journal.Event{Type: journal.Maintenance, Server: server, Action: action, Status: status, Reason: what})
 	n.log.Info().Str("server", server).Str("status", string(status)).Msg(what)
 }
 
@@ -725,7 +721,7 @@ func (n *night) newChecker() *healthcheck.Checker {
 			return n.reconnect(ctx, server, getenv)
 		},
 		ProbeWait: h.ProbeTimeout + 10*time.Second,
-		Events:    &healthcheck.EventLog{Path: EventsPath(n.b), Warn: n.warn},
+		Events:    &healthcheck.EventLog{Path: statedir.Events(n.b.StateDir), Warn: n.warn},
 		Warn:      n.warn,
 		Redact: func(s string) string {
 			var secrets []string
@@ -766,17 +762,9 @@ func (n *night) reconnect(ctx context.Context, server string, getenv func(string
 	if !out.OK {
 		detail += ": " + out.Err
 	}
-	n.append(Event{Type: "maintenance", Server: server, Reason: "reconnect: " + detail})
+	n.append(journal.Event{Type: journal.Maintenance, Server: server, Action: journal.Reconnect, Reason: detail})
 	n.log.Info().Str("server", server).Bool("ok", out.OK).Str("command", strings.Join(out.Command, " ")).Msg("reconnect")
 	return healthcheck.ReconnectResult{Attempted: out.Attempted, OK: out.OK, Detail: detail}
-}
-
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
 }
 
 // sessionObserver turns what a session's stream says into cache state at
@@ -812,7 +800,7 @@ func (o *sessionObserver) ServerStatus(server, status string) {
 }
 
 func (o *sessionObserver) ToolUnavailable(tool string) {
-	o.n.append(Event{Type: "tool-unavailable", Job: o.job, Attempt: o.attempt, Reason: tool})
+	o.n.append(journal.Event{Type: journal.ToolUnavailable, Job: o.job, Attempt: o.attempt, Tool: tool})
 	o.n.log.Warn().Str("job", o.job).Str("tool", tool).Msg("the model called a tool the session does not have")
 }
 

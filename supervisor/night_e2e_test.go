@@ -15,6 +15,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
 )
 
 // These nights run the real Claude Code CLI (against the fake Messages API)
@@ -83,9 +84,9 @@ func (f *nightFixture) run(b *jobs.Batch) *NightSummary {
 	return s
 }
 
-func readJournalTypes(t *testing.T, path string) []Event {
+func readJournalTypes(t *testing.T, path string) []journal.Event {
 	t.Helper()
-	events, err := ReadJournal(path)
+	events, err := journal.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,11 +154,11 @@ jobs:
 	var deferred, reconnected, j4Started int
 	for i, ev := range events {
 		switch {
-		case ev.Type == "job-finished" && ev.Status == StatusDone:
+		case ev.Type == journal.JobFinished && ev.Status == journal.Done:
 			finished[ev.Job]++
 		case ev.Type == "job-deferred" && ev.Job == "j4":
 			deferred = i
-		case ev.Type == "maintenance" && ev.Server == "notes" && strings.Contains(ev.Reason, "reconnect"):
+		case ev.Type == journal.Maintenance && ev.Server == "notes" && ev.Action == journal.Reconnect:
 			reconnected = i
 		case ev.Type == "job-started" && ev.Job == "j4":
 			j4Started = i

@@ -19,6 +19,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
@@ -155,8 +156,8 @@ func PrepareSession(spec SessionSpec) (SessionFiles, error) {
 		MCPConfig: filepath.Join(dir, "mcp.json"),
 		Stream:    filepath.Join(dir, "stream.jsonl"),
 		Stderr:    filepath.Join(dir, "stderr.log"),
-		Events:    EventsPath(b),
-		Cache:     CachePath(b),
+		Events:    statedir.Events(b.StateDir),
+		Cache:     statedir.Cache(b.StateDir),
 	}
 	// The hook's --config takes a path list; a separator inside the path
 	// would make it read two wrong files instead of ours.
