@@ -55,11 +55,7 @@ func Create(stateDir, runID string) (*Journal, error) {
 		return nil, fmt.Errorf("create journal folder: %w", err)
 	}
 	path := statedir.Journal(stateDir, runID)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, atomicfile.Mode)
-	if err != nil {
-		return nil, fmt.Errorf("create journal: %w", err)
-	}
-	if err := f.Close(); err != nil {
+	if err := atomicfile.CreateNew(path); err != nil {
 		return nil, fmt.Errorf("create journal: %w", err)
 	}
 	return &Journal{Path: path, RunID: runID}, nil

@@ -24,6 +24,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 // Job statuses in the journal and the summary.
@@ -73,12 +74,12 @@ type Progress struct {
 
 // JobResult is how one job ended.
 type JobResult struct {
-	Name      string   `json:"name"`
-	Status    string   `json:"status"`
-	Reason    string   `json:"reason,omitempty"`
-	Attempts  int      `json:"attempts"`
-	Deferrals int      `json:"deferrals,omitempty"`
-	Outcome   *Outcome `json:"outcome,omitempty"`
+	Name      string           `json:"name"`
+	Status    string           `json:"status"`
+	Reason    string           `json:"reason,omitempty"`
+	Attempts  int              `json:"attempts"`
+	Deferrals int              `json:"deferrals,omitempty"`
+	Outcome   *session.Outcome `json:"outcome,omitempty"`
 }
 
 // NightSummary is the night, for the exit code and the morning.
@@ -108,14 +109,14 @@ type jobState struct {
 	deferring string // the reason it waits now; "" when not deferred
 	deferrals int
 	reason    string
-	last      *Outcome
+	last      *session.Outcome
 	startedAt time.Time
 }
 
 type attemptResult struct {
 	name    string
 	attempt int
-	outcome Outcome
+	outcome session.Outcome
 }
 
 type night struct {
@@ -532,20 +533,20 @@ func (n *night) launch(ctx context.Context, st *jobState) {
 	st.status = "running"
 	st.startedAt = n.now()
 	n.running++
-	spec := SessionSpec{Batch: n.b, Job: st.job, RunID: n.runID, Attempt: st.attempts,
+	spec := session.Spec{Batch: n.b, Job: st.job, RunID: n.runID, Attempt: st.attempts,
 		Binary: n.opts.Binary, Env: n.opts.Env}
-	files, err := PrepareSession(spec)
+	files, err := session.Prepare(spec)
 	if err != nil {
 		n.running--
 		st.status = "pending"
-		n.finishAttempt(st, Outcome{Status: StatusFailed, Reason: "cannot prepare the session: " + err.Error()})
+		n.finishAttempt(st, session.Outcome{Status: StatusFailed, Reason: "cannot prepare the session: " + err.Error()})
 		return
 	}
 	n.append(journal.Event{Type: journal.JobStarted, Job: st.job.Name, Attempt: st.attempts, Folder: files.Dir})
 	n.log.Info().Str("job", st.job.Name).Int("attempt", st.attempts).Msg("started")
 	obs := &sessionObserver{n: n, job: st.job.Name, attempt: st.attempts}
 	go func(name string, attempt int) {
-		out := RunSession(ctx, spec, files, obs)
+		out := session.Run(ctx, spec, files, obs)
 		n.results <- attemptResult{name: name, attempt: attempt, outcome: out}
 	}(st.job.Name, st.attempts)
 }
@@ -560,7 +561,7 @@ func (n *night) finish(r attemptResult) {
 	n.finishAttempt(st, r.outcome)
 }
 
-func (n *night) finishAttempt(st *jobState, out Outcome) {
+func (n *night) finishAttempt(st *jobState, out session.Outcome) {
 	st.last = &out
 	n.cost += out.CostUSD
 	result := outcomeFields(out)
@@ -583,7 +584,7 @@ func (n *night) finishAttempt(st *jobState, out Outcome) {
 	n.log.Error().Str("job", st.job.Name).Str("reason", out.Reason).Msg("failed")
 }
 
-func outcomeFields(o Outcome) *journal.Result {
+func outcomeFields(o session.Outcome) *journal.Result {
 	return &journal.Result{Subtype: o.Subtype, IsError: o.IsError, NumTurns: o.NumTurns,
 		CostUSD: o.CostUSD, DurationMS: o.DurationMS, SessionID: o.SessionID,
 		TerminalReason: o.TerminalReason, ExitCode: o.ExitCode, KilledBy: o.KilledBy}
@@ -701,7 +702,7 @@ func (n *night) probe(ctx context.Context, srv *mcpconfig.Server) probe.Result {
 
 // sessionEnviron is the environment sessions (and so their stdio servers)
 // get, so that probes start servers the way sessions will.
-func (n *night) sessionEnviron() []string { return sessionEnv(n.b, n.opts.Env) }
+func (n *night) sessionEnviron() []string { return session.Environ(n.b, n.opts.Env) }
 
 func (n *night) newChecker() *healthcheck.Checker {
 	h := n.b.Health
