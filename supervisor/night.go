@@ -120,6 +120,20 @@ func (n *night) now() time.Time {
 	return time.Now()
 }
 
+// newNight is a night of b with its cache, checker and events tail; the
+// journal and the plan come with openJournal.
+func newNight(b *jobs.Batch, opts NightOptions) *night {
+	n := &night{b: b, opts: opts, log: newLogger(opts.LogWriter),
+		results: make(chan evAttemptEnded), observed: make(chan observation)}
+	n.store = &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: n.warn}
+	n.checker = n.newChecker()
+	// The events file lives as long as the state folder; this night's
+	// journal takes what is appended from now on.
+	n.events = eventTail{path: statedir.Events(b.StateDir)}
+	n.events.skipToEnd()
+	return n
+}
+
 // RunNight runs the batch to its end: preflight, then every job in file
 // order as far as needs, max_parallel, server health, deadline and cost
 // allow, with maintenance between jobs. A run of the same batch that ended
@@ -140,14 +154,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 	defer unlock()
 
-	n := &night{b: b, opts: opts, log: newLogger(opts.LogWriter),
-		results: make(chan evAttemptEnded), observed: make(chan observation)}
-	n.store = &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: n.warn}
-	n.checker = n.newChecker()
-	// The events file lives as long as the state folder; this night's
-	// journal takes what is appended from now on.
-	n.events = eventTail{path: statedir.Events(b.StateDir)}
-	n.events.skipToEnd()
+	n := newNight(b, opts)
 
 	resumed, err := n.openJournal()
 	if err != nil {
