@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
@@ -427,5 +426,5 @@ func (n *Night) JSON(w io.Writer) error {
 // but a report is pasted into chats, so it is redacted again; and it is
 // made one line.
 func clean(s string) string {
-	return strings.Join(strings.Fields(redact.String(s)), " ")
+	return text.OneLine(redact.String(s), 0)
 }

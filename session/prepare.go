@@ -28,13 +28,13 @@ func Prepare(spec Spec) (Files, error) {
 		return Files{}, err
 	}
 	b, job := spec.Batch, spec.Job
-	dir := filepath.Join(b.StateDir, "runs", spec.RunID, job.Name, fmt.Sprintf("attempt-%d", spec.Attempt))
+	dir := statedir.Attempt(b.StateDir, spec.RunID, job.Name, spec.Attempt)
 	f := Files{
 		Dir:       dir,
-		Settings:  filepath.Join(dir, "settings.json"),
-		MCPConfig: filepath.Join(dir, "mcp.json"),
-		Stream:    filepath.Join(dir, "stream.jsonl"),
-		Stderr:    filepath.Join(dir, "stderr.log"),
+		Settings:  filepath.Join(dir, statedir.AttemptSettings),
+		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig),
+		Stream:    filepath.Join(dir, statedir.AttemptStream),
+		Stderr:    filepath.Join(dir, statedir.AttemptStderr),
 		Events:    statedir.Events(b.StateDir),
 		Cache:     statedir.Cache(b.StateDir),
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -111,12 +110,12 @@ func writeNightReport(b *jobs.Batch, s *supervisor.NightSummary) (string, error)
 	if err := night.HTML(&html); err != nil {
 		return "", err
 	}
-	base := filepath.Join(dir, s.RunID)
-	if err := atomicfile.WriteFile(base+".md", md.Bytes(), atomicfile.Mode); err != nil {
+	if err := atomicfile.WriteFile(statedir.Report(b.StateDir, s.RunID, ".md"), md.Bytes(), atomicfile.Mode); err != nil {
 		return "", err
 	}
-	if err := atomicfile.WriteFile(base+".html", html.Bytes(), atomicfile.Mode); err != nil {
+	htmlPath := statedir.Report(b.StateDir, s.RunID, ".html")
+	if err := atomicfile.WriteFile(htmlPath, html.Bytes(), atomicfile.Mode); err != nil {
 		return "", err
 	}
-	return base + ".html", nil
+	return htmlPath, nil
 }

@@ -74,3 +74,6 @@ func Reports(root string) string { return filepath.Join(root, "reports") }
 
 // Lock is the batch's run lock; its holder's pid is in Lock+".pid".
 func Lock(root, batch string) string { return filepath.Join(root, batch+".lock") }
+
+// Report is the morning report of one run, ext being ".md" or ".html".
+func Report(root, runID, ext string) string { return filepath.Join(Reports(root), runID+ext) }
