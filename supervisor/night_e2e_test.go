@@ -106,7 +106,8 @@ func jsonString(s string) string {
 
 // TestNightServerDiesAndReconnectBringsItBack: six jobs over two servers;
 // the third job breaks the stdio server for good (it exits and will not
-// start again). The next job that needs it is deferred while the other
+// start again, and the reconnect command fails when the session's hook
+// runs it). The next job that needs it is deferred while the other
 // server's job runs; maintenance runs the server's reconnect command
 // (which repairs it), the re-probe finds it healthy, and the deferred job
 // runs. Every job ends done, exactly once.
@@ -116,7 +117,10 @@ func TestNightServerDiesAndReconnectBringsItBack(t *testing.T) {
 	control := filepath.Join(f.dir, "notes.mode")
 	repaired := filepath.Join(f.dir, "repaired")
 	repair := filepath.Join(f.dir, "repair.sh")
-	script := "#!/bin/sh\necho healthy > \"$1\"\necho \"$2\" >> \"$3\"\n"
+	// Only the supervisor's maintenance repairs it here: run by the hook
+	// inside a session (CLAUDECODE is set there), the command fails. The
+	// hook's own reconnect is TestNightSessionHookReconnectsAtOnce's.
+	script := "#!/bin/sh\n[ -n \"$CLAUDECODE\" ] && exit 1\necho healthy > \"$1\"\necho \"$2\" >> \"$3\"\n"
 	if err := os.WriteFile(repair, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
