@@ -166,11 +166,11 @@ jobs:
 		switch {
 		case ev.Type == journal.JobFinished && ev.Status == journal.Done:
 			finished[ev.Job]++
-		case ev.Type == "job-deferred" && ev.Job == "j4":
+		case ev.Type == journal.JobDeferred && ev.Job == "j4":
 			deferred = i
 		case ev.Type == journal.Maintenance && ev.Server == "notes" && ev.Action == journal.Reconnect:
 			reconnected = i
-		case ev.Type == "job-started" && ev.Job == "j4":
+		case ev.Type == journal.JobStarted && ev.Job == "j4":
 			j4Started = i
 		}
 	}

@@ -337,7 +337,7 @@ func TestNotifyAtTheEndOfTheNight(t *testing.T) {
 			events, _ := journal.Read(s.Journal)
 			failed := 0
 			for _, ev := range events {
-				if ev.Type == "notify-failed" {
+				if ev.Type == journal.NotifyFailed {
 					failed++
 				}
 			}
