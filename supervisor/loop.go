@@ -39,10 +39,12 @@ func (n *night) loop(ctx context.Context) error {
 		}
 		wake = true
 		select {
-		case r := <-n.results:
-			n.do(ctx, n.plan.step(n.now(), r))
-		case o := <-n.observed:
-			n.observe(ctx, o)
+		case m := <-n.inbox:
+			if m.ended != nil {
+				n.do(ctx, n.plan.step(n.now(), *m.ended))
+				break
+			}
+			n.observe(ctx, m.seen)
 			wake = false // an observation changes no job's phase
 		case <-ticker.C:
 			n.do(ctx, n.plan.step(n.now(), evTick{}))
@@ -79,18 +81,18 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 }
 
 // stop waits for every running session: they see the same ctx and are
-// being killed. Their observations are taken (and dropped) meanwhile, so
-// that no session goroutine is left blocked on a send.
+// being killed. Their observations are taken meanwhile (only the process
+// groups are journaled), so that no session goroutine is left blocked on a
+// send.
 func (n *night) stop() {
 	for n.plan.running > 0 {
-		select {
-		case r := <-n.results:
-			n.plan.step(n.now(), r)
-			n.log.Warn().Str("job", r.job).Msg("stopped with the night")
-		case o := <-n.observed:
-			if o.pgid > 0 {
-				n.append(sessionProcessEvent(o.job, o.attempt, o.pgid))
-			}
+		m := <-n.inbox
+		switch {
+		case m.ended != nil:
+			n.plan.step(n.now(), *m.ended)
+			n.log.Warn().Str("job", m.ended.job).Msg("stopped with the night")
+		case m.seen.pgid > 0:
+			n.append(sessionProcessEvent(m.seen.job, m.seen.attempt, m.seen.pgid))
 		}
 	}
 }
@@ -159,7 +161,7 @@ func describeDown(server string, e *healthcheck.Entry) string {
 }
 
 // launch prepares and starts one attempt; its end comes back on
-// n.results. An attempt that cannot be prepared ends at once: failed is
+// n.inbox. An attempt that cannot be prepared ends at once: failed is
 // true and ev is its end, for the plan.
 func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, failed bool) {
 	spec := session.Spec{Batch: n.b, Job: n.b.Job(a.job), RunID: n.runID, Attempt: a.attempt,
@@ -171,12 +173,22 @@ func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, fai
 	}
 	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: files.Dir})
 	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Msg("started")
-	obs := &sessionObserver{to: n.observed, job: a.job, attempt: a.attempt}
+	obs := &sessionObserver{to: n.inbox, job: a.job, attempt: a.attempt}
 	go func() {
 		out := session.Run(ctx, spec, files, obs)
-		n.results <- evAttemptEnded{job: a.job, attempt: a.attempt, outcome: out}
+		n.inbox <- message{ended: &evAttemptEnded{job: a.job, attempt: a.attempt, outcome: out}}
 	}()
 	return evAttemptEnded{}, false
+}
+
+// inboxSize bounds what sessions may have told the loop before it reads.
+const inboxSize = 64
+
+// message is what a session's goroutine sends the loop: the attempt's
+// end, or one observation.
+type message struct {
+	ended *evAttemptEnded
+	seen  observation
 }
 
 // observation is one thing a running session's stream said, sent to the
@@ -224,10 +236,10 @@ func initFailureText(server, status, job string) string {
 
 // sessionObserver sends what a session's stream says to the loop, as it
 // says it. It runs in the session's goroutine and touches no state; the
-// send waits for the loop, which keeps the journal in the order things
-// happened (the session's process group before its end).
+// loop's one inbox keeps the journal in the order things happened (the
+// session's process group before its end).
 type sessionObserver struct {
-	to      chan<- observation
+	to      chan<- message
 	job     string
 	attempt int
 }
@@ -236,15 +248,15 @@ func (o *sessionObserver) ServerStatus(server, status string) {
 	if initFailureText(server, status, o.job) == "" {
 		return
 	}
-	o.to <- observation{job: o.job, attempt: o.attempt, server: server, status: status}
+	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, server: server, status: status}}
 }
 
 func (o *sessionObserver) ToolUnavailable(tool string) {
-	o.to <- observation{job: o.job, attempt: o.attempt, tool: tool}
+	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, tool: tool}}
 }
 
 // SessionStarted records the session's process group in the journal, for
 // a supervisor that restarts after this one is killed.
 func (o *sessionObserver) SessionStarted(pgid int) {
-	o.to <- observation{job: o.job, attempt: o.attempt, pgid: pgid}
+	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, pgid: pgid}}
 }

@@ -107,10 +107,11 @@ type night struct {
 	events  eventTail
 	// plan is the jobs' state; only the loop's goroutine touches it.
 	plan *plan
-	// results and observed carry what the sessions' goroutines saw to
-	// the loop; they never write state themselves.
-	results  chan evAttemptEnded
-	observed chan observation
+	// inbox carries what the sessions' goroutines saw, and their ends, to
+	// the loop; they never write state themselves. One channel keeps the
+	// order (a session's process group before its end); its buffer lets a
+	// session go on reading its stream while the loop is busy probing.
+	inbox chan message
 }
 
 func (n *night) now() time.Time {
@@ -124,7 +125,7 @@ func (n *night) now() time.Time {
 // journal and the plan come with openJournal.
 func newNight(b *jobs.Batch, opts NightOptions) *night {
 	n := &night{b: b, opts: opts, log: newLogger(opts.LogWriter),
-		results: make(chan evAttemptEnded), observed: make(chan observation)}
+		inbox: make(chan message, inboxSize)}
 	n.store = &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: n.warn}
 	n.checker = n.newChecker()
 	// The events file lives as long as the state folder; this night's
