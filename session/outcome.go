@@ -15,7 +15,7 @@ import (
 
 // Outcome is how one attempt of a job ended.
 type Outcome struct {
-	Status   string `json:"status"`           // "done" or "failed"
+	Status   string `json:"status"`           // Done or Failed
 	Reason   string `json:"reason,omitempty"` // why failed, one line
 	ExitCode int    `json:"exit_code"`        // -1: killed by a signal or never started
 	// KilledBy is who ended the session early: "timeout", "stall",
@@ -140,10 +140,10 @@ func judge(out *Outcome, r *ResultEvent, job *jobs.Job, waitErr error, stderrLin
 		reason = withStderr(exit + " after a success result")
 	}
 	if reason == "" {
-		out.Status, out.Reason = "done", ""
+		out.Status, out.Reason = Done, ""
 		return
 	}
-	out.Status, out.Reason = "failed", text.OneLine(reason, 300)
+	out.Status, out.Reason = Failed, text.OneLine(reason, 300)
 }
 
 // shortDuration prints 45m rather than 45m0s.

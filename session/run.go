@@ -67,7 +67,7 @@ func Run(ctx context.Context, spec Spec, f Files, obs Observer) Outcome {
 	if obs == nil {
 		obs = noObserver{}
 	}
-	out := Outcome{Status: "failed", ExitCode: -1, Started: time.Now()}
+	out := Outcome{Status: Failed, ExitCode: -1, Started: time.Now()}
 	run(ctx, spec, f, obs, &out)
 	out.Ended = time.Now()
 	// The MCP config holds the servers' resolved secrets (API keys in env,
@@ -172,7 +172,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	}
 	st.fill(out)
 	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))
-	if copyErr != nil && out.Status != "done" {
+	if copyErr != nil && out.Status != Done {
 		out.Reason += " (" + copyErr.Error() + ")"
 	}
 }
