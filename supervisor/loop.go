@@ -27,6 +27,11 @@ func (n *night) loop(ctx context.Context) error {
 	defer ticker.Stop()
 	wake := true
 	for {
+		if ctx.Err() != nil {
+			// Stopped while busy: start nothing more.
+			n.stop()
+			return ErrStopped
+		}
 		if wake {
 			// What the hooks saw since the last look reaches the journal
 			// before the plan decides on it.
