@@ -38,8 +38,10 @@ const (
 	DefaultAgent        = "claude"
 	DefaultTimeout      = 45 * time.Minute
 	DefaultStallTimeout = 10 * time.Minute
-	DefaultRetries      = 1
-	DefaultMaxDefer     = time.Hour
+	// DefaultMCPTimeout is Claude Code's own default for MCP_TIMEOUT.
+	DefaultMCPTimeout = 30 * time.Second
+	DefaultRetries    = 1
+	DefaultMaxDefer   = time.Hour
 	// maxRetries catches a typo (retries: 100000) that would retry a broken
 	// job all night.
 	maxRetries = 100
@@ -502,6 +504,7 @@ func (l *loader) defaults(b *Batch, f map[string]pair) {
 	b.Defaults = JobDefaults{
 		Timeout:      DefaultTimeout,
 		StallTimeout: DefaultStallTimeout,
+		MCPTimeout:   DefaultMCPTimeout,
 		Retries:      DefaultRetries,
 		OnUnhealthy:  Defer,
 		MaxDefer:     DefaultMaxDefer,
@@ -510,7 +513,7 @@ func (l *loader) defaults(b *Batch, f map[string]pair) {
 	if !ok {
 		return
 	}
-	df := l.fields(p.val, "defaults", "timeout", "stall_timeout", "retries", "on_unhealthy", "max_defer")
+	df := l.fields(p.val, "defaults", "timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "max_defer")
 	l.jobSettings(df, "defaults", &b.Defaults)
 	// max_defer is batch-wide: it is read here and not by jobSettings,
 	// because a Job has no field for it.
@@ -521,8 +524,8 @@ func (l *loader) defaults(b *Batch, f map[string]pair) {
 	}
 }
 
-// jobSettings reads the four settings a job shares with defaults, over
-// the values already in s.
+// jobSettings reads the settings a job shares with defaults, over the
+// values already in s.
 func (l *loader) jobSettings(f map[string]pair, field string, s *JobDefaults) {
 	if p, ok := f["timeout"]; ok {
 		if d, ok := l.duration(p.val, field+".timeout"); ok {
@@ -532,6 +535,11 @@ func (l *loader) jobSettings(f map[string]pair, field string, s *JobDefaults) {
 	if p, ok := f["stall_timeout"]; ok {
 		if d, ok := l.duration(p.val, field+".stall_timeout"); ok {
 			s.StallTimeout = d
+		}
+	}
+	if p, ok := f["mcp_timeout"]; ok {
+		if d, ok := l.duration(p.val, field+".mcp_timeout"); ok {
+			s.MCPTimeout = d
 		}
 	}
 	if p, ok := f["retries"]; ok {

@@ -80,7 +80,7 @@ fail_open: true
 agent:
   command: claude
   args: ["--max-turns", 40, "--model", "${MODEL:-sonnet}"]
-defaults: {timeout: 30m, stall_timeout: 5m, retries: 2, on_unhealthy: skip, max_defer: 2h}
+defaults: {timeout: 30m, stall_timeout: 5m, retries: 2, on_unhealthy: skip, mcp_timeout: 45s, max_defer: 2h}
 health: {ttl: 1m, backoff: 10s, max_backoff: 5m, probe_timeout: 3s, prewarm_timeout: 90s}
 servers:
   notes:
@@ -109,6 +109,7 @@ jobs:
     timeout: 20m
     retries: 0
     on_unhealthy: run
+    mcp_timeout: 2m
     allowed_tools: ["mcp__notes__*", "Read"]
   - name: report.v2
     prompt_file: prompts/report.md
@@ -169,7 +170,7 @@ func TestLoadFull(t *testing.T) {
 		Command: filepath.Join(sb.bin, "claude"),
 		Args:    []string{"--max-turns", "40", "--model", "sonnet"},
 	})
-	check("Defaults", b.Defaults, JobDefaults{Timeout: 30 * time.Minute, StallTimeout: 5 * time.Minute, Retries: 2, OnUnhealthy: Skip, MaxDefer: 2 * time.Hour})
+	check("Defaults", b.Defaults, JobDefaults{Timeout: 30 * time.Minute, StallTimeout: 5 * time.Minute, Retries: 2, OnUnhealthy: Skip, MCPTimeout: 45 * time.Second, MaxDefer: 2 * time.Hour})
 	check("Health", b.Health, Health{TTL: time.Minute, Backoff: 10 * time.Second, MaxBackoff: 5 * time.Minute, ProbeTimeout: 3 * time.Second, PrewarmTimeout: 90 * time.Second})
 
 	if len(b.Servers) != 3 {
@@ -221,6 +222,7 @@ func TestLoadFull(t *testing.T) {
 		StallTimeout: 5 * time.Minute,
 		Retries:      0,
 		OnUnhealthy:  Run,
+		MCPTimeout:   2 * time.Minute,
 		AllowedTools: []string{"mcp__notes__*", "Read"},
 		Line:         39,
 	})
@@ -235,7 +237,8 @@ func TestLoadFull(t *testing.T) {
 		StallTimeout: 5 * time.Minute,
 		Retries:      2,
 		OnUnhealthy:  Skip,
-		Line:         47,
+		MCPTimeout:   45 * time.Second,
+		Line:         48,
 	})
 
 	check("Job()", b.Job("report.v2"), b.Jobs[1])
@@ -270,14 +273,14 @@ func TestLoadDefaults(t *testing.T) {
 		b.Agent.Command != filepath.Join(sb.bin, "claude") || b.Deadline != nil || b.Env != nil {
 		t.Errorf("batch defaults: %+v", b)
 	}
-	if b.Defaults != (JobDefaults{Timeout: 45 * time.Minute, StallTimeout: 10 * time.Minute, Retries: 1, OnUnhealthy: Defer, MaxDefer: time.Hour}) {
+	if b.Defaults != (JobDefaults{Timeout: 45 * time.Minute, StallTimeout: 10 * time.Minute, Retries: 1, OnUnhealthy: Defer, MCPTimeout: 30 * time.Second, MaxDefer: time.Hour}) {
 		t.Errorf("Defaults = %+v", b.Defaults)
 	}
 	if b.Health != DefaultHealth() {
 		t.Errorf("Health = %+v", b.Health)
 	}
 	j := b.Jobs[0]
-	if j.Cwd != sb.dir || j.Timeout != 45*time.Minute || j.StallTimeout != 10*time.Minute || j.Retries != 1 || j.OnUnhealthy != Defer {
+	if j.Cwd != sb.dir || j.Timeout != 45*time.Minute || j.StallTimeout != 10*time.Minute || j.MCPTimeout != 30*time.Second || j.Retries != 1 || j.OnUnhealthy != Defer {
 		t.Errorf("job defaults: %+v", j)
 	}
 }
@@ -331,6 +334,10 @@ const head = "version: 1\nname: n\n" // lines 1-2 of most cases
 const oneJob = "jobs:\n  - {name: a, prompt: hi}\n"
 
 var invalidCases = []invalid{
+	{name: "mcp_timeout without a unit", yaml: head + "defaults: {mcp_timeout: 30}\n" + oneJob,
+		line: 3, field: "defaults.mcp_timeout", msg: "needs a unit"},
+	{name: "job mcp_timeout zero", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    mcp_timeout: 0s\n",
+		line: 6, field: "jobs[0].mcp_timeout", msg: "must be between"},
 	{name: "notify webhook not a URL", yaml: head + "notify: {webhook: slack}\n" + oneJob,
 		line: 3, field: "notify.webhook", msg: "want an http(s) URL"},
 	{name: "notify command empty", yaml: head + "notify:\n  command: []\n" + oneJob,

@@ -73,6 +73,9 @@ type JobDefaults struct {
 	StallTimeout time.Duration
 	Retries      int
 	OnUnhealthy  OnUnhealthy
+	// MCPTimeout is how long Claude Code waits for an MCP server to
+	// connect (its MCP_TIMEOUT), default 30 s.
+	MCPTimeout time.Duration
 	// MaxDefer is how long a job may wait for its servers once nothing
 	// else can run, before it is skipped with the reason (default 1h).
 	MaxDefer time.Duration
@@ -115,6 +118,9 @@ type Job struct {
 	StallTimeout time.Duration
 	Retries      int
 	OnUnhealthy  OnUnhealthy
+	// MCPTimeout becomes the session's MCP_TIMEOUT: how long Claude Code
+	// waits for the job's servers to connect.
+	MCPTimeout   time.Duration
 	AllowedTools []string
 	Line         int
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // maxReason bounds a reason in a table cell or a line: a report is read in
@@ -197,12 +199,7 @@ func plural(n int, word string) string {
 }
 
 // short cuts a reason to maxReason runes.
-func short(s string) string {
-	if r := []rune(s); len(r) > maxReason {
-		return string(r[:maxReason-1]) + "…"
-	}
-	return s
-}
+func short(s string) string { return text.OneLine(s, maxReason) }
 
 // cell keeps a value inside its Markdown table cell.
 func cell(s string) string {

@@ -3,24 +3,23 @@
 // server was down and how it came back, and the night's totals, as
 // Markdown, one self-contained HTML file, or JSON.
 //
-// It reads the journal with the supervisor's own reader, so the supervisor
-// must not import this package: the command that runs the night writes the
-// report after the supervisor returns.
+// It reads the journal through the journal package alone, with every fact
+// in its own field; it never parses a reason. The command that runs the
+// night writes the report after the supervisor returns.
 package report
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
-	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
+	"github.com/nightwatch-dev/nightwatch/journal"
 )
 
 // Night is one run, as the morning report tells it.
@@ -121,26 +120,14 @@ var recoveryWays = map[string]bool{
 	"reset":                         true,
 }
 
-// LatestJournal returns the newest journal under <stateDir>/runs. Run ids
-// start with their UTC start time, so the greatest name is the newest run.
-func LatestJournal(stateDir string) (string, error) {
-	dir := filepath.Join(stateDir, "runs")
-	paths, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if err != nil {
-		return "", fmt.Errorf("list journals: %w", err)
-	}
-	if len(paths) == 0 {
-		return "", fmt.Errorf("no run journal in %s: %w", dir, fs.ErrNotExist)
-	}
-	sort.Strings(paths)
-	return paths[len(paths)-1], nil
-}
+// LatestJournal returns the newest journal of the state folder.
+func LatestJournal(stateDir string) (string, error) { return journal.Latest(stateDir) }
 
 // Build reads a journal and, when cachePath is not "", the health cache
 // whose statuses complete the servers section. A missing or corrupt cache
 // is a warning, not an error: the journal alone makes the report.
 func Build(journalPath, cachePath string) (*Night, error) {
-	events, warnings, err := supervisor.ReadJournalWarnings(journalPath)
+	events, warnings, err := journal.ReadWarnings(journalPath)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +136,7 @@ func Build(journalPath, cachePath string) (*Night, error) {
 	}
 	n := fromEvents(events)
 	if n.RunID == "" {
-		n.RunID = strings.TrimSuffix(filepath.Base(journalPath), ".jsonl")
+		n.RunID = statedir.RunID(journalPath)
 	}
 	n.Warnings = append(n.Warnings, warnings...)
 	if cachePath != "" {
@@ -173,7 +160,7 @@ type builder struct {
 	fixedBy map[string]string
 }
 
-func fromEvents(events []supervisor.Event) *Night {
+func fromEvents(events []journal.Event) *Night {
 	b := &builder{n: &Night{}, jobs: map[string]*Job{}, servers: map[string]*Server{},
 		open: map[string]int{}, fixedBy: map[string]string{}}
 	n := b.n
@@ -191,9 +178,9 @@ func fromEvents(events []supervisor.Event) *Night {
 			n.Ended = ev.Time
 		}
 		switch ev.Type {
-		case supervisor.EventRunStarted:
+		case journal.RunStarted:
 			n.Batch, n.Started = ev.Batch, ev.Time
-		case "run-resumed":
+		case journal.RunResumed:
 			// The supervisor died: the attempts it was running ended then.
 			for _, j := range b.jobs {
 				if a := lastTry(j); a != nil && !a.ended {
@@ -201,37 +188,37 @@ func fromEvents(events []supervisor.Event) *Night {
 					a.reason = "the supervisor stopped; the run was resumed"
 				}
 			}
-		case supervisor.EventRunFinished:
+		case journal.RunFinished:
 			n.Finished = true
-		case supervisor.EventJobStarted:
+		case journal.JobStarted:
 			j := b.job(ev.Job)
 			j.tries = append(j.tries, attempt{n: ev.Attempt, from: ev.Time, outcome: StatusUnfinished})
 			j.Status = StatusUnfinished
-		case supervisor.EventJobDeferred:
+		case journal.JobDeferred:
 			j := b.job(ev.Job)
 			j.Deferrals = append(j.Deferrals, Deferral{At: ev.Time, Reason: clean(ev.Reason)})
 			if j.Status == "" {
 				j.Status = StatusUnfinished
 			}
-		case supervisor.EventJobRetried:
+		case journal.JobRetried:
 			b.endTry(ev, "retried")
-		case supervisor.EventJobFinished:
-			j := b.endTry(ev, ev.Status)
-			j.Status, j.Reason = ev.Status, clean(ev.Reason)
-		case supervisor.EventJobSkipped:
+		case journal.JobFinished:
+			j := b.endTry(ev, string(ev.Status))
+			j.Status, j.Reason = string(ev.Status), clean(ev.Reason)
+		case journal.JobSkipped:
 			j := b.job(ev.Job)
-			j.Status, j.Reason = supervisor.JobSkipped, clean(ev.Reason)
+			j.Status, j.Reason = string(journal.Skipped), clean(ev.Reason)
 			if len(j.tries) == 0 {
 				j.Ended = ev.Time // when it was given up: the timeline marks it there
 			}
 			if a := lastTry(j); a != nil && !a.ended {
-				a.to, a.ended, a.outcome = ev.Time, true, supervisor.JobSkipped
+				a.to, a.ended, a.outcome = ev.Time, true, string(journal.Skipped)
 			}
-		case supervisor.EventServerState:
+		case journal.ServerState:
 			b.serverState(ev)
-		case "call-blocked":
+		case journal.CallBlocked:
 			b.server(ev.Server).BlockedCalls++
-		case supervisor.EventMaintenance:
+		case journal.Maintenance:
 			b.maintenance(ev)
 		}
 	}
@@ -268,7 +255,7 @@ func lastTry(j *Job) *attempt {
 
 // endTry closes the attempt a job-retried or job-finished line reports,
 // counting its result once (a line of each kind may both carry it).
-func (b *builder) endTry(ev supervisor.Event, outcome string) *Job {
+func (b *builder) endTry(ev journal.Event, outcome string) *Job {
 	j := b.job(ev.Job)
 	var a *attempt
 	for i := range j.tries {
@@ -281,15 +268,15 @@ func (b *builder) endTry(ev supervisor.Event, outcome string) *Job {
 		// attempt is known only by its end.
 		j.tries = append(j.tries, attempt{n: ev.Attempt, from: ev.Time})
 		a = lastTry(j)
-		if ms := supervisor.ResultNumber(ev.Result, "duration_ms"); ms > 0 {
-			a.from = ev.Time.Add(-time.Duration(ms * float64(time.Millisecond)))
+		if r := ev.Result; r != nil && r.DurationMS > 0 {
+			a.from = ev.Time.Add(-time.Duration(r.DurationMS) * time.Millisecond)
 		}
 	}
 	a.to, a.ended, a.outcome, a.reason = ev.Time, true, outcome, clean(ev.Reason)
 	if ev.Result != nil && !a.resultSeen {
 		a.resultSeen = true
-		a.turns = int(supervisor.ResultNumber(ev.Result, "num_turns"))
-		a.cost = supervisor.ResultNumber(ev.Result, "total_cost_usd")
+		a.turns = ev.Result.NumTurns
+		a.cost = ev.Result.CostUSD
 	}
 	return j
 }
@@ -303,18 +290,17 @@ func (b *builder) server(name string) *Server {
 	return s
 }
 
-// serverState pairs unhealthy and healthy lines into outages. The reason
-// is "by: code: reason"; by says what saw the change, and for a healthy
-// line how the server came back.
-func (b *builder) serverState(ev supervisor.Event) {
+// serverState pairs unhealthy and healthy lines into outages. By says
+// what saw the change, and for a healthy line how the server came back.
+func (b *builder) serverState(ev journal.Event) {
 	s := b.server(ev.Server)
-	by, rest := splitBy(ev.Reason)
+	by := ev.By
 	switch ev.Status {
-	case string(healthcheck.StatusUnhealthy):
+	case journal.Unhealthy:
 		if _, down := b.open[ev.Server]; down {
 			return // still the same outage
 		}
-		s.Outages = append(s.Outages, Outage{From: ev.Time, Reason: clean(rest)})
+		s.Outages = append(s.Outages, Outage{From: ev.Time, Reason: clean(text.JoinNonEmpty(": ", ev.Code, ev.Reason))})
 		b.open[ev.Server] = len(s.Outages) - 1
 		delete(b.fixedBy, ev.Server)
 	default: // healthy, or "" when an operator reset the entry
@@ -338,32 +324,17 @@ func (b *builder) serverState(ev supervisor.Event) {
 
 // maintenance lines say what the supervisor did for a server that was
 // down; they tell how an outage ended when the healthy line does not.
-// One line may name several servers, comma-separated.
-func (b *builder) maintenance(ev supervisor.Event) {
-	for _, name := range strings.Split(ev.Server, ",") {
-		if _, down := b.open[name]; !down {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(ev.Reason, "reconnect:"):
-			b.fixedBy[name] = healthcheck.RestoredByReconnect
-		case ev.Status == string(healthcheck.StatusHealthy) && b.fixedBy[name] == "":
-			b.fixedBy[name] = healthcheck.RestoredByProbe
-		}
+func (b *builder) maintenance(ev journal.Event) {
+	name := ev.Server
+	if _, down := b.open[name]; !down {
+		return
 	}
-}
-
-// splitBy cuts the "by: " prefix off a server-state reason, when the
-// first part is one of the names the hook uses for what saw the change.
-func splitBy(reason string) (by, rest string) {
-	first, after, ok := strings.Cut(reason, ": ")
-	if !ok {
-		first, after = reason, ""
+	switch {
+	case ev.Action == journal.Reconnect:
+		b.fixedBy[name] = healthcheck.RestoredByReconnect
+	case ev.Status == journal.Healthy && b.fixedBy[name] == "":
+		b.fixedBy[name] = healthcheck.RestoredByProbe
 	}
-	if recoveryWays[first] || first == "call-failure" {
-		return first, after
-	}
-	return "", reason
 }
 
 // finishJobs copies the jobs out of the builder's map, in journal order,
@@ -427,11 +398,11 @@ func (n *Night) total() {
 	t := Totals{Jobs: len(n.Jobs), Duration: n.Ended.Sub(n.Started)}
 	for _, j := range n.Jobs {
 		switch j.Status {
-		case supervisor.JobDone:
+		case string(journal.Done):
 			t.Done++
-		case supervisor.JobFailed:
+		case string(journal.Failed):
 			t.Failed++
-		case supervisor.JobSkipped:
+		case string(journal.Skipped):
 			t.Skipped++
 		}
 		t.Attempts += j.Attempts
@@ -455,5 +426,5 @@ func (n *Night) JSON(w io.Writer) error {
 // but a report is pasted into chats, so it is redacted again; and it is
 // made one line.
 func clean(s string) string {
-	return strings.Join(strings.Fields(redact.String(s)), " ")
+	return text.OneLine(redact.String(s), 0)
 }

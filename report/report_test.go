@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/journal"
 )
 
 // night.jsonl is a hand-made journal in the supervisor's exact event
@@ -324,25 +324,25 @@ func TestBuildErrors(t *testing.T) {
 // maintenance lines did while the server was down.
 func TestRecoveredBy(t *testing.T) {
 	t0 := time.Date(2027, 1, 14, 3, 0, 0, 0, time.UTC)
-	down := supervisor.Event{Time: t0, Type: "server-state", Server: "s", Status: "unhealthy", Reason: "probe: timeout: no answer"}
-	up := func(reason, status string) supervisor.Event {
-		return supervisor.Event{Time: t0.Add(time.Minute), Type: "server-state", Server: "s", Status: status, Reason: reason}
+	down := journal.Event{Time: t0, Type: journal.ServerState, Server: "s", Status: journal.Unhealthy, By: "probe", Code: "timeout", Reason: "no answer"}
+	up := func(by string, status journal.Status) journal.Event {
+		return journal.Event{Time: t0.Add(time.Minute), Type: journal.ServerState, Server: "s", Status: status, By: by}
 	}
-	maint := func(reason, status string) supervisor.Event {
-		return supervisor.Event{Time: t0.Add(30 * time.Second), Type: "maintenance", Server: "x,s", Status: status, Reason: reason}
+	maint := func(action journal.Action, status journal.Status) journal.Event {
+		return journal.Event{Time: t0.Add(30 * time.Second), Type: journal.Maintenance, Server: "s", Action: action, Status: status, Reason: "restart s"}
 	}
 	for _, c := range []struct {
 		name   string
-		events []supervisor.Event
+		events []journal.Event
 		want   string
 	}{
-		{"probe", []supervisor.Event{down, up("probe", "healthy")}, "probe"},
-		{"passive", []supervisor.Event{down, up("passive", "healthy")}, "passive"},
-		{"reconnect", []supervisor.Event{down, up("reconnect: restart s", "healthy")}, "reconnect"},
-		{"reset", []supervisor.Event{down, up("reset", "")}, "reset"},
-		{"maintenance reconnect", []supervisor.Event{down, maint("reconnect: restart s", ""), up("", "healthy")}, "reconnect"},
-		{"maintenance probe", []supervisor.Event{down, maint("answered again while a job waited for it", "healthy"), up("", "healthy")}, "probe"},
-		{"unknown", []supervisor.Event{down, up("", "healthy")}, ""},
+		{"probe", []journal.Event{down, up("probe", journal.Healthy)}, "probe"},
+		{"passive", []journal.Event{down, up("passive", journal.Healthy)}, "passive"},
+		{"reconnect", []journal.Event{down, up("reconnect", journal.Healthy)}, "reconnect"},
+		{"reset", []journal.Event{down, up("reset", "")}, "reset"},
+		{"maintenance reconnect", []journal.Event{down, maint(journal.Reconnect, ""), up("", journal.Healthy)}, "reconnect"},
+		{"maintenance probe", []journal.Event{down, maint(journal.Reprobe, journal.Healthy), up("", journal.Healthy)}, "probe"},
+		{"unknown", []journal.Event{down, up("", journal.Healthy)}, ""},
 	} {
 		n := fromEvents(c.events)
 		var s *Server
@@ -354,5 +354,35 @@ func TestRecoveredBy(t *testing.T) {
 		if s == nil || len(s.Outages) != 1 || s.Outages[0].RecoveredBy != c.want || s.Outages[0].Reason != "timeout: no answer" {
 			t.Errorf("%s: %+v, want recovered by %q", c.name, s, c.want)
 		}
+	}
+}
+
+// Journals written by the release before the typed vocabulary render as
+// they did then: testdata/v0-*.md and .json were rendered by that release
+// from ../journal/testdata/v0-*.jsonl.
+func TestLegacyJournalRendersAsBefore(t *testing.T) {
+	for _, name := range []string{"v0-finished", "v0-unfinished"} {
+		t.Run(name, func(t *testing.T) {
+			n, err := Build(filepath.Join("..", "journal", "testdata", name+".jsonl"), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var md, js bytes.Buffer
+			if err := n.Markdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.JSON(&js); err != nil {
+				t.Fatal(err)
+			}
+			for ext, got := range map[string][]byte{".md": md.Bytes(), ".json": js.Bytes()} {
+				want, err := os.ReadFile(filepath.Join("testdata", name+ext))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s%s differs from the old release's rendering:\n got %s\nwant %s", name, ext, got, want)
+				}
+			}
+		})
 	}
 }

@@ -14,9 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/jobs"
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -90,9 +91,9 @@ func TestPromptIsNeverAFlag(t *testing.T) {
 			if b.Jobs[0].Prompt != prompt {
 				t.Fatalf("prompt %q, want %q", b.Jobs[0].Prompt, prompt)
 			}
-			spec := supervisor.SessionSpec{Batch: b, Job: b.Jobs[0], RunID: "r", Attempt: 1, Binary: "/usr/bin/nightwatch"}
-			f := supervisor.SessionFiles{Settings: "/s.json", MCPConfig: "/m.json"}
-			cmd := supervisor.SessionCommand(context.Background(), spec, f)
+			spec := session.Spec{Batch: b, Job: b.Jobs[0], RunID: "r", Attempt: 1, Binary: "/usr/bin/nightwatch"}
+			f := session.Files{Settings: "/s.json", MCPConfig: "/m.json"}
+			cmd := session.Command(context.Background(), spec, f)
 			args := cmd.Args[1:]
 			if args[0] != "-p" {
 				t.Fatalf("argv %q", args)
@@ -198,9 +199,9 @@ jobs:
 	// A real session: the agent sees every value literally, and the hook
 	// command (whose paths hold shell syntax) probes notes, started with
 	// the hostile env values, and records it.
-	spec := supervisor.SessionSpec{Batch: b, Job: b.Jobs[0], RunID: "r1", Attempt: 1,
+	spec := session.Spec{Batch: b, Job: b.Jobs[0], RunID: "r1", Attempt: 1,
 		Binary: testkit.BuildNightwatch(t), Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}}
-	f, err := supervisor.PrepareSession(spec)
+	f, err := session.Prepare(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ jobs:
 	writeFile(t, filepath.Join(root, "hookcmd"), settings.Hooks["PreToolUse"][0].Hooks[0].Command, 0o600)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if out := supervisor.RunSession(ctx, spec, f, nil); out.Status != supervisor.StatusDone {
+	if out := session.Run(ctx, spec, f, nil); out.Status != session.Done {
 		t.Fatalf("session: %+v", out)
 	}
 	agentEnv := readFile(t, filepath.Join(root, "agent-env"))
@@ -225,7 +226,7 @@ jobs:
 		}
 	}
 	hookOut := readFile(t, filepath.Join(root, "hook-out"))
-	cache := readFile(t, supervisor.CachePath(b))
+	cache := readFile(t, statedir.Cache(b.StateDir))
 	if !strings.Contains(cache, `"notes"`) || !strings.Contains(cache, `"healthy"`) {
 		t.Errorf("the hook did not probe notes through its settings command:\n%s\n%s", cache, hookOut)
 	}

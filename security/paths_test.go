@@ -14,7 +14,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/jobs"
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 const theirs = "someone else's file\n"
@@ -177,9 +177,9 @@ func TestSessionRefusesSymlinkedStreamFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := supervisor.SessionSpec{Batch: b, Job: b.Jobs[0], RunID: "r1", Attempt: 1,
+	spec := session.Spec{Batch: b, Job: b.Jobs[0], RunID: "r1", Attempt: 1,
 		Binary: testkit.BuildNightwatch(t), Env: []string{"PATH=" + os.Getenv("PATH")}}
-	f, err := supervisor.PrepareSession(spec)
+	f, err := session.Prepare(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestSessionRefusesSymlinkedStreamFiles(t *testing.T) {
 	symlink(t, stderr, f.Stderr)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	out := supervisor.RunSession(ctx, spec, f, nil)
+	out := session.Run(ctx, spec, f, nil)
 	t.Logf("outcome: %s %s", out.Status, out.Reason)
 	unchanged(t, stream)
 	unchanged(t, stderr)
@@ -199,7 +199,7 @@ func TestSessionRefusesSymlinkedStreamFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	symlink(t, settings, f.Settings)
-	if _, err := supervisor.PrepareSession(spec); err == nil {
+	if _, err := session.Prepare(spec); err == nil {
 		t.Error("PrepareSession replaced a symlinked settings file")
 	}
 	unchanged(t, settings)

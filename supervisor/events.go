@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/journal"
 )
 
 // eventTail reads the lines the hooks appended to the batch's events file
@@ -56,24 +57,10 @@ func (n *night) absorbServerEvents() {
 	for _, ev := range n.events.next() {
 		switch ev.Kind {
 		case healthcheck.EventState:
-			n.append(Event{Type: "server-state", Time: ev.Time, Server: ev.Server, Status: string(ev.To),
-				Reason: joinNonEmpty(ev.By, ev.Code, ev.Reason)})
+			n.append(journal.Event{Type: journal.ServerState, Time: ev.Time, Server: ev.Server, Status: journal.Status(ev.To),
+				By: ev.By, Code: ev.Code, Reason: ev.Reason})
 		case healthcheck.EventBlocked:
-			n.append(Event{Type: "call-blocked", Time: ev.Time, Server: ev.Server, Reason: ev.Tool})
+			n.append(journal.Event{Type: journal.CallBlocked, Time: ev.Time, Server: ev.Server, Tool: ev.Tool})
 		}
 	}
-}
-
-func joinNonEmpty(parts ...string) string {
-	out := ""
-	for _, p := range parts {
-		if p == "" {
-			continue
-		}
-		if out != "" {
-			out += ": "
-		}
-		out += p
-	}
-	return out
 }

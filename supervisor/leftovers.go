@@ -1,46 +1,36 @@
 package supervisor
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/journal"
 )
 
-// EventSessionProcess records the process group of a session, so that a
-// supervisor started after a crash (SIGKILL, power loss) can end the
-// sessions the dead one left running: no session outlives its night.
-const EventSessionProcess = "session-process"
-
-// sessionProcessEvent is the journal line for a started session.
-func sessionProcessEvent(job string, attempt, pid int) Event {
-	return Event{Type: EventSessionProcess, Job: job, Attempt: attempt, PID: pid,
-		Reason: processStartID(pid)}
+// sessionProcessEvent is the journal line for a started session: its
+// process group, so that a supervisor started after a crash (SIGKILL,
+// power loss) can end the sessions the dead one left running: no session
+// outlives its night.
+func sessionProcessEvent(job string, attempt, pid int) journal.Event {
+	return journal.Event{Type: journal.SessionProcess, Job: job, Attempt: attempt, PID: pid,
+		StartID: processStartID(pid)}
 }
 
 // killLeftovers kills the process groups of sessions that were running
-// when the previous supervisor died. A group is killed only if its leader
-// is still the process that was started (same start time), so a reused
-// pid is never hit.
-func killLeftovers(events []Event, log zerolog.Logger) {
-	open := map[string]Event{}
-	for _, ev := range events {
-		key := fmt.Sprintf("%s#%d", ev.Job, ev.Attempt)
-		switch ev.Type {
-		case EventSessionProcess:
-			open[key] = ev
-		case "job-finished", "job-retried", "job-skipped":
-			delete(open, key)
-		}
-	}
-	for _, ev := range open {
+// when the previous supervisor died (journal.RunState.Sessions). A group
+// is killed only if its leader is still the process that was started
+// (same start time), so a reused pid is never hit.
+func killLeftovers(sessions []journal.Event, log zerolog.Logger) {
+	for _, ev := range sessions {
 		if ev.PID <= 0 {
 			continue
 		}
 		id := processStartID(ev.PID)
-		if id == "" || id != ev.Reason {
+		if id == "" || id != ev.StartID {
 			continue
 		}
 		if err := syscall.Kill(-ev.PID, syscall.SIGKILL); err == nil {
@@ -51,10 +41,10 @@ func killLeftovers(events []Event, log zerolog.Logger) {
 
 // removeSessionConfigs deletes the MCP configs (which hold resolved
 // secrets) that sessions of a killed supervisor left in the run's folder:
-// RunSession removes its own when the session ends, a SIGKILL skips that.
+// a session removes its own when it ends, a SIGKILL skips that.
 // Called once the leftover sessions are killed.
 func removeSessionConfigs(stateDir, runID string) {
-	paths, _ := filepath.Glob(filepath.Join(stateDir, "runs", runID, "*", "attempt-*", "mcp.json"))
+	paths, _ := filepath.Glob(statedir.AttemptFiles(stateDir, runID, statedir.AttemptMCPConfig))
 	for _, p := range paths {
 		_ = os.Remove(p)
 	}

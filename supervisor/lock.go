@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 )
 
 // ErrLocked means another process is running the batch.
@@ -48,7 +48,7 @@ func LockBatch(stateDir, batchName string) (unlock func(), err error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("lock batch %q: %w", batchName, err)
 	}
-	path := filepath.Join(stateDir, batchName+".lock")
+	path := statedir.Lock(stateDir, batchName)
 	pidPath := path + ".pid"
 	// flock opens with O_CREATE, which would create a planted symlink's
 	// target: create the file here, never through a link.

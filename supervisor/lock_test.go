@@ -83,7 +83,7 @@ func lockTestStart(t *testing.T, dir, mode string) (*exec.Cmd, io.WriteCloser, s
 }
 
 func TestLockBatchSecondProcessIsRefusedWithPID(t *testing.T) {
-	dir := journalTestDir(t)
+	dir := filepath.Join(t.TempDir(), "state")
 	holder, release, line := lockTestStart(t, dir, "hold")
 	if line != "locked" {
 		t.Fatalf("holder: %q", line)
@@ -136,7 +136,7 @@ func TestLockBatchSecondProcessIsRefusedWithPID(t *testing.T) {
 // TestLockBatchFreeAfterSIGKILL: a supervisor killed outright must not
 // leave a lock behind, or the next night would never start.
 func TestLockBatchFreeAfterSIGKILL(t *testing.T) {
-	dir := journalTestDir(t)
+	dir := filepath.Join(t.TempDir(), "state")
 	holder, _, line := lockTestStart(t, dir, "hold")
 	if line != "locked" {
 		t.Fatalf("holder: %q", line)
@@ -157,7 +157,7 @@ func TestLockBatchFreeAfterSIGKILL(t *testing.T) {
 }
 
 func TestLockBatchSameProcessTwice(t *testing.T) {
-	dir := journalTestDir(t)
+	dir := filepath.Join(t.TempDir(), "state")
 	unlock, err := LockBatch(dir, "nightly")
 	if err != nil {
 		t.Fatal(err)

@@ -7,27 +7,25 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
-	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
-	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
-	"github.com/nightwatch-dev/nightwatch/mcpconfig"
-	"github.com/nightwatch-dev/nightwatch/reconnect"
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 // Job statuses in the journal and the summary.
 const (
-	StatusDone    = "done"
-	StatusFailed  = "failed"
-	StatusSkipped = "skipped"
+	StatusDone    = string(journal.Done)
+	StatusFailed  = string(journal.Failed)
+	StatusSkipped = string(journal.Skipped)
 )
 
 // NightOptions tune one run of a batch.
@@ -70,12 +68,12 @@ type Progress struct {
 
 // JobResult is how one job ended.
 type JobResult struct {
-	Name      string   `json:"name"`
-	Status    string   `json:"status"`
-	Reason    string   `json:"reason,omitempty"`
-	Attempts  int      `json:"attempts"`
-	Deferrals int      `json:"deferrals,omitempty"`
-	Outcome   *Outcome `json:"outcome,omitempty"`
+	Name      string           `json:"name"`
+	Status    string           `json:"status"`
+	Reason    string           `json:"reason,omitempty"`
+	Attempts  int              `json:"attempts"`
+	Deferrals int              `json:"deferrals,omitempty"`
+	Outcome   *session.Outcome `json:"outcome,omitempty"`
 }
 
 // NightSummary is the night, for the exit code and the morning.
@@ -97,41 +95,23 @@ func (s *NightSummary) AllDone() bool { return s.Failed == 0 && s.Skipped == 0 }
 // has no run-finished line, so the next `run` resumes it.
 var ErrStopped = errors.New("the night was stopped before it finished; `nightwatch run` resumes it")
 
-type jobState struct {
-	job       *jobs.Job
-	status    string // pending, running, or a final status
-	attempts  int
-	notBefore time.Time
-	deferring string // the reason it waits now; "" when not deferred
-	deferrals int
-	reason    string
-	last      *Outcome
-	startedAt time.Time
-}
-
-type attemptResult struct {
-	name    string
-	attempt int
-	outcome Outcome
-}
-
 type night struct {
 	b       *jobs.Batch
 	opts    NightOptions
 	log     zerolog.Logger
 	runID   string
 	started time.Time
-	journal *Journal
+	journal *journal.Journal
 	store   *healthcheck.Store
 	checker *healthcheck.Checker
-	states  map[string]*jobState
-	order   []string
-	running int
-	results chan attemptResult
-	cost    float64
 	events  eventTail
-	// deferStart is when each waiting job was first deferred.
-	deferStart map[string]time.Time
+	// plan is the jobs' state; only the loop's goroutine touches it.
+	plan *plan
+	// inbox carries what the sessions' goroutines saw, and their ends, to
+	// the loop; they never write state themselves. One channel keeps the
+	// order (a session's process group before its end); its buffer lets a
+	// session go on reading its stream while the loop is busy probing.
+	inbox chan message
 }
 
 func (n *night) now() time.Time {
@@ -139,6 +119,20 @@ func (n *night) now() time.Time {
 		return n.opts.Now()
 	}
 	return time.Now()
+}
+
+// newNight is a night of b with its cache, checker and events tail; the
+// journal and the plan come with openJournal.
+func newNight(b *jobs.Batch, opts NightOptions) *night {
+	n := &night{b: b, opts: opts, log: newLogger(opts.LogWriter),
+		inbox: make(chan message, inboxSize)}
+	n.store = &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: n.warn}
+	n.checker = n.newChecker()
+	// The events file lives as long as the state folder; this night's
+	// journal takes what is appended from now on.
+	n.events = eventTail{path: statedir.Events(b.StateDir)}
+	n.events.skipToEnd()
+	return n
 }
 
 // RunNight runs the batch to its end: preflight, then every job in file
@@ -161,18 +155,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 	defer unlock()
 
-	n := &night{b: b, opts: opts, log: newLogger(opts.LogWriter), states: map[string]*jobState{},
-		results: make(chan attemptResult), deferStart: map[string]time.Time{}}
-	for _, j := range b.Jobs {
-		n.states[j.Name] = &jobState{job: j, status: "pending"}
-		n.order = append(n.order, j.Name)
-	}
-	n.store = &healthcheck.Store{Path: CachePath(b), Warn: n.warn}
-	n.checker = n.newChecker()
-	// The events file lives as long as the state folder; this night's
-	// journal takes what is appended from now on.
-	n.events = eventTail{path: EventsPath(b)}
-	n.events.skipToEnd()
+	n := newNight(b, opts)
 
 	resumed, err := n.openJournal()
 	if err != nil {
@@ -202,25 +185,12 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 
 	err = n.loop(ctx)
-	for _, name := range n.order {
-		st := n.states[name]
-		r := JobResult{Name: name, Status: st.status, Reason: st.reason, Attempts: st.attempts,
-			Deferrals: st.deferrals, Outcome: st.last}
-		switch st.status {
-		case StatusDone:
-			summary.Done++
-		case StatusSkipped:
-			summary.Skipped++
-		default:
-			summary.Failed++
-		}
-		summary.Jobs = append(summary.Jobs, r)
-	}
-	summary.CostUSD = n.cost
+	summary.Jobs, summary.Done, summary.Failed, summary.Skipped = n.plan.summary()
+	summary.CostUSD = n.plan.cost
 	if err != nil {
 		return summary, err
 	}
-	n.append(Event{Type: "run-finished", Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
+	n.append(journal.Event{Type: journal.RunFinished, Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
 		summary.Done, summary.Failed, summary.Skipped)})
 	var extra string
 	if opts.AfterNight != nil {
@@ -234,7 +204,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 			fmt.Fprintln(&text, extra)
 		}
 		for _, err := range notify(ctx, b.Notify, text.String(), n.log) {
-			n.append(Event{Type: "notify-failed", Reason: err.Error()})
+			n.append(journal.Event{Type: journal.NotifyFailed, Reason: err.Error()})
 		}
 	}
 	return summary, nil
@@ -248,22 +218,17 @@ func newLogger(w io.Writer) zerolog.Logger {
 	return zerolog.New(w).With().Timestamp().Logger()
 }
 
-// LogPath is where a run's log lines go.
-func LogPath(b *jobs.Batch, runID string) string {
-	return filepath.Join(b.StateDir, "logs", runID+".log")
-}
-
 // openLog sends the night's log lines to its file too, as JSON lines
 // (0600; a resumed run appends to the same file).
 func (n *night) openLog() (func(), error) {
-	path := LogPath(n.b, n.runID)
+	path := statedir.Log(n.b.StateDir, n.runID)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return nil, fmt.Errorf("log %s is a symlink; refusing to write through it", path)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := atomicfile.OpenLog(path)
 	if err != nil {
 		return nil, err
 	}
@@ -279,545 +244,49 @@ func (n *night) openLog() (func(), error) {
 // a new one.
 func (n *night) openJournal() (bool, error) {
 	if !n.opts.Fresh {
-		path, events, err := LatestUnfinished(n.b.StateDir, n.b.Name)
+		path, events, err := journal.LatestUnfinished(n.b.StateDir, n.b.Name)
 		if err != nil {
 			return false, err
 		}
 		if path != "" {
-			j, err := OpenJournal(path)
+			j, err := journal.Open(path)
 			if err != nil {
 				return false, err
 			}
 			n.journal = j
-			n.runID = strings.TrimSuffix(filepath.Base(path), ".jsonl")
-			n.started = n.now()
-			for _, ev := range events {
-				if ev.Type == "run-started" {
-					n.started = ev.Time
-					break
-				}
+			n.runID = j.RunID
+			rp := journal.Replay(events)
+			n.started = rp.Started
+			if n.started.IsZero() {
+				n.started = n.now()
 			}
-			rp := ReplayEvents(events)
-			n.cost = rp.CostUSD
-			for name, st := range n.states {
-				st.attempts = rp.Attempts[name]
-				switch {
-				case rp.Done[name]:
-					st.status = StatusDone
-				case rp.Skipped[name] != "":
-					st.status, st.reason = StatusSkipped, rp.Skipped[name]
-				case rp.Failed[name]:
-					st.status, st.reason = StatusFailed, "failed before the restart"
-				}
-			}
-			killLeftovers(events, n.log)
+			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
+			n.plan.resume(rp)
+			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
-			n.append(Event{Type: "run-resumed", Reason: fmt.Sprintf("pid %d resumes the run", os.Getpid()), PID: os.Getpid()})
+			n.append(journal.Event{Type: journal.RunResumed, Reason: fmt.Sprintf("pid %d resumes the run", os.Getpid()), PID: os.Getpid()})
 			n.log.Info().Str("run", n.runID).Msg("resuming an unfinished run")
 			return true, nil
 		}
 	}
 	n.started = n.now()
-	n.runID = NewRunID(n.started)
-	j, err := CreateJournal(n.b.StateDir, n.runID)
+	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
+	n.runID = journal.NewRunID(n.started)
+	j, err := journal.Create(n.b.StateDir, n.runID)
 	if err != nil {
 		return false, err
 	}
 	n.journal = j
-	n.append(Event{Type: "run-started", Batch: n.b.Name, BatchFile: n.b.File, PID: os.Getpid()})
+	n.append(journal.Event{Type: journal.RunStarted, Batch: n.b.Name, BatchFile: n.b.File, PID: os.Getpid()})
 	return false, nil
 }
 
-func (n *night) append(ev Event) {
+func (n *night) append(ev journal.Event) {
 	ev.Run = n.runID
 	if err := n.journal.Append(ev); err != nil {
 		// The night goes on; a lost journal line is said, not hidden.
-		n.log.Error().Err(err).Str("type", ev.Type).Msg("cannot write the journal")
+		n.log.Error().Err(err).Str("type", string(ev.Type)).Msg("cannot write the journal")
 	}
 }
 
 func (n *night) warn(msg string) { n.log.Warn().Msg(msg) }
-
-func (n *night) loop(ctx context.Context) error {
-	ticker := time.NewTicker(n.opts.Maintenance)
-	defer ticker.Stop()
-	for {
-		n.absorbServerEvents()
-		n.applyLimits()
-		n.startReady(ctx)
-		n.giveUpWaiting()
-		n.report()
-		if n.running == 0 && n.allEnded() {
-			return nil
-		}
-		select {
-		case r := <-n.results:
-			n.finish(r)
-			n.maintain(ctx)
-		case <-ticker.C:
-			n.maintain(ctx)
-		case <-ctx.Done():
-			// Sessions see the same ctx and are being killed; wait for
-			// each so that nothing outlives the supervisor.
-			for n.running > 0 {
-				r := <-n.results
-				n.running--
-				n.log.Warn().Str("job", r.name).Msg("stopped with the night")
-			}
-			return ErrStopped
-		}
-	}
-}
-
-func (n *night) report() {
-	if n.opts.Progress == nil {
-		return
-	}
-	p := Progress{Total: len(n.order)}
-	now := n.now()
-	for _, name := range n.order {
-		st := n.states[name]
-		switch {
-		case st.status == "running":
-			p.Running = append(p.Running, fmt.Sprintf("%s (attempt %d, %s)", name, st.attempts,
-				now.Sub(st.startedAt).Round(time.Second)))
-		case st.status == "pending" && st.deferring != "":
-			p.Waiting = append(p.Waiting, name+": "+st.deferring)
-		case st.status == StatusDone:
-			p.Done++
-		case st.status == StatusFailed:
-			p.Failed++
-		case st.status == StatusSkipped:
-			p.Skipped++
-		}
-	}
-	n.opts.Progress(p)
-}
-
-func (n *night) allEnded() bool {
-	for _, st := range n.states {
-		if st.status == "pending" || st.status == "running" {
-			return false
-		}
-	}
-	return true
-}
-
-// deadline is the first moment at the batch's deadline time of day after
-// the run started.
-func (n *night) deadline() (time.Time, bool) {
-	if n.b.Deadline == nil {
-		return time.Time{}, false
-	}
-	s := n.started.Local()
-	d := time.Date(s.Year(), s.Month(), s.Day(), n.b.Deadline.Hour, n.b.Deadline.Minute, 0, 0, time.Local)
-	if !d.After(s) {
-		d = d.AddDate(0, 0, 1)
-	}
-	return d, true
-}
-
-func (n *night) applyLimits() {
-	now := n.now()
-	if d, ok := n.deadline(); ok && !now.Before(d) {
-		n.skipPending(fmt.Sprintf("the deadline %s passed", d.Format("15:04")))
-	}
-	if n.b.MaxCostUSD > 0 && n.cost >= n.b.MaxCostUSD {
-		n.skipPending(fmt.Sprintf("max_cost_usd reached: $%.2f of $%.2f spent", n.cost, n.b.MaxCostUSD))
-	}
-}
-
-// skipPending ends every job that has not started with reason, adding what
-// it was waiting for.
-func (n *night) skipPending(reason string) {
-	for _, name := range n.order {
-		st := n.states[name]
-		if st.status != "pending" {
-			continue
-		}
-		why := reason
-		if st.deferring != "" {
-			why += "; it was waiting: " + st.deferring
-		}
-		n.skip(st, why)
-	}
-}
-
-func (n *night) skip(st *jobState, reason string) {
-	st.status, st.reason = StatusSkipped, reason
-	n.append(Event{Type: "job-skipped", Job: st.job.Name, Status: StatusSkipped, Reason: reason})
-	n.log.Warn().Str("job", st.job.Name).Str("reason", reason).Msg("skipped")
-}
-
-// startReady starts jobs in file order while slots are free.
-func (n *night) startReady(ctx context.Context) {
-	now := n.now()
-	for _, name := range n.order {
-		if n.running >= n.b.MaxParallel {
-			return
-		}
-		st := n.states[name]
-		if st.status != "pending" || now.Before(st.notBefore) {
-			continue
-		}
-		if ready, blocked := n.needsMet(st); blocked != "" {
-			n.skip(st, blocked)
-			continue
-		} else if !ready {
-			continue
-		}
-		if down := n.unhealthyServers(ctx, st.job); down != "" && st.job.OnUnhealthy != jobs.Run {
-			if st.job.OnUnhealthy == jobs.Skip {
-				n.skip(st, down)
-				continue
-			}
-			if _, ok := n.deferStart[name]; !ok {
-				n.deferStart[name] = now
-			}
-			if st.deferring != down {
-				st.deferring = down
-				st.deferrals++
-				n.append(Event{Type: "job-deferred", Job: name, Reason: down})
-				n.log.Info().Str("job", name).Str("reason", down).Msg("deferred")
-			}
-			continue
-		}
-		st.deferring = ""
-		n.launch(ctx, st)
-	}
-}
-
-// needsMet says whether every job st needs is done; blocked is a reason to
-// skip when one of them can no longer be.
-func (n *night) needsMet(st *jobState) (ready bool, blocked string) {
-	for _, need := range st.job.Needs {
-		switch dep := n.states[need]; dep.status {
-		case StatusDone:
-		case StatusFailed, StatusSkipped:
-			return false, fmt.Sprintf("it needs %s, which %s", need, dep.status)
-		default:
-			return false, ""
-		}
-	}
-	return true, ""
-}
-
-// unhealthyServers returns "" when every server of job may be called, or
-// which one is down since when and why. A server whose verdict has
-// expired is probed now (with the reconnect policy).
-func (n *night) unhealthyServers(ctx context.Context, job *jobs.Job) string {
-	var down []string
-	for _, srv := range n.b.ServersOf(job) {
-		d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
-		if d.Allow {
-			continue
-		}
-		down = append(down, describeDown(srv.Name, d.Entry))
-	}
-	return strings.Join(down, "; ")
-}
-
-func describeDown(server string, e *healthcheck.Entry) string {
-	if e == nil {
-		return fmt.Sprintf("server %s is down", server)
-	}
-	since := e.UnhealthySince.Time()
-	if since.IsZero() {
-		since = e.CheckedAt.Time()
-	}
-	msg := fmt.Sprintf("server %s is down since %s", server, since.Local().Format("15:04:05"))
-	if e.LastError != "" {
-		msg += " (" + oneLine(e.LastError, 160) + ")"
-	}
-	return msg
-}
-
-func (n *night) launch(ctx context.Context, st *jobState) {
-	st.attempts++
-	st.status = "running"
-	st.startedAt = n.now()
-	n.running++
-	spec := SessionSpec{Batch: n.b, Job: st.job, RunID: n.runID, Attempt: st.attempts,
-		Binary: n.opts.Binary, Env: n.opts.Env}
-	files, err := PrepareSession(spec)
-	if err != nil {
-		n.running--
-		st.status = "pending"
-		n.finishAttempt(st, Outcome{Status: StatusFailed, Reason: "cannot prepare the session: " + err.Error()})
-		return
-	}
-	n.append(Event{Type: "job-started", Job: st.job.Name, Attempt: st.attempts,
-		Reason: "files in " + files.Dir})
-	n.log.Info().Str("job", st.job.Name).Int("attempt", st.attempts).Msg("started")
-	obs := &sessionObserver{n: n, job: st.job.Name, attempt: st.attempts}
-	go func(name string, attempt int) {
-		out := RunSession(ctx, spec, files, obs)
-		n.results <- attemptResult{name: name, attempt: attempt, outcome: out}
-	}(st.job.Name, st.attempts)
-}
-
-func (n *night) finish(r attemptResult) {
-	n.running--
-	st := n.states[r.name]
-	st.status = "pending"
-	if r.outcome.KilledBy == "stopped" {
-		return
-	}
-	n.finishAttempt(st, r.outcome)
-}
-
-func (n *night) finishAttempt(st *jobState, out Outcome) {
-	st.last = &out
-	n.cost += out.CostUSD
-	result := outcomeFields(out)
-	if out.Status == StatusDone {
-		st.status, st.reason = StatusDone, ""
-		n.append(Event{Type: "job-finished", Job: st.job.Name, Attempt: st.attempts, Status: StatusDone, Result: result})
-		n.log.Info().Str("job", st.job.Name).Int("turns", out.NumTurns).Float64("cost", out.CostUSD).Msg("done")
-		return
-	}
-	if st.attempts <= st.job.Retries {
-		pause := n.opts.RetryPause * time.Duration(st.attempts)
-		st.notBefore = n.now().Add(pause)
-		n.append(Event{Type: "job-retried", Job: st.job.Name, Attempt: st.attempts, Reason: out.Reason, Result: result})
-		n.log.Warn().Str("job", st.job.Name).Str("reason", out.Reason).Dur("pause", pause).Msg("attempt failed; will retry")
-		return
-	}
-	st.status, st.reason = StatusFailed, out.Reason
-	n.append(Event{Type: "job-finished", Job: st.job.Name, Attempt: st.attempts, Status: StatusFailed,
-		Reason: out.Reason, Result: result})
-	n.log.Error().Str("job", st.job.Name).Str("reason", out.Reason).Msg("failed")
-}
-
-func outcomeFields(o Outcome) map[string]any {
-	return map[string]any{"subtype": o.Subtype, "is_error": o.IsError, "num_turns": o.NumTurns,
-		"total_cost_usd": o.CostUSD, "duration_ms": o.DurationMS, "session_id": o.SessionID,
-		"terminal_reason": o.TerminalReason, "exit_code": o.ExitCode, "killed_by": o.KilledBy}
-}
-
-// giveUpWaiting skips deferred jobs that can never run: nothing is running
-// or startable, and they have waited past the batch's max_defer.
-func (n *night) giveUpWaiting() {
-	if n.running > 0 {
-		return
-	}
-	limit := n.b.Defaults.MaxDefer
-	if limit <= 0 {
-		return
-	}
-	now := n.now()
-	for _, name := range n.order {
-		st := n.states[name]
-		if st.status == "pending" && st.deferring != "" && now.Sub(n.deferredSince(name)) >= limit {
-			n.skip(st, fmt.Sprintf("waited %s for its servers: %s", limit, st.deferring))
-		}
-	}
-}
-
-// deferredSince is when the job was first deferred in this run.
-func (n *night) deferredSince(name string) time.Time {
-	if t, ok := n.deferStart[name]; ok {
-		return t
-	}
-	return n.now()
-}
-
-// maintain runs between jobs and while jobs wait: reconnect and re-probe
-// unhealthy servers whose retry time has come, re-probe early the servers
-// deferred jobs wait for, reset stuck entries whose server answers again,
-// and drop entries of servers the batch does not define.
-func (n *night) maintain(ctx context.Context) {
-	f, err := n.store.Read()
-	if err != nil {
-		n.warn(err.Error())
-	}
-	now := n.now()
-	waitedFor := n.serversWaitedFor()
-	for _, srv := range n.b.Servers {
-		e := f.Entry(srv.Name)
-		if e == nil || e.Status != healthcheck.StatusUnhealthy {
-			continue
-		}
-		due := !now.Before(e.NextRetryAt.Time())
-		stuck := n.checker.Settings.Stuck(e)
-		switch {
-		case due:
-			d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
-			n.maintenance(srv.Name, "retry time came: probed with the reconnect policy", d.Allow)
-		case (stuck || waitedFor[srv.Name]) && e.LastFailureCode != healthcheck.CodeRateLimited:
-			// The backoff protects servers from hooks; the supervisor
-			// probes once per interval so a job waiting on a server that
-			// is back starts within one interval, not one backoff.
-			res := n.probe(ctx, &srv.MCP)
-			if res.Verdict.Reachable() {
-				n.checker.RecordProbe(&srv.MCP, res)
-				what := "answered again while a job waited for it"
-				if stuck {
-					what = "stuck entry reset: its backoff was pinned at the cap, but it answers again"
-				}
-				n.maintenance(srv.Name, what, true)
-			}
-		}
-	}
-	var stale []string
-	for name := range f.Servers {
-		if n.b.Server(name) == nil {
-			stale = append(stale, name)
-		}
-	}
-	if len(stale) > 0 {
-		sort.Strings(stale)
-		if _, err := n.checker.Reset(stale, false, false); err == nil {
-			n.maintenance(strings.Join(stale, ","), "dropped cache entries of servers the batch does not define", true)
-		}
-	}
-	n.absorbServerEvents()
-}
-
-func (n *night) maintenance(server, what string, healthy bool) {
-	status := healthcheck.StatusUnhealthy
-	if healthy {
-		status = healthcheck.StatusHealthy
-	}
-	n.append(Event{Type: "maintenance", Server: server, Status: string(status), Reason: what})
-	n.log.Info().Str("server", server).Str("status", string(status)).Msg(what)
-}
-
-func (n *night) serversWaitedFor() map[string]bool {
-	out := map[string]bool{}
-	for _, st := range n.states {
-		if st.status == "pending" && st.deferring != "" {
-			for _, s := range st.job.Servers {
-				out[s] = true
-			}
-		}
-	}
-	return out
-}
-
-func (n *night) probe(ctx context.Context, srv *mcpconfig.Server) probe.Result {
-	cwd := n.b.Dir
-	res := probe.Probe(ctx, srv, probe.Options{Timeout: n.b.Health.ProbeTimeout, Cwd: cwd,
-		Environ: n.sessionEnviron()})
-	res.Reason = redact.String(res.Reason, srv.Secrets()...)
-	return res
-}
-
-// sessionEnviron is the environment sessions (and so their stdio servers)
-// get, so that probes start servers the way sessions will.
-func (n *night) sessionEnviron() []string { return sessionEnv(n.b, n.opts.Env) }
-
-func (n *night) newChecker() *healthcheck.Checker {
-	h := n.b.Health
-	settings := healthcheck.DefaultSettings()
-	settings.TTL, settings.Backoff, settings.MaxBackoff = h.TTL, h.Backoff, h.MaxBackoff
-	getenv := environ.Lookup(n.sessionEnviron())
-	return &healthcheck.Checker{
-		Store:    n.store,
-		Settings: settings,
-		Now:      n.now,
-		Probe:    n.probe,
-		Policy: func(code healthcheck.FailureCode, have bool) healthcheck.Action {
-			return healthcheck.Action(reconnect.DefaultPolicy(reconnect.Failure(code), have))
-		},
-		HaveReconnect: func(server string) bool { return n.reconnectCommand(server, getenv) != "" },
-		Reconnect: func(ctx context.Context, server string) healthcheck.ReconnectResult {
-			return n.reconnect(ctx, server, getenv)
-		},
-		ProbeWait: h.ProbeTimeout + 10*time.Second,
-		Events:    &healthcheck.EventLog{Path: EventsPath(n.b), Warn: n.warn},
-		Warn:      n.warn,
-		Redact: func(s string) string {
-			var secrets []string
-			for _, srv := range n.b.Servers {
-				secrets = append(secrets, srv.MCP.Secrets()...)
-			}
-			return redact.String(s, secrets...)
-		},
-	}
-}
-
-// reconnectCommand is the batch's reconnect for server, else the
-// environment's (NIGHTWATCH_RECONNECT_<SERVER>, …) as the hook reads it.
-func (n *night) reconnectCommand(server string, getenv func(string) (string, bool)) string {
-	if srv := n.b.Server(server); srv != nil && srv.Reconnect != "" {
-		return srv.Reconnect
-	}
-	cmd, _ := reconnect.CommandFor(server, getenv)
-	return cmd
-}
-
-func (n *night) reconnect(ctx context.Context, server string, getenv func(string) (string, bool)) healthcheck.ReconnectResult {
-	command := n.reconnectCommand(server, getenv)
-	if command == "" {
-		return healthcheck.ReconnectResult{}
-	}
-	argv, err := reconnect.Split(command)
-	if err != nil {
-		return healthcheck.ReconnectResult{Attempted: true, Detail: err.Error()}
-	}
-	var secrets []string
-	if srv := n.b.Server(server); srv != nil {
-		secrets = srv.MCP.Secrets()
-	}
-	out := reconnect.Run(ctx, reconnect.Expand(argv, server), reconnect.Options{
-		Timeout: n.b.Health.ProbeTimeout, Dir: n.b.Dir, Env: n.sessionEnviron(), Secrets: secrets})
-	detail := strings.Join(out.Command, " ")
-	if !out.OK {
-		detail += ": " + out.Err
-	}
-	n.append(Event{Type: "maintenance", Server: server, Reason: "reconnect: " + detail})
-	n.log.Info().Str("server", server).Bool("ok", out.OK).Str("command", strings.Join(out.Command, " ")).Msg("reconnect")
-	return healthcheck.ReconnectResult{Attempted: out.Attempted, OK: out.OK, Detail: detail}
-}
-
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
-}
-
-// sessionObserver turns what a session's stream says into cache state at
-// once: a server Claude Code could not connect to is down for every
-// session, not only this one.
-type sessionObserver struct {
-	n       *night
-	job     string
-	attempt int
-}
-
-func (o *sessionObserver) ServerStatus(server, status string) {
-	var code healthcheck.FailureCode
-	switch status {
-	case "failed":
-		code = healthcheck.CodeTransport
-	case "needs-auth":
-		code = healthcheck.CodeAuth
-	default:
-		return
-	}
-	reason := fmt.Sprintf("Claude Code reported the server %s when job %s started", status, o.job)
-	err := o.n.store.Update(func(f *healthcheck.File) error {
-		e := o.n.checker.Settings.MarkUnhealthy(f.Entry(server), o.n.now(),
-			healthcheck.Failure{Code: code, Reason: reason})
-		f.Servers[server] = &e
-		return nil
-	})
-	if err != nil {
-		o.n.warn(err.Error())
-	}
-	o.n.log.Warn().Str("server", server).Str("job", o.job).Str("status", status).Msg("session could not use a server")
-}
-
-func (o *sessionObserver) ToolUnavailable(tool string) {
-	o.n.append(Event{Type: "tool-unavailable", Job: o.job, Attempt: o.attempt, Reason: tool})
-	o.n.log.Warn().Str("job", o.job).Str("tool", tool).Msg("the model called a tool the session does not have")
-}
-
-// SessionStarted records the session's process group in the journal, for
-// a supervisor that restarts after this one is killed.
-func (o *sessionObserver) SessionStarted(pgid int) {
-	o.n.append(sessionProcessEvent(o.job, o.attempt, pgid))
-}

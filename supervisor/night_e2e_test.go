@@ -16,6 +16,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
 )
 
 // These nights run the real Claude Code CLI (against the fake Messages API)
@@ -72,12 +73,18 @@ func (f *nightFixture) load(yaml string) *jobs.Batch {
 
 func (f *nightFixture) run(b *jobs.Batch) *NightSummary {
 	f.t.Helper()
+	return f.runWith(b, 300*time.Millisecond)
+}
+
+// runWith runs the night with maintenance every interval.
+func (f *nightFixture) runWith(b *jobs.Batch, maintenance time.Duration) *NightSummary {
+	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	s, err := RunNight(ctx, b, NightOptions{
 		Binary: testkit.BuildNightwatch(f.t), Env: f.env,
 		LogWriter:   zerolog.NewTestWriter(f.t),
-		Maintenance: 300 * time.Millisecond, RetryPause: 300 * time.Millisecond,
+		Maintenance: maintenance, RetryPause: 300 * time.Millisecond,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -85,9 +92,9 @@ func (f *nightFixture) run(b *jobs.Batch) *NightSummary {
 	return s
 }
 
-func readJournalTypes(t *testing.T, path string) []Event {
+func readJournalTypes(t *testing.T, path string) []journal.Event {
 	t.Helper()
-	events, err := ReadJournal(path)
+	events, err := journal.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +108,8 @@ func jsonString(s string) string {
 
 // TestNightServerDiesAndReconnectBringsItBack: six jobs over two servers;
 // the third job breaks the stdio server for good (it exits and will not
-// start again). The next job that needs it is deferred while the other
+// start again, and the reconnect command fails when the session's hook
+// runs it). The next job that needs it is deferred while the other
 // server's job runs; maintenance runs the server's reconnect command
 // (which repairs it), the re-probe finds it healthy, and the deferred job
 // runs. Every job ends done, exactly once.
@@ -118,7 +126,10 @@ func testNightServerDiesAndReconnectBringsItBack(t *testing.T, version string) {
 	control := filepath.Join(f.dir, "notes.mode")
 	repaired := filepath.Join(f.dir, "repaired")
 	repair := filepath.Join(f.dir, "repair.sh")
-	script := "#!/bin/sh\necho healthy > \"$1\"\necho \"$2\" >> \"$3\"\n"
+	// Only the supervisor's maintenance repairs it here: run by the hook
+	// inside a session (CLAUDECODE is set there), the command fails. The
+	// hook's own reconnect is TestNightSessionHookReconnectsAtOnce's.
+	script := "#!/bin/sh\n[ -n \"$CLAUDECODE\" ] && exit 1\necho healthy > \"$1\"\necho \"$2\" >> \"$3\"\n"
 	if err := os.WriteFile(repair, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -162,13 +173,13 @@ jobs:
 	var deferred, reconnected, j4Started int
 	for i, ev := range events {
 		switch {
-		case ev.Type == "job-finished" && ev.Status == StatusDone:
+		case ev.Type == journal.JobFinished && ev.Status == journal.Done:
 			finished[ev.Job]++
-		case ev.Type == "job-deferred" && ev.Job == "j4":
+		case ev.Type == journal.JobDeferred && ev.Job == "j4":
 			deferred = i
-		case ev.Type == "maintenance" && ev.Server == "notes" && strings.Contains(ev.Reason, "reconnect"):
+		case ev.Type == journal.Maintenance && ev.Server == "notes" && ev.Action == journal.Reconnect:
 			reconnected = i
-		case ev.Type == "job-started" && ev.Job == "j4":
+		case ev.Type == journal.JobStarted && ev.Job == "j4":
 			j4Started = i
 		}
 	}
@@ -187,6 +198,62 @@ jobs:
 		if r.IsError || !strings.Contains(r.Content, "after the repair") {
 			t.Errorf("j4 did not get its tool result: %+v", r)
 		}
+	}
+}
+
+// TestNightSessionHookReconnectsAtOnce: the batch's reconnect command
+// reaches the hook inside the session. The job's first call breaks its
+// stdio server for good; the hook's PostToolUseFailure runs the server's
+// reconnect command (from the batch, given to the session's environment),
+// which repairs it, so the job's next call in the same session works. The
+// supervisor's maintenance is too slow to have done it (its interval is
+// longer than the night), and the backoff too long for a retry probe.
+func TestNightSessionHookReconnectsAtOnce(t *testing.T) {
+	f := newNightFixture(t)
+	server := testkit.BuildTestServer(t)
+	control := filepath.Join(f.dir, "notes.mode")
+	repaired := filepath.Join(f.dir, "repaired")
+	repair := filepath.Join(f.dir, "repair.sh")
+	script := "#!/bin/sh\necho healthy > \"$1\"\necho \"$2\" >> \"$3\"\n"
+	if err := os.WriteFile(repair, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b := f.load(fmt.Sprintf(`version: 1
+name: hookreconnect
+state_dir: ./state
+agent: {command: %s}
+defaults: {timeout: 3m, stall_timeout: 2m, retries: 0}
+health: {ttl: 2m, backoff: 5m, max_backoff: 10m, probe_timeout: 5s, prewarm_timeout: 30s}
+servers:
+  notes:
+    command: %s
+    args: ["--control", %s]
+    reconnect: %s
+jobs:
+  - {name: j1, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+`, jsonString(testkit.ClaudeBin(t)), jsonString(server), jsonString(control),
+		jsonString(repair+" "+control+" {server} "+repaired),
+		jsonString(prompt("j1", `mcp__notes__break {}`, `mcp__notes__echo {"message":"right after the break"}`))))
+
+	s := f.runWith(b, time.Hour)
+	if got, _ := os.ReadFile(repaired); !strings.Contains(string(got), "notes") {
+		t.Fatalf("the reconnect command did not run inside the session (%q); jobs %+v", got, s.Jobs)
+	}
+	results := f.api.SessionToolResults("j1")
+	if len(results) != 2 || results[1].IsError || !strings.Contains(results[1].Content, "right after the break") {
+		t.Errorf("the call after the break did not reach the repaired server: %+v", results)
+	}
+	var restoredByHook bool
+	for _, ev := range readJournalTypes(t, s.Journal) {
+		if ev.Type == journal.Maintenance && ev.Action == journal.Reconnect {
+			t.Errorf("the supervisor reconnected (%+v); the hook should have", ev)
+		}
+		if ev.Type == journal.ServerState && ev.Server == "notes" && ev.Status == journal.Healthy && ev.By == "reconnect" {
+			restoredByHook = true
+		}
+	}
+	if !restoredByHook {
+		t.Error("the journal has no healthy-by-reconnect line for notes")
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
 )
 
 // The night's rules with a scripted agent (a shell script standing in for
@@ -333,10 +334,10 @@ func TestNotifyAtTheEndOfTheNight(t *testing.T) {
 			if !strings.Contains(string(data), "batch notified finished") || !strings.Contains(string(data), "1 done, 0 failed") {
 				t.Errorf("command got %q", data)
 			}
-			events, _ := ReadJournal(s.Journal)
+			events, _ := journal.Read(s.Journal)
 			failed := 0
 			for _, ev := range events {
-				if ev.Type == "notify-failed" {
+				if ev.Type == journal.NotifyFailed {
 					failed++
 				}
 			}

@@ -5,6 +5,10 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
+	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
 // PrintSummary writes the night's outcome: one line per job, then totals.
@@ -24,7 +28,7 @@ func PrintSummary(w io.Writer, s *NightSummary) {
 		if reason == "" {
 			reason = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", j.Name, j.Status, j.Attempts, turns, cost, dur, oneLine(reason, 120))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", j.Name, j.Status, j.Attempts, turns, cost, dur, text.OneLine(reason, 120))
 	}
 	_ = tw.Flush()
 	resumed := ""
@@ -34,3 +38,9 @@ func PrintSummary(w io.Writer, s *NightSummary) {
 	fmt.Fprintf(w, "\nrun %s%s: %d done, %d failed, %d skipped, $%.4f; journal %s\n",
 		s.RunID, resumed, s.Done, s.Failed, s.Skipped, s.CostUSD, s.Journal)
 }
+
+// CachePath is the batch's health cache.
+//
+// Deprecated: use statedir.Cache(b.StateDir); kept until doctor/ (owned
+// by another engineer) moves to it.
+func CachePath(b *jobs.Batch) string { return statedir.Cache(b.StateDir) }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 )
 
 func newLogsCmd() *cobra.Command {
@@ -28,9 +30,9 @@ printing new lines until interrupted.`,
 			if err != nil {
 				return err
 			}
-			logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+			logs, _ := filepath.Glob(statedir.Log(dir, "*"))
 			if len(logs) == 0 {
-				return fmt.Errorf("no run logs in %s", filepath.Join(dir, "logs"))
+				return fmt.Errorf("no run logs in %s", statedir.Logs(dir))
 			}
 			// Run IDs start with their start time: the last name is the newest run.
 			sort.Strings(logs)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/supervisor"
 )
@@ -91,7 +92,7 @@ Exit 0: all healthy. 1: some unhealthy (named). 2: the file is invalid.`,
 				return err
 			}
 			report := supervisor.Preflight(cmd.Context(), b, supervisor.PreflightOptions{
-				Store:    &healthcheck.Store{Path: supervisor.CachePath(b), Warn: warnStderr},
+				Store:    &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: warnStderr},
 				Settings: settings, Getenv: lookupEnv, Warn: warnStderr,
 			})
 			if asJSON {

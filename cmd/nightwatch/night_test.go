@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+	"github.com/nightwatch-dev/nightwatch/journal"
 )
 
 func q(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -26,33 +27,19 @@ func script(session string, calls ...string) string {
 	return q(p)
 }
 
-type journalLine struct {
-	Type, Job, Status string
-	Attempt, PID      int
-	Reason            string
-}
-
-func readJournal(t *testing.T, stateDir string) []journalLine {
+// readJournal reads the run's journal through the journal package; a torn
+// last line (the supervisor is writing) is left out.
+func readJournal(t *testing.T, stateDir string) []journal.Event {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(stateDir, "runs", "*.jsonl"))
+	paths, _ := filepath.Glob(statedir.Journals(stateDir))
 	if len(paths) != 1 {
 		return nil
 	}
-	f, err := os.Open(paths[0])
+	events, err := journal.Read(paths[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []journalLine
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var l journalLine
-		if json.Unmarshal(sc.Bytes(), &l) == nil {
-			out = append(out, l)
-		}
-	}
-	return out
+	return events
 }
 
 // TestRunSurvivesSIGKILL kills the supervisor with SIGKILL while a job is
@@ -113,7 +100,7 @@ jobs:
 		for {
 			var pid int
 			for _, l := range readJournal(t, state) {
-				if l.Type == "session-process" && l.Job == "slow" && l.Attempt == kill {
+				if l.Type == journal.SessionProcess && l.Job == "slow" && l.Attempt == kill {
 					pid = l.PID
 				}
 			}
@@ -147,10 +134,10 @@ jobs:
 	finished := map[string]int{}
 	resumes := 0
 	for _, l := range readJournal(t, state) {
-		if l.Type == "job-finished" && l.Status == "done" {
+		if l.Type == journal.JobFinished && l.Status == journal.Done {
 			finished[l.Job]++
 		}
-		if l.Type == "run-resumed" {
+		if l.Type == journal.RunResumed {
 			resumes++
 		}
 	}

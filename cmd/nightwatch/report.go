@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/report"
 	"github.com/nightwatch-dev/nightwatch/supervisor"
@@ -33,7 +33,7 @@ message; HTML is one self-contained file with an SVG timeline.`,
 			}
 			var journal string
 			if runID != "" && !last {
-				journal = filepath.Join(dir, "runs", runID+".jsonl")
+				journal = statedir.Journal(dir, runID)
 			} else {
 				j, err := report.LatestJournal(dir)
 				if err != nil {
@@ -41,7 +41,7 @@ message; HTML is one self-contained file with an SVG timeline.`,
 				}
 				journal = j
 			}
-			night, err := report.Build(journal, filepath.Join(dir, "cache.json"))
+			night, err := report.Build(journal, statedir.Cache(dir))
 			if err != nil {
 				return err
 			}
@@ -95,11 +95,11 @@ func render(n *report.Night, format string, w io.Writer) error {
 // (Markdown and HTML) and returns the HTML's path. A report that cannot be
 // built is said, never fatal: the night's work is done either way.
 func writeNightReport(b *jobs.Batch, s *supervisor.NightSummary) (string, error) {
-	night, err := report.Build(s.Journal, supervisor.CachePath(b))
+	night, err := report.Build(s.Journal, statedir.Cache(b.StateDir))
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(b.StateDir, "reports")
+	dir := statedir.Reports(b.StateDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
@@ -110,12 +110,12 @@ func writeNightReport(b *jobs.Batch, s *supervisor.NightSummary) (string, error)
 	if err := night.HTML(&html); err != nil {
 		return "", err
 	}
-	base := filepath.Join(dir, s.RunID)
-	if err := atomicfile.WriteFile(base+".md", md.Bytes(), atomicfile.Mode); err != nil {
+	if err := atomicfile.WriteFile(statedir.Report(b.StateDir, s.RunID, ".md"), md.Bytes(), atomicfile.Mode); err != nil {
 		return "", err
 	}
-	if err := atomicfile.WriteFile(base+".html", html.Bytes(), atomicfile.Mode); err != nil {
+	htmlPath := statedir.Report(b.StateDir, s.RunID, ".html")
+	if err := atomicfile.WriteFile(htmlPath, html.Bytes(), atomicfile.Mode); err != nil {
 		return "", err
 	}
-	return base + ".html", nil
+	return htmlPath, nil
 }

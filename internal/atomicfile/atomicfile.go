@@ -94,3 +94,33 @@ func syncDir(dir string) {
 	_ = d.Sync()
 	_ = d.Close()
 }
+
+// OpenLog opens a log that a running process streams into (a session's
+// stream and stderr, the night's log): appended to, created 0600, never
+// through a symlink. A log cannot be written atomically; its reader
+// tolerates a torn last line.
+func OpenLog(path string) (*os.File, error) {
+	if path == "" {
+		return nil, fmt.Errorf("open log: no path")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, Mode)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	return f, nil
+}
+
+// CreateNew creates an empty file at path (0600) and fails if anything is
+// there already: a record that must never be shared, such as a run's
+// journal, starts this way.
+func CreateNew(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, Mode)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}

@@ -53,3 +53,45 @@ func TestModes(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenLogAndCreateNew(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "a.log")
+	for i := 0; i < 2; i++ { // the second open appends
+		f, err := OpenLog(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString("line\n"); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	if b, _ := os.ReadFile(log); string(b) != "line\nline\n" {
+		t.Errorf("log = %q", b)
+	}
+	if fi, _ := os.Stat(log); fi.Mode().Perm() != Mode {
+		t.Errorf("log mode %o", fi.Mode().Perm())
+	}
+	target := filepath.Join(dir, "target")
+	link := filepath.Join(dir, "link.log")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenLog(link); err == nil {
+		t.Error("OpenLog wrote through a symlink")
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Error("the symlink's target was created")
+	}
+	fresh := filepath.Join(dir, "new.jsonl")
+	if err := CreateNew(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateNew(fresh); err == nil {
+		t.Error("CreateNew reused an existing file")
+	}
+	if err := CreateNew(link); err == nil {
+		t.Error("CreateNew went through a symlink")
+	}
+}

@@ -1,4 +1,4 @@
-package supervisor
+package journal
 
 import (
 	"bytes"
@@ -61,7 +61,7 @@ func TestJournalNewRunIDSortsByTime(t *testing.T) {
 
 func TestJournalRoundTrip(t *testing.T) {
 	state := journalTestDir(t)
-	j, err := CreateJournal(state, "20261201T020000Z-abcd")
+	j, err := Create(state, "20261201T020000Z-abcd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,18 +77,17 @@ func TestJournalRoundTrip(t *testing.T) {
 			t.Errorf("%s mode = %o, want %o", path, fi.Mode().Perm(), want)
 		}
 	}
-	if _, err := CreateJournal(state, "20261201T020000Z-abcd"); err == nil {
-		t.Error("CreateJournal reused an existing journal")
+	if _, err := Create(state, "20261201T020000Z-abcd"); err == nil {
+		t.Error("Create reused an existing journal")
 	}
 
 	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 	in := []Event{
-		{Time: at, Type: EventRunStarted, Batch: "nightly", BatchFile: "/b/nightly.yaml", PID: 42},
-		{Time: at.Add(time.Second), Type: EventJobStarted, Job: "inbox", Attempt: 1},
-		{Time: at.Add(time.Minute), Type: EventJobFinished, Job: "inbox", Attempt: 1, Status: JobDone,
-			Result: map[string]any{"subtype": "success", "is_error": false, "num_turns": 3.0,
-				"total_cost_usd": 0.25, "session_id": "s-1"}},
-		{Time: at.Add(2 * time.Minute), Type: EventServerState, Server: "notes", Status: "unhealthy", Reason: "exited"},
+		{Time: at, Type: RunStarted, Batch: "nightly", BatchFile: "/b/nightly.yaml", PID: 42},
+		{Time: at.Add(time.Second), Type: JobStarted, Job: "inbox", Attempt: 1},
+		{Time: at.Add(time.Minute), Type: JobFinished, Job: "inbox", Attempt: 1, Status: Done,
+			Result: &Result{Subtype: "success", NumTurns: 3, CostUSD: 0.25, SessionID: "s-1"}},
+		{Time: at.Add(2 * time.Minute), Type: ServerState, Server: "notes", Status: Unhealthy, By: "probe", Code: "transport", Reason: "exited"},
 	}
 	for _, ev := range in {
 		if err := j.Append(ev); err != nil {
@@ -96,14 +95,14 @@ func TestJournalRoundTrip(t *testing.T) {
 		}
 	}
 	before := time.Now()
-	if err := j.Append(Event{Type: EventRunFinished}); err != nil {
+	if err := j.Append(Event{Type: RunFinished}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Append(Event{}); err == nil {
 		t.Error("an event without a type was written")
 	}
 
-	got, warnings, err := ReadJournalWarnings(j.Path)
+	got, warnings, err := ReadWarnings(j.Path)
 	if err != nil || len(warnings) > 0 {
 		t.Fatalf("ReadJournal: %v, warnings %v", err, warnings)
 	}
@@ -125,7 +124,7 @@ func TestJournalRoundTrip(t *testing.T) {
 // TestJournalConcurrentAppendsAreWholeLines appends from many goroutines,
 // as parallel jobs do, and checks that every line is a whole event.
 func TestJournalConcurrentAppendsAreWholeLines(t *testing.T) {
-	j, err := CreateJournal(journalTestDir(t), NewRunID(time.Now()))
+	j, err := Create(journalTestDir(t), NewRunID(time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +134,7 @@ func TestJournalConcurrentAppendsAreWholeLines(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ev := Event{Type: EventJobStarted, Job: fmt.Sprintf("job-%d", i), Reason: strings.Repeat("x", 2000)}
+			ev := Event{Type: JobStarted, Job: fmt.Sprintf("job-%d", i), Reason: strings.Repeat("x", 2000)}
 			if err := j.Append(ev); err != nil {
 				t.Error(err)
 			}
@@ -168,8 +167,8 @@ func TestJournalConcurrentAppendsAreWholeLines(t *testing.T) {
 
 func TestJournalTornLastLineIsAWarning(t *testing.T) {
 	state := journalTestDir(t)
-	whole := journalTestLine(t, Event{Type: EventRunStarted, Run: "r", Batch: "nightly"}) +
-		journalTestLine(t, Event{Type: EventJobStarted, Run: "r", Job: "a", Attempt: 1})
+	whole := journalTestLine(t, Event{Type: RunStarted, Run: "r", Batch: "nightly"}) +
+		journalTestLine(t, Event{Type: JobStarted, Run: "r", Job: "a", Attempt: 1})
 	for name, tail := range map[string]string{
 		"cut mid-line":   `{"time":"2026-12-01T02:00:00Z","type":"job-fin`,
 		"NUL padding":    "\x00\x00\x00\x00",
@@ -177,14 +176,14 @@ func TestJournalTornLastLineIsAWarning(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := journalTestWrite(t, state, "r-"+strings.ReplaceAll(name, " ", ""), whole+tail)
-			events, warnings, err := ReadJournalWarnings(path)
+			events, warnings, err := ReadWarnings(path)
 			if err != nil {
 				t.Fatalf("a torn last line is an error: %v", err)
 			}
 			if len(events) != 2 {
 				t.Errorf("read %d events, want the 2 whole ones", len(events))
 			}
-			if plain, err := ReadJournal(path); err != nil || len(plain) != 2 {
+			if plain, err := Read(path); err != nil || len(plain) != 2 {
 				t.Errorf("ReadJournal: %d events, %v; want the 2 whole ones, no error", len(plain), err)
 			}
 			if strings.Contains(tail, "{") && (len(warnings) != 1 || !strings.Contains(warnings[0], path+":3")) {
@@ -193,17 +192,17 @@ func TestJournalTornLastLineIsAWarning(t *testing.T) {
 
 			// Resuming cuts the torn line, so the next append does not
 			// glue onto it.
-			j, err := OpenJournal(path)
+			j, err := Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if strings.Contains(tail, "{") && j.Repaired == "" {
-				t.Error("OpenJournal did not say it cut a torn line")
+				t.Error("Open did not say it cut a torn line")
 			}
-			if err := j.Append(Event{Type: EventJobFinished, Job: "a", Status: JobDone}); err != nil {
+			if err := j.Append(Event{Type: JobFinished, Job: "a", Status: Done}); err != nil {
 				t.Fatal(err)
 			}
-			events, warnings, err = ReadJournalWarnings(path)
+			events, warnings, err = ReadWarnings(path)
 			if err != nil || len(warnings) > 0 || len(events) != 3 {
 				t.Fatalf("after resume: %d events, warnings %q, err %v; want 3 clean events", len(events), warnings, err)
 			}
@@ -216,40 +215,40 @@ func TestJournalTornLastLineIsAWarning(t *testing.T) {
 
 func TestJournalLastEventWithoutNewline(t *testing.T) {
 	state := journalTestDir(t)
-	line := journalTestLine(t, Event{Type: EventRunStarted, Run: "r", Batch: "nightly"})
+	line := journalTestLine(t, Event{Type: RunStarted, Run: "r", Batch: "nightly"})
 	path := journalTestWrite(t, state, "r", strings.TrimSuffix(line, "\n"))
-	events, warnings, err := ReadJournalWarnings(path)
+	events, warnings, err := ReadWarnings(path)
 	if err != nil || len(warnings) > 0 || len(events) != 1 {
 		t.Fatalf("whole event without newline: %d events, warnings %q, err %v", len(events), warnings, err)
 	}
-	j, err := OpenJournal(path)
+	j, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Append(Event{Type: EventRunFinished}); err != nil {
+	if err := j.Append(Event{Type: RunFinished}); err != nil {
 		t.Fatal(err)
 	}
-	if events, err := ReadJournal(path); err != nil || len(events) != 2 {
+	if events, err := Read(path); err != nil || len(events) != 2 {
 		t.Fatalf("after append: %d events, err %v", len(events), err)
 	}
 }
 
 func TestJournalCorruptMiddleLineIsAnError(t *testing.T) {
 	state := journalTestDir(t)
-	content := journalTestLine(t, Event{Type: EventRunStarted, Run: "r", Batch: "nightly"}) +
+	content := journalTestLine(t, Event{Type: RunStarted, Run: "r", Batch: "nightly"}) +
 		"{not json}\n" +
-		journalTestLine(t, Event{Type: EventJobStarted, Run: "r", Job: "a"})
+		journalTestLine(t, Event{Type: JobStarted, Run: "r", Job: "a"})
 	path := journalTestWrite(t, state, "r", content)
-	_, _, err := ReadJournalWarnings(path)
+	_, _, err := ReadWarnings(path)
 	if err == nil || !strings.Contains(err.Error(), path+":2") {
 		t.Fatalf("err = %v, want one naming %s:2", err, path)
 	}
 	// A line without a type is not an event either.
 	path = journalTestWrite(t, state, "r2", `{"run":"r"}`+"\n"+content)
-	if _, _, err := ReadJournalWarnings(path); err == nil || !strings.Contains(err.Error(), path+":1") {
+	if _, _, err := ReadWarnings(path); err == nil || !strings.Contains(err.Error(), path+":1") {
 		t.Fatalf("err = %v, want one naming %s:1", err, path)
 	}
-	if _, err := ReadJournal(filepath.Join(state, "missing.jsonl")); err == nil {
+	if _, err := Read(filepath.Join(state, "missing.jsonl")); err == nil {
 		t.Error("a missing journal read without error")
 	}
 }
@@ -261,10 +260,10 @@ func TestJournalLatestUnfinished(t *testing.T) {
 	}
 	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 	run := func(id, batch string, started time.Time, finished bool, torn bool) string {
-		c := journalTestLine(t, Event{Time: started, Type: EventRunStarted, Run: id, Batch: batch}) +
-			journalTestLine(t, Event{Time: started, Type: EventJobStarted, Run: id, Job: "a"})
+		c := journalTestLine(t, Event{Time: started, Type: RunStarted, Run: id, Batch: batch}) +
+			journalTestLine(t, Event{Time: started, Type: JobStarted, Run: id, Job: "a"})
 		if finished {
-			c += journalTestLine(t, Event{Time: started, Type: EventRunFinished, Run: id})
+			c += journalTestLine(t, Event{Time: started, Type: RunFinished, Run: id})
 		}
 		if torn {
 			c += `{"type":"job-fini`
@@ -290,11 +289,11 @@ func TestJournalLatestUnfinished(t *testing.T) {
 
 	// Once the newest nightly run finishes there is nothing to resume:
 	// the abandoned run of the 29th is older than a finished night.
-	j, err := OpenJournal(want)
+	j, err := Open(want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Append(Event{Type: EventRunFinished}); err != nil {
+	if err := j.Append(Event{Type: RunFinished}); err != nil {
 		t.Fatal(err)
 	}
 	if path, _, err := LatestUnfinished(state, "nightly"); err != nil || path != "" {
@@ -305,82 +304,83 @@ func TestJournalLatestUnfinished(t *testing.T) {
 	}
 
 	// A corrupt journal is not skipped silently.
-	bad := journalTestWrite(t, state, "20261201T040000Z-0006", "{bad\n"+journalTestLine(t, Event{Type: EventRunStarted, Batch: "x"}))
+	bad := journalTestWrite(t, state, "20261201T040000Z-0006", "{bad\n"+journalTestLine(t, Event{Type: RunStarted, Batch: "x"}))
 	if _, _, err := LatestUnfinished(state, "nightly"); err == nil || !strings.Contains(err.Error(), bad+":1") {
 		t.Errorf("corrupt journal: err = %v, want one naming %s:1", err, bad)
 	}
 }
 
-func TestReplayEvents(t *testing.T) {
-	cost := func(c float64) map[string]any { return map[string]any{"total_cost_usd": c} }
+func TestReplay(t *testing.T) {
+	cost := func(c float64) *Result { return &Result{CostUSD: c} }
 	tests := []struct {
 		name   string
 		events []Event
-		want   Replay
+		want   RunState
 	}{
 		{
 			name: "done",
 			events: []Event{
-				{Type: EventRunStarted},
-				{Type: EventJobStarted, Job: "a", Attempt: 1},
-				{Type: EventJobFinished, Job: "a", Attempt: 1, Status: JobDone, Result: cost(0.5)},
+				{Type: RunStarted},
+				{Type: JobStarted, Job: "a", Attempt: 1},
+				{Type: JobFinished, Job: "a", Attempt: 1, Status: Done, Result: cost(0.5)},
 			},
-			want: Replay{Done: map[string]bool{"a": true}, Attempts: map[string]int{"a": 1}, CostUSD: 0.5},
+			want: RunState{Done: map[string]bool{"a": true}, Attempts: map[string]int{"a": 1}, CostUSD: 0.5},
 		},
 		{
 			name: "failed, retried, done",
 			events: []Event{
-				{Type: EventJobStarted, Job: "a", Attempt: 1},
-				{Type: EventJobFinished, Job: "a", Attempt: 1, Status: JobFailed, Result: cost(0.25)},
-				{Type: EventJobRetried, Job: "a", Attempt: 1, Result: cost(0.25)}, // same attempt: counted once
-				{Type: EventJobStarted, Job: "a", Attempt: 2},
-				{Type: EventJobFinished, Job: "a", Attempt: 2, Status: JobDone, Result: cost(1)},
+				{Type: JobStarted, Job: "a", Attempt: 1},
+				{Type: JobFinished, Job: "a", Attempt: 1, Status: Failed, Result: cost(0.25)},
+				{Type: JobRetried, Job: "a", Attempt: 1, Result: cost(0.25)}, // same attempt: counted once
+				{Type: JobStarted, Job: "a", Attempt: 2},
+				{Type: JobFinished, Job: "a", Attempt: 2, Status: Done, Result: cost(1)},
 			},
-			want: Replay{Done: map[string]bool{"a": true}, Attempts: map[string]int{"a": 2}, CostUSD: 1.25},
+			want: RunState{Done: map[string]bool{"a": true}, Attempts: map[string]int{"a": 2}, CostUSD: 1.25},
 		},
 		{
 			name: "retried without a failed line, crash during the retry",
 			events: []Event{
-				{Type: EventJobStarted, Job: "a", Attempt: 1},
-				{Type: EventJobRetried, Job: "a", Attempt: 1, Reason: "exit 1", Result: cost(0.5)},
-				{Type: EventJobStarted, Job: "a", Attempt: 2},
+				{Type: JobStarted, Job: "a", Attempt: 1},
+				{Type: JobRetried, Job: "a", Attempt: 1, Reason: "exit 1", Result: cost(0.5)},
+				{Type: JobStarted, Job: "a", Attempt: 2},
 			},
-			want: Replay{Attempts: map[string]int{"a": 2}, Running: map[string]bool{"a": true}, CostUSD: 0.5},
+			want: RunState{Attempts: map[string]int{"a": 2}, Running: map[string]bool{"a": true}, CostUSD: 0.5},
 		},
 		{
 			name: "finally failed",
 			events: []Event{
-				{Type: EventJobStarted, Job: "a"},
-				{Type: EventJobFinished, Job: "a", Status: JobFailed, Result: map[string]any{"total_cost_usd": json.Number("0.75")}},
+				{Type: JobStarted, Job: "a"},
+				{Type: JobFinished, Job: "a", Status: Failed, Result: cost(0.75)},
 			},
-			want: Replay{Failed: map[string]bool{"a": true}, Attempts: map[string]int{"a": 1}, CostUSD: 0.75},
+			want: RunState{Failed: map[string]bool{"a": true}, Attempts: map[string]int{"a": 1}, CostUSD: 0.75},
 		},
 		{
 			name: "running at the crash counts an attempt",
 			events: []Event{
-				{Type: EventJobStarted, Job: "a", Attempt: 1},
-				{Type: EventJobFinished, Job: "a", Attempt: 1, Status: JobDone},
-				{Type: EventJobStarted, Job: "b", Attempt: 1},
-				{Type: EventServerState, Server: "notes", Status: "unhealthy"},
+				{Type: JobStarted, Job: "a", Attempt: 1},
+				{Type: JobFinished, Job: "a", Attempt: 1, Status: Done},
+				{Type: JobStarted, Job: "b", Attempt: 1},
+				{Type: ServerState, Server: "notes", Status: Unhealthy},
 			},
-			want: Replay{Done: map[string]bool{"a": true}, Attempts: map[string]int{"a": 1, "b": 1},
+			want: RunState{Done: map[string]bool{"a": true}, Attempts: map[string]int{"a": 1, "b": 1},
 				Running: map[string]bool{"b": true}},
 		},
 		{
 			name: "skipped and deferred",
 			events: []Event{
-				{Type: EventJobDeferred, Job: "a", Reason: "notes is unhealthy"},
-				{Type: EventJobSkipped, Job: "a", Status: JobSkipped, Reason: "deadline 07:00 passed; notes down since 03:12"},
-				{Type: EventJobSkipped, Job: "b", Status: JobSkipped, Reason: "needs a, which was skipped"},
-				{Type: "run-resumed"}, // a type this version does not know
+				{Type: JobDeferred, Job: "a", Reason: "notes is unhealthy"},
+				{Type: JobSkipped, Job: "a", Status: Skipped, Reason: "deadline 07:00 passed; notes down since 03:12"},
+				{Type: JobSkipped, Job: "b", Status: Skipped, Reason: "needs a, which was skipped"},
+				{Type: RunResumed}, // no effect on the jobs
 			},
-			want: Replay{Skipped: map[string]string{"a": "deadline 07:00 passed; notes down since 03:12",
+			want: RunState{Skipped: map[string]string{"a": "deadline 07:00 passed; notes down since 03:12",
 				"b": "needs a, which was skipped"}},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ReplayEvents(tc.events)
+			got := Replay(tc.events)
+			got.Started, got.Sessions = time.Time{}, nil // tested on their own
 			want := tc.want
 			for _, m := range []*map[string]bool{&want.Done, &want.Failed, &want.Running} {
 				if *m == nil {
@@ -401,11 +401,11 @@ func TestReplayEvents(t *testing.T) {
 }
 
 // FuzzReadJournal feeds arbitrary bytes to the reader. It must never
-// panic, and whatever it accepts, OpenJournal must leave a journal that
+// panic, and whatever it accepts, Open must leave a journal that
 // takes one more event and reads back clean: a resumed run never corrupts
 // its own record.
-func FuzzReadJournal(f *testing.F) {
-	whole := journalTestLine(f, Event{Type: EventRunStarted, Run: "r", Batch: "nightly"})
+func FuzzRead(f *testing.F) {
+	whole := journalTestLine(f, Event{Type: RunStarted, Run: "r", Batch: "nightly"})
 	f.Add([]byte(whole))
 	f.Add([]byte(whole + `{"type":"job-st`))
 	f.Add([]byte(whole + "\x00\x00\x00"))
@@ -419,23 +419,23 @@ func FuzzReadJournal(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		events, _, err := ReadJournalWarnings(path)
+		events, _, err := ReadWarnings(path)
 		if err != nil {
 			return
 		}
-		_ = ReplayEvents(events)
-		j, err := OpenJournal(path)
+		_ = Replay(events)
+		j, err := Open(path)
 		if err != nil {
-			t.Fatalf("OpenJournal of a readable journal: %v", err)
+			t.Fatalf("Open of a readable journal: %v", err)
 		}
-		if err := j.Append(Event{Type: EventRunFinished}); err != nil {
+		if err := j.Append(Event{Type: RunFinished}); err != nil {
 			t.Fatal(err)
 		}
-		again, warnings, err := ReadJournalWarnings(path)
+		again, warnings, err := ReadWarnings(path)
 		if err != nil || len(warnings) > 0 {
 			t.Fatalf("after resume and append: warnings %q, err %v", warnings, err)
 		}
-		if len(again) != len(events)+1 || again[len(again)-1].Type != EventRunFinished {
+		if len(again) != len(events)+1 || again[len(again)-1].Type != RunFinished {
 			t.Fatalf("after append: %d events, want %d ending in run-finished", len(again), len(events)+1)
 		}
 	})
@@ -443,7 +443,7 @@ func FuzzReadJournal(f *testing.F) {
 
 // A journal planted as a symlink is never resumed: resuming cuts a torn
 // last line and appends, which would both land in the link's target.
-func TestOpenJournalRefusesSymlink(t *testing.T) {
+func TestOpenRefusesSymlink(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "theirs.jsonl")
 	content := `{"time":"2026-01-01T02:00:00Z","type":"run-started","run":"r","batch":"b"}` + "\n" + `{"type":"jo`
@@ -457,8 +457,8 @@ func TestOpenJournalRefusesSymlink(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenJournal(link); err == nil || !strings.Contains(err.Error(), "symlink") {
-		t.Errorf("OpenJournal through a symlink: %v", err)
+	if _, err := Open(link); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("Open through a symlink: %v", err)
 	}
 	if b, _ := os.ReadFile(target); string(b) != content {
 		t.Errorf("target changed: %q", b)

@@ -1,10 +1,11 @@
-package supervisor
+package session
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -36,46 +37,46 @@ func TestParseStreamLine(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		line string
-		want StreamLine
+		want Line
 	}{
-		{"init", streamTestInit, StreamLine{Init: true, SessionID: "395557d7-1c3d-43a9-b7cf-3639ac7407d2",
-			Servers: []StreamServer{{"notes", "connected"}, {"broken", "failed"}, {"web", "needs-auth"}, {"slow", "pending"}}}},
+		{"init", streamTestInit, Line{Init: true, SessionID: "395557d7-1c3d-43a9-b7cf-3639ac7407d2",
+			Servers: []Server{{"notes", "connected", ""}, {"broken", "failed", ""}, {"web", "needs-auth", ""}, {"slow", "pending", ""}}}},
 		{"init without servers", `{"type":"system","subtype":"init","session_id":"s"}`,
-			StreamLine{Init: true, SessionID: "s"}},
-		{"assistant", streamTestAssistant, StreamLine{}},
-		{"no such tool", streamTestNoSuchTool, StreamLine{ToolsUnavailable: []string{"mcp__broken__echo"}}},
+			Line{Init: true, SessionID: "s"}},
+		{"assistant", streamTestAssistant, Line{}},
+		{"no such tool", streamTestNoSuchTool, Line{ToolsUnavailable: []string{"mcp__broken__echo"}}},
 		{"no such tool, block list and a hint", `{"type":"user","message":{"content":[{"type":"tool_result","content":` +
 			`[{"type":"text","text":"<tool_use_error>Error: No such tool available: mcp__a-b__c_d. mcp__a-b__c_d is not available inside subagents.</tool_use_error>"}]},` +
 			`{"type":"tool_result","content":"fine"}]}}`,
-			StreamLine{ToolsUnavailable: []string{"mcp__a-b__c_d"}}},
+			Line{ToolsUnavailable: []string{"mcp__a-b__c_d"}}},
 		{"the words in a normal result", `{"type":"user","message":{"content":[{"type":"tool_result",` +
-			`"content":"the docs say No such tool available means…"}]}}`, StreamLine{}},
+			`"content":"the docs say No such tool available means…"}]}}`, Line{}},
 		{"hook event", `{"type":"system","subtype":"hook_response","hook_event":"PreToolUse","exit_code":0,"outcome":"success"}`,
-			StreamLine{}},
-		{"success", streamTestSuccess, StreamLine{Result: &StreamResult{Subtype: "success", NumTurns: 2,
+			Line{}},
+		{"success", streamTestSuccess, Line{Result: &ResultEvent{Subtype: "success", NumTurns: 2,
 			TotalCostUSD: 0.19165, DurationMS: 200, SessionID: "395557d7-1c3d-43a9-b7cf-3639ac7407d2",
 			TerminalReason: "completed", Result: "done"}}},
 		{"max turns", `{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":3,` +
 			`"errors":["Reached maximum number of turns (2)"],"terminal_reason":"max_turns","total_cost_usd":0.5}`,
-			StreamLine{Result: &StreamResult{Subtype: "error_max_turns", IsError: true, NumTurns: 3, TotalCostUSD: 0.5,
+			Line{Result: &ResultEvent{Subtype: "error_max_turns", IsError: true, NumTurns: 3, TotalCostUSD: 0.5,
 				Errors: []string{"Reached maximum number of turns (2)"}, TerminalReason: "max_turns"}}},
 		{"api error", `{"type":"result","subtype":"success","is_error":true,"api_error_status":404,` +
 			`"result":"API Error: 404 {\"type\":\"error\",\"error\":{\"type\":\"not_found_error\"}}","num_turns":1}`,
-			StreamLine{Result: &StreamResult{Subtype: "success", IsError: true, APIErrorStatus: 404, NumTurns: 1,
+			Line{Result: &ResultEvent{Subtype: "success", IsError: true, APIErrorStatus: 404, NumTurns: 1,
 				Result: `API Error: 404 {"type":"error","error":{"type":"not_found_error"}}`}}},
 		{"a field of the wrong type keeps the rest", `{"type":"result","subtype":"success","num_turns":"three","total_cost_usd":1.5}`,
-			StreamLine{Result: &StreamResult{Subtype: "success", TotalCostUSD: 1.5}}},
-		{"garbage", `hello from server`, StreamLine{}},
-		{"broken json", `{"type":"result","subtype":"succ`, StreamLine{}},
-		{"json that is not an object", `["type","result"]`, StreamLine{}},
-		{"empty", ``, StreamLine{}},
+			Line{Result: &ResultEvent{Subtype: "success", TotalCostUSD: 1.5}}},
+		{"garbage", `hello from server`, Line{}},
+		{"broken json", `{"type":"result","subtype":"succ`, Line{}},
+		{"json that is not an object", `["type","result"]`, Line{}},
+		{"empty", ``, Line{}},
 		{"5 MiB result", `{"type":"result","subtype":"success","num_turns":9,"result":"` + big + `"}`,
-			StreamLine{Result: &StreamResult{Subtype: "success", NumTurns: 9, Result: big}}},
+			Line{Result: &ResultEvent{Subtype: "success", NumTurns: 9, Result: big}}},
 		{"5 MiB tool result", `{"type":"user","message":{"content":[{"type":"tool_result","content":"` + big +
-			` No such tool available: mcp__x__y"}]}}`, StreamLine{ToolsUnavailable: []string{"mcp__x__y"}}},
+			` No such tool available: mcp__x__y"}]}}`, Line{ToolsUnavailable: []string{"mcp__x__y"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ParseStreamLine([]byte(tc.line))
+			got := ParseLine([]byte(tc.line))
 			if !streamTestEqual(got, tc.want) {
 				t.Errorf("got %s\nwant %s", streamTestShow(got), streamTestShow(tc.want))
 			}
@@ -83,9 +84,10 @@ func TestParseStreamLine(t *testing.T) {
 	}
 }
 
-func streamTestEqual(a, b StreamLine) bool {
+func streamTestEqual(a, b Line) bool {
 	if a.Init != b.Init || a.SessionID != b.SessionID || !slices.Equal(a.Servers, b.Servers) ||
-		!slices.Equal(a.ToolsUnavailable, b.ToolsUnavailable) || (a.Result == nil) != (b.Result == nil) {
+		!slices.Equal(a.ToolsUnavailable, b.ToolsUnavailable) || (a.Result == nil) != (b.Result == nil) ||
+		!reflect.DeepEqual(a.PermissionDenied, b.PermissionDenied) {
 		return false
 	}
 	if a.Result == nil {
@@ -95,10 +97,85 @@ func streamTestEqual(a, b StreamLine) bool {
 	return slices.Equal(ra.Errors, rb.Errors) && ra.Subtype == rb.Subtype && ra.IsError == rb.IsError &&
 		ra.APIErrorStatus == rb.APIErrorStatus && ra.NumTurns == rb.NumTurns && ra.TotalCostUSD == rb.TotalCostUSD &&
 		ra.DurationMS == rb.DurationMS && ra.SessionID == rb.SessionID && ra.TerminalReason == rb.TerminalReason &&
-		ra.Result == rb.Result
+		ra.Result == rb.Result && denialsEqual(ra.PermissionDenials, rb.PermissionDenials)
 }
 
-func streamTestShow(l StreamLine) string {
+func denialsEqual(a, b []Denial) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ToolName != b[i].ToolName || a[i].ToolUseID != b[i].ToolUseID || string(a[i].ToolInput) != string(b[i].ToolInput) {
+			return false
+		}
+	}
+	return true
+}
+
+// The 2.1.332 lines of the reference (claude-code-2.1.332.md §2b, §5a,
+// §5b, §5c), as the CLI prints them.
+const (
+	streamTest332Init = `{"type":"system","subtype":"init","session_id":"s332","mcp_servers":[` +
+		`{"name":"good","status":"connected","source":"dynamic"},{"name":"bad","status":"failed","source":"dynamic"},` +
+		`{"name":"proj","status":"connected","source":"project"}]}`
+	streamTest332Denials = `{"type":"result","subtype":"success","is_error":false,"num_turns":2,"terminal_reason":"completed",` +
+		`"permission_denials":[{"tool_name":"mcp__notes__echo","tool_use_id":"toolu_01","tool_input":{"message":"hello"}}]}`
+	streamTest332Denied = `{"type":"system","subtype":"permission_denied","tool_name":"mcp__notes__echo","tool_use_id":"toolu_01",` +
+		`"message":"Claude requested permissions to use mcp__notes__echo, but you haven't granted it yet."}`
+	streamTest332DeniedAsk = `{"type":"system","subtype":"permission_denied","tool_name":"mcp__notes__echo","tool_use_id":"toolu_02",` +
+		`"message":"Hook asked","decision_reason_type":"hook","decision_reason":"needs a human"}`
+)
+
+func TestParseStreamLine2_1_332(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		line string
+		want Line
+	}{
+		{"init with sources", streamTest332Init, Line{Init: true, SessionID: "s332", Servers: []Server{
+			{"good", "connected", "dynamic"}, {"bad", "failed", "dynamic"}, {"proj", "connected", "project"}}}},
+		{"result with permission denials", streamTest332Denials, Line{Result: &ResultEvent{Subtype: "success", NumTurns: 2,
+			TerminalReason: "completed", PermissionDenials: []Denial{{ToolName: "mcp__notes__echo", ToolUseID: "toolu_01",
+				ToolInput: []byte(`{"message":"hello"}`)}}}}},
+		{"permission_denied event", streamTest332Denied, Line{PermissionDenied: &PermissionDenied{ToolName: "mcp__notes__echo",
+			ToolUseID: "toolu_01", Message: "Claude requested permissions to use mcp__notes__echo, but you haven't granted it yet."}}},
+		{"permission_denied for a hook's ask", streamTest332DeniedAsk, Line{PermissionDenied: &PermissionDenied{ToolName: "mcp__notes__echo",
+			ToolUseID: "toolu_02", Message: "Hook asked", DecisionReasonType: "hook", DecisionReason: "needs a human"}}},
+		{"empty denials", streamTestSuccess, Line{Result: &ResultEvent{Subtype: "success", NumTurns: 2,
+			TotalCostUSD: 0.19165, DurationMS: 200, SessionID: "395557d7-1c3d-43a9-b7cf-3639ac7407d2",
+			TerminalReason: "completed", Result: "done"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ParseLine([]byte(tc.line)); !streamTestEqual(got, tc.want) {
+				t.Errorf("got %s denied=%+v\nwant %s denied=%+v", streamTestShow(got), got.PermissionDenied, streamTestShow(tc.want), tc.want.PermissionDenied)
+			}
+		})
+	}
+}
+
+// The stream's 2.1.332 facts reach the Outcome as typed fields.
+func TestStreamStateFillsOutcome(t *testing.T) {
+	st := &streamState{obs: noObserver{}}
+	for _, l := range []string{streamTest332Init, streamTest332Denied, streamTest332DeniedAsk, streamTest332Denials} {
+		st.line([]byte(l))
+	}
+	var out Outcome
+	st.fill(&out)
+	if len(out.Servers) != 3 || out.Servers[2].Source != "project" {
+		t.Errorf("Servers = %+v", out.Servers)
+	}
+	if !slices.Equal(out.ServersFailed, []string{"bad"}) {
+		t.Errorf("ServersFailed = %v", out.ServersFailed)
+	}
+	if len(out.PermissionDenials) != 1 || out.PermissionDenials[0].ToolName != "mcp__notes__echo" {
+		t.Errorf("PermissionDenials = %+v", out.PermissionDenials)
+	}
+	if len(out.PermissionDenied) != 2 || out.PermissionDenied[1].DecisionReasonType != "hook" {
+		t.Errorf("PermissionDenied = %+v", out.PermissionDenied)
+	}
+}
+
+func streamTestShow(l Line) string {
 	r := "<nil>"
 	if l.Result != nil {
 		c := *l.Result
@@ -110,13 +187,13 @@ func streamTestShow(l StreamLine) string {
 	return fmt.Sprintf("init=%v session=%q servers=%v tools=%q result=%s", l.Init, l.SessionID, l.Servers, l.ToolsUnavailable, r)
 }
 
-// streamTestCollect reads data the way RunSession does and returns the
+// streamTestCollect reads data the way Run does and returns the
 // lines fn saw and what was copied.
 func streamTestCollect(t testing.TB, r io.Reader, bufSize, maxLine int) (lines []string, raw string) {
 	var copied bytes.Buffer
-	err := readStreamLines(r, &copied, func(line []byte) { lines = append(lines, string(line)) }, bufSize, maxLine)
+	err := readLines(r, &copied, func(line []byte) { lines = append(lines, string(line)) }, bufSize, maxLine)
 	if err != nil {
-		t.Fatalf("readStreamLines: %v", err)
+		t.Fatalf("readLines: %v", err)
 	}
 	return lines, copied.String()
 }
@@ -144,9 +221,9 @@ func TestReadStreamLines(t *testing.T) {
 			if !slices.Equal(lines, want) {
 				t.Errorf("got %d lines, want %d", len(lines), len(want))
 			}
-			var results []*StreamResult
+			var results []*ResultEvent
 			for _, l := range lines {
-				if p := ParseStreamLine([]byte(l)); p.Result != nil {
+				if p := ParseLine([]byte(l)); p.Result != nil {
 					results = append(results, p.Result)
 				}
 			}
@@ -166,7 +243,7 @@ func TestReadStreamLines(t *testing.T) {
 
 	t.Run("a failed copy keeps reading", func(t *testing.T) {
 		var lines []string
-		err := ReadStreamLines(strings.NewReader("a\nb\nc\n"), streamTestFailingWriter{},
+		err := ReadLines(strings.NewReader("a\nb\nc\n"), streamTestFailingWriter{},
 			func(l []byte) { lines = append(lines, string(l)) })
 		if err == nil || !strings.Contains(err.Error(), "disk full") || !slices.Equal(lines, []string{"a", "b", "c"}) {
 			t.Errorf("err %v, lines %q", err, lines)
@@ -189,7 +266,7 @@ func FuzzStreamLine(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		l := ParseStreamLine(data)
+		l := ParseLine(data)
 		for _, tool := range l.ToolsUnavailable {
 			if tool == "" {
 				t.Errorf("an empty tool name from %q", data)

@@ -1,4 +1,4 @@
-package supervisor
+package session
 
 import (
 	"bufio"
@@ -11,11 +11,13 @@ import (
 )
 
 // Claude Code's `--output-format stream-json --verbose` prints one JSON
-// event per line (reference §2.3). nightwatch reads three of them while the
-// session runs: the system/init event (which MCP servers connected), user
-// events whose tool_result says a tool does not exist (a call to a server
-// that failed to connect fires no hook, so the stream is the only witness),
-// and the final result event.
+// event per line (reference §2.3). nightwatch reads four of them while the
+// session runs: the system/init event (which MCP servers connected, and on
+// 2.1.332 where each was configured), user events whose tool_result says a
+// tool does not exist (a call to a server that failed to connect fires no
+// hook, so the stream is the only witness), 2.1.332's
+// system/permission_denied event, and the final result event (with its
+// permission_denials).
 
 // maxParsedLine bounds the lines that are decoded. A longer line is still
 // copied to stream.jsonl in full; it is only not interpreted. Tool results
@@ -26,14 +28,37 @@ const maxParsedLine = 64 << 20
 // have: `<tool_use_error>Error: No such tool available: mcp__x__y</tool_use_error>`.
 const noSuchTool = "No such tool available"
 
-// StreamServer is one entry of the init event's mcp_servers list.
-type StreamServer struct {
+// Server is one entry of the init event's mcp_servers list.
+type Server struct {
 	Name   string `json:"name"`
 	Status string `json:"status"` // connected, failed, needs-auth, pending
+	// Source is where Claude Code found the server (2.1.332): dynamic
+	// (--mcp-config), project, user, local, …; "" on older versions.
+	Source string `json:"source,omitempty"`
 }
 
-// StreamResult is the fields of the result event nightwatch keeps.
-type StreamResult struct {
+// Denial is one entry of the result event's permission_denials: a tool
+// call the session was not allowed to make (a permission rule, a hook's
+// deny or ask).
+type Denial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	ToolInput json.RawMessage `json:"tool_input,omitempty"`
+}
+
+// PermissionDenied is 2.1.332's system/permission_denied event, written as
+// the denial happens (for permission rules and a hook's ask, not for a
+// hook's deny: those are only in the result's permission_denials).
+type PermissionDenied struct {
+	ToolName           string `json:"tool_name"`
+	ToolUseID          string `json:"tool_use_id,omitempty"`
+	Message            string `json:"message,omitempty"`
+	DecisionReasonType string `json:"decision_reason_type,omitempty"`
+	DecisionReason     string `json:"decision_reason,omitempty"`
+}
+
+// ResultEvent is the fields of the result event nightwatch keeps.
+type ResultEvent struct {
 	Subtype        string   `json:"subtype"`
 	IsError        bool     `json:"is_error"`
 	APIErrorStatus int      `json:"api_error_status"`
@@ -44,17 +69,20 @@ type StreamResult struct {
 	TerminalReason string   `json:"terminal_reason"`
 	Result         string   `json:"result"`
 	Errors         []string `json:"errors"`
+	// PermissionDenials are the calls the session was refused.
+	PermissionDenials []Denial `json:"permission_denials"`
 }
 
-// StreamLine is what one line of the stream says. At most one of its
+// Line is what one line of the stream says. At most one of its
 // parts is set; a line of another kind (assistant text, hook events,
 // garbage) yields the zero value.
-type StreamLine struct {
-	Init             bool           // a system/init event
-	SessionID        string         // from init
-	Servers          []StreamServer // from init
-	ToolsUnavailable []string       // tools a user event's tool_result says do not exist
-	Result           *StreamResult  // the result event
+type Line struct {
+	Init             bool              // a system/init event
+	SessionID        string            // from init
+	Servers          []Server          // from init
+	ToolsUnavailable []string          // tools a user event's tool_result says do not exist
+	PermissionDenied *PermissionDenied // a system/permission_denied event
+	Result           *ResultEvent      // the result event
 }
 
 // streamEvent is the union of the event shapes read here. Only the fields
@@ -63,38 +91,44 @@ type streamEvent struct {
 	Type       string          `json:"type"`
 	Subtype    string          `json:"subtype"`
 	SessionID  string          `json:"session_id"`
-	MCPServers []StreamServer  `json:"mcp_servers"`
+	MCPServers []Server        `json:"mcp_servers"`
 	Message    json.RawMessage `json:"message"`
 }
 
-// ParseStreamLine interprets one line of stream-json. It never fails:
+// ParseLine interprets one line of stream-json. It never fails:
 // anything that is not a recognisable event is reported as an empty
-// StreamLine, because a stray line from a wrapper script must not stop the
+// Line, because a stray line from a wrapper script must not stop the
 // supervisor from reading the rest of the stream.
-func ParseStreamLine(line []byte) StreamLine {
+func ParseLine(line []byte) Line {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' || len(line) > maxParsedLine {
-		return StreamLine{}
+		return Line{}
 	}
 	var ev streamEvent
 	if !decodeLenient(line, &ev) {
-		return StreamLine{}
+		return Line{}
 	}
 	switch {
 	case ev.Type == "system" && ev.Subtype == "init":
-		return StreamLine{Init: true, SessionID: ev.SessionID, Servers: ev.MCPServers}
-	case ev.Type == "result":
-		var r StreamResult
-		if !decodeLenient(line, &r) {
-			return StreamLine{}
+		return Line{Init: true, SessionID: ev.SessionID, Servers: ev.MCPServers}
+	case ev.Type == "system" && ev.Subtype == "permission_denied":
+		var d PermissionDenied
+		if !decodeLenient(line, &d) {
+			return Line{}
 		}
-		return StreamLine{Result: &r}
+		return Line{PermissionDenied: &d}
+	case ev.Type == "result":
+		var r ResultEvent
+		if !decodeLenient(line, &r) {
+			return Line{}
+		}
+		return Line{Result: &r}
 	case ev.Type == "user" && bytes.Contains(line, []byte(noSuchTool)):
 		// The cheap Contains check above keeps the common case (large tool
 		// results that are fine) from being decoded twice.
-		return StreamLine{ToolsUnavailable: unavailableTools(ev.Message)}
+		return Line{ToolsUnavailable: unavailableTools(ev.Message)}
 	}
-	return StreamLine{}
+	return Line{}
 }
 
 // decodeLenient decodes data into v and reports whether it was a JSON
@@ -183,7 +217,7 @@ func toolAfterMarker(text string) (string, bool) {
 	return rest[:end], true
 }
 
-// ReadStreamLines reads r to its end, copying every byte to raw (if not
+// ReadLines reads r to its end, copying every byte to raw (if not
 // nil) as it arrives and calling fn with each line, without its newline
 // (the last line may lack one). fn must not keep the slice.
 //
@@ -192,13 +226,13 @@ func toolAfterMarker(text string) (string, bool) {
 // A failed write to raw stops the copy but not the reading: the child
 // must never block on a full pipe because the log disk filled up. That
 // first write error is returned at the end.
-func ReadStreamLines(r io.Reader, raw io.Writer, fn func(line []byte)) error {
-	return readStreamLines(r, raw, fn, 64<<10, maxParsedLine)
+func ReadLines(r io.Reader, raw io.Writer, fn func(line []byte)) error {
+	return readLines(r, raw, fn, 64<<10, maxParsedLine)
 }
 
-// readStreamLines is ReadStreamLines with the buffer size and the line
+// readLines is ReadLines with the buffer size and the line
 // bound as parameters, so tests can reach the long-line paths cheaply.
-func readStreamLines(r io.Reader, raw io.Writer, fn func(line []byte), bufSize, maxLine int) error {
+func readLines(r io.Reader, raw io.Writer, fn func(line []byte), bufSize, maxLine int) error {
 	br := bufio.NewReaderSize(r, bufSize)
 	var (
 		long     []byte // the start of a line longer than the buffer

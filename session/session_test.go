@@ -1,4 +1,4 @@
-package supervisor
+package session
 
 import (
 	"context"
@@ -49,9 +49,9 @@ func sessionTestJob(name, prompt string, servers ...string) *jobs.Job {
 		Timeout: 2 * time.Minute, StallTimeout: time.Minute, OnUnhealthy: jobs.Defer}
 }
 
-func sessionTestSpec(b *jobs.Batch, job *jobs.Job, env ...string) SessionSpec {
+func sessionTestSpec(b *jobs.Batch, job *jobs.Job, env ...string) Spec {
 	b.Jobs = append(b.Jobs, job)
-	return SessionSpec{Batch: b, Job: job, RunID: "20260101T020000Z", Attempt: 1,
+	return Spec{Batch: b, Job: job, RunID: "20260101T020000Z", Attempt: 1,
 		Binary: "/opt/night watch/it's/nightwatch", Env: env}
 }
 
@@ -98,7 +98,7 @@ func TestPrepareSessionWritesCheckedFiles(t *testing.T) {
 	spec := sessionTestSpec(b, sessionTestJob("summarize-inbox", "hello", "notes", "search"),
 		"PATH=/usr/bin:/bin", "NIGHTWATCH_FAIL_OPEN=1")
 
-	f, err := PrepareSession(spec)
+	f, err := Prepare(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestPrepareSessionWritesCheckedFiles(t *testing.T) {
 
 	// A second attempt gets its own folder; the shared files stay shared.
 	spec.Attempt = 2
-	f2, err := PrepareSession(spec)
+	f2, err := Prepare(spec)
 	if err != nil || f2.Dir == f.Dir || f2.Cache != f.Cache {
 		t.Errorf("attempt 2: %+v, %v", f2, err)
 	}
@@ -180,7 +180,7 @@ func TestPrepareSessionFailOpenOnlyWhenAsked(t *testing.T) {
 	b := sessionTestBatch(t)
 	b.FailOpen = true
 	spec := sessionTestSpec(b, sessionTestJob("j", "x"), "NIGHTWATCH_FAIL_OPEN=1")
-	f, err := PrepareSession(spec)
+	f, err := Prepare(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,25 +188,25 @@ func TestPrepareSessionFailOpenOnlyWhenAsked(t *testing.T) {
 	if !strings.Contains(string(data), "--fail-open") {
 		t.Errorf("a fail-open batch's hook lacks --fail-open:\n%s", data)
 	}
-	if env := sessionEnv(b, spec.Env); !slices.Contains(env, "NIGHTWATCH_FAIL_OPEN=1") {
+	if env := Environ(b, spec.Env); !slices.Contains(env, "NIGHTWATCH_FAIL_OPEN=1") {
 		t.Errorf("a fail-open batch lost NIGHTWATCH_FAIL_OPEN: %v", env)
 	}
 }
 
 func TestPrepareSessionRefuses(t *testing.T) {
-	for name, mutate := range map[string]func(*SessionSpec){
-		"relative binary":  func(s *SessionSpec) { s.Binary = "nightwatch" },
-		"bare":             func(s *SessionSpec) { s.Batch.Agent.Args = []string{"--bare"} },
-		"job name is path": func(s *SessionSpec) { s.Job.Name = "../escape" },
-		"attempt 0":        func(s *SessionSpec) { s.Attempt = 0 },
-		"unknown server":   func(s *SessionSpec) { s.Job.Servers = []string{"nope"} },
-		"required env unset": func(s *SessionSpec) {
+	for name, mutate := range map[string]func(*Spec){
+		"relative binary":  func(s *Spec) { s.Binary = "nightwatch" },
+		"bare":             func(s *Spec) { s.Batch.Agent.Args = []string{"--bare"} },
+		"job name is path": func(s *Spec) { s.Job.Name = "../escape" },
+		"attempt 0":        func(s *Spec) { s.Attempt = 0 },
+		"unknown server":   func(s *Spec) { s.Job.Servers = []string{"nope"} },
+		"required env unset": func(s *Spec) {
 			srv := sessionTestStdio("notes", "/bin/notes")
 			srv.RequiresEnv = []string{"NOTES_API_KEY"}
 			s.Batch.Servers = []*jobs.Server{srv}
 			s.Job.Servers = []string{"notes"}
 		},
-		"http entry without url": func(s *SessionSpec) {
+		"http entry without url": func(s *Spec) {
 			s.Batch.Servers = []*jobs.Server{{Name: "web", MCP: mcpconfig.Server{Name: "web",
 				Raw: json.RawMessage(`{"url": "https://x.example/mcp"}`)}}}
 			s.Job.Servers = []string{"web"}
@@ -215,8 +215,8 @@ func TestPrepareSessionRefuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := sessionTestSpec(sessionTestBatch(t), sessionTestJob("j", "x"))
 			mutate(&spec)
-			if f, err := PrepareSession(spec); err == nil {
-				t.Errorf("PrepareSession succeeded: %+v", f)
+			if f, err := Prepare(spec); err == nil {
+				t.Errorf("Prepare succeeded: %+v", f)
 			} else {
 				t.Log(err)
 			}
@@ -227,14 +227,57 @@ func TestPrepareSessionRefuses(t *testing.T) {
 func TestSessionEnv(t *testing.T) {
 	b := &jobs.Batch{Env: map[string]string{"LANG": "C.UTF-8", "HOME": "/batch/home", "ECC_MCP_HEALTH_FAIL_OPEN": "1"}}
 	base := []string{"HOME=/home/u", "ANTHROPIC_API_KEY=k", "NIGHTWATCH_FAIL_OPEN=true", "PATH=/bin"}
-	got := sessionEnv(b, base)
+	got := Environ(b, base)
 	want := []string{"HOME=/batch/home", "ANTHROPIC_API_KEY=k", "PATH=/bin", "LANG=C.UTF-8", "MCP_CONNECTION_NONBLOCKING=0"}
 	if !slices.Equal(got, want) {
-		t.Errorf("sessionEnv =\n%q\nwant\n%q", got, want)
+		t.Errorf("Environ =\n%q\nwant\n%q", got, want)
 	}
 	b.Env["MCP_CONNECTION_NONBLOCKING"] = "1"
-	if v, _ := sessionLookup(sessionEnv(b, base), "MCP_CONNECTION_NONBLOCKING"); v != "1" {
+	if v, _ := lookup(Environ(b, base), "MCP_CONNECTION_NONBLOCKING"); v != "1" {
 		t.Errorf("the batch's MCP_CONNECTION_NONBLOCKING was overridden: %q", v)
+	}
+}
+
+// The command's environment adds what only the job sets: MCP_TIMEOUT from
+// mcp_timeout, and each of its servers' batch reconnect command under the
+// name the hook reads (never on a command line).
+func TestCommandEnviron(t *testing.T) {
+	notes := sessionTestStdio("notes", "/bin/true")
+	notes.Reconnect = "pm2 restart notes --token-file /run/t"
+	other := sessionTestStdio("agent-memory.v2", "/bin/true")
+	other.Reconnect = "systemctl restart mem"
+	global := sessionTestStdio("command", "/bin/true")
+	global.Reconnect = "restart everything"
+	plain := sessionTestStdio("plain", "/bin/true")
+	b := sessionTestBatch(t, notes, other, global, plain)
+	b.Agent.Command = "/usr/bin/claude"
+	job := sessionTestJob("j", "hi", "notes", "agent-memory.v2", "command", "plain")
+	job.MCPTimeout = 45 * time.Second
+	spec := sessionTestSpec(b, job, "PATH=/bin", "MCP_TIMEOUT=1", "NIGHTWATCH_RECONNECT_NOTES=user's own")
+	cmd := Command(context.Background(), spec, Files{Settings: "/s", MCPConfig: "/m"})
+	get := func(k string) string { v, _ := lookup(cmd.Env, k); return v }
+	for k, want := range map[string]string{
+		"MCP_TIMEOUT":                          "45000",
+		"NIGHTWATCH_RECONNECT_NOTES":           "pm2 restart notes --token-file /run/t",
+		"NIGHTWATCH_RECONNECT_AGENT_MEMORY_V2": "systemctl restart mem",
+		"NIGHTWATCH_RECONNECT_COMMAND":         "", // would apply to every server
+		"NIGHTWATCH_RECONNECT_PLAIN":           "",
+		"PATH":                                 "/bin",
+	} {
+		if got := get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	for _, a := range cmd.Args {
+		if strings.Contains(a, "pm2") {
+			t.Errorf("a reconnect command is on the command line: %q", cmd.Args)
+		}
+	}
+	// Another job of the batch does not get these servers' commands.
+	job2 := sessionTestJob("k", "hi", "plain")
+	cmd = Command(context.Background(), sessionTestSpec(b, job2), Files{Settings: "/s", MCPConfig: "/m"})
+	if v, ok := lookup(cmd.Env, "NIGHTWATCH_RECONNECT_NOTES"); ok {
+		t.Errorf("job without notes got its reconnect command %q", v)
 	}
 }
 
@@ -244,9 +287,9 @@ func TestSessionCommandArgs(t *testing.T) {
 	job := sessionTestJob("j", "summarize the inbox")
 	job.AllowedTools = []string{"mcp__notes__*", "Read"}
 	spec := sessionTestSpec(b, job)
-	f := SessionFiles{Settings: "/s/settings.json", MCPConfig: "/s/mcp.json"}
+	f := Files{Settings: "/s/settings.json", MCPConfig: "/s/mcp.json"}
 
-	cmd := SessionCommand(context.Background(), spec, f)
+	cmd := Command(context.Background(), spec, f)
 	want := []string{"/usr/bin/claude", "-p", "summarize the inbox", "--settings", "/s/settings.json",
 		"--mcp-config", "/s/mcp.json", "--strict-mcp-config", "--output-format", "stream-json", "--verbose",
 		"--max-turns", "40", "--allowedTools", "mcp__notes__*", "Read"}
@@ -264,20 +307,20 @@ func TestSessionCommandArgs(t *testing.T) {
 
 	// A prompt that looks like a flag goes through stdin.
 	job.Prompt = "--- nightly report\ndo it"
-	cmd = SessionCommand(context.Background(), spec, f)
+	cmd = Command(context.Background(), spec, f)
 	if slices.Contains(cmd.Args, job.Prompt) || cmd.Stdin == nil {
 		t.Errorf("a prompt starting with '-' is an argument: %q", cmd.Args)
 	}
 }
 
-func TestJudgeSession(t *testing.T) {
+func TestJudge(t *testing.T) {
 	job := &jobs.Job{Timeout: 45 * time.Minute, StallTimeout: 10 * time.Minute}
-	success := &StreamResult{Subtype: "success"}
+	success := &ResultEvent{Subtype: "success"}
 	for _, tc := range []struct {
 		name     string
 		exit     int
 		killedBy string
-		result   *StreamResult
+		result   *ResultEvent
 		stderr   string
 		status   string
 		reason   string
@@ -289,19 +332,19 @@ func TestJudgeSession(t *testing.T) {
 		{"sigterm 143 with a success result", 143, "", success, "", "failed", "exit 143 after a success result"},
 		{"no result", 1, "", nil, "Error: Invalid MCP configuration: bad", "failed",
 			"exit 1: no result event: Error: Invalid MCP configuration: bad"},
-		{"max turns", 1, "", &StreamResult{Subtype: "error_max_turns", IsError: true,
+		{"max turns", 1, "", &ResultEvent{Subtype: "error_max_turns", IsError: true,
 			Errors: []string{"Reached maximum number of turns (40)"}}, "", "failed",
 			"exit 1: error_max_turns: Reached maximum number of turns (40)"},
-		{"sigint", 0, "", &StreamResult{Subtype: "error_during_execution", IsError: true,
+		{"sigint", 0, "", &ResultEvent{Subtype: "error_during_execution", IsError: true,
 			TerminalReason: "aborted_tools"}, "", "failed", "exit 0: error_during_execution (aborted_tools)"},
-		{"api error", 1, "", &StreamResult{Subtype: "success", IsError: true, APIErrorStatus: 404,
+		{"api error", 1, "", &ResultEvent{Subtype: "success", IsError: true, APIErrorStatus: 404,
 			Result: "API Error: 404\nnot found"}, "", "failed", "api error 404: API Error: 404 not found"},
-		{"is_error", 0, "", &StreamResult{Subtype: "success", IsError: true, Result: "hook stopped"}, "",
+		{"is_error", 0, "", &ResultEvent{Subtype: "success", IsError: true, Result: "hook stopped"}, "",
 			"failed", "exit 0: the result is an error: hook stopped"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := Outcome{ExitCode: tc.exit, KilledBy: tc.killedBy}
-			judgeSession(&out, tc.result, job, nil, tc.stderr)
+			judge(&out, tc.result, job, nil, tc.stderr)
 			if out.Status != tc.status || out.Reason != tc.reason {
 				t.Errorf("got %s %q, want %s %q", out.Status, out.Reason, tc.status, tc.reason)
 			}
@@ -309,7 +352,7 @@ func TestJudgeSession(t *testing.T) {
 	}
 }
 
-// sessionTestObserver records what RunSession told it.
+// sessionTestObserver records what Run told it.
 type sessionTestObserver struct {
 	mu       sync.Mutex
 	statuses map[string]string
@@ -359,14 +402,14 @@ func sessionTestClaudeEnv(t *testing.T, api *fakeapi.Server) []string {
 
 // sessionTestRun prepares and runs one attempt, logging its files if the
 // test fails.
-func sessionTestRun(t *testing.T, ctx context.Context, spec SessionSpec) (Outcome, SessionFiles, *sessionTestObserver) {
+func sessionTestRun(t *testing.T, ctx context.Context, spec Spec) (Outcome, Files, *sessionTestObserver) {
 	t.Helper()
-	f, err := PrepareSession(spec)
+	f, err := Prepare(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	obs := &sessionTestObserver{}
-	out := RunSession(ctx, spec, f, obs)
+	out := Run(ctx, spec, f, obs)
 	t.Cleanup(func() {
 		if t.Failed() {
 			stream, _ := os.ReadFile(f.Stream)
@@ -399,7 +442,7 @@ func testSessionRealClaude(t *testing.T, version string) {
 	}
 	api := fakeapi.Start(t)
 
-	newSpec := func(t *testing.T, job *jobs.Job, servers ...*jobs.Server) SessionSpec {
+	newSpec := func(t *testing.T, job *jobs.Job, servers ...*jobs.Server) Spec {
 		b := sessionTestBatch(t, servers...)
 		b.Agent.Command = claude
 		b.Env["NOTES_API_KEY"] = "sk-session-test"
@@ -495,7 +538,7 @@ func sessionTestAgent(t *testing.T, body string) string {
 	return p
 }
 
-func sessionTestFakeSpec(t *testing.T, script string, timeout, stall time.Duration) (SessionSpec, string) {
+func sessionTestFakeSpec(t *testing.T, script string, timeout, stall time.Duration) (Spec, string) {
 	b := sessionTestBatch(t)
 	b.Agent.Command = sessionTestAgent(t, script)
 	job := sessionTestJob("fake", "x")
@@ -681,8 +724,8 @@ func TestPrepareSessionRefusesSymlinkedFolders(t *testing.T) {
 			if err := os.Symlink(target, link); err != nil {
 				t.Fatal(err)
 			}
-			if f, err := PrepareSession(spec); err == nil {
-				t.Fatalf("PrepareSession wrote through %s: %+v", level, f)
+			if f, err := Prepare(spec); err == nil {
+				t.Fatalf("Prepare wrote through %s: %+v", level, f)
 			} else if !strings.Contains(err.Error(), "symlink") {
 				t.Errorf("error %v does not say why", err)
 			}

@@ -1,0 +1,79 @@
+// Package statedir is the one place that knows the layout of a batch's
+// state folder: which file holds the health cache, the hooks' events, the
+// run journals, each attempt's files, the logs, the reports and the locks.
+//
+//	<state_dir>/
+//	  cache.json                    health cache, shared by the supervisor and every hook
+//	  cache.json.lock, .locks/      the cache's locks (healthcheck owns their names)
+//	  events.jsonl                  state changes and blocked calls, appended by the hooks
+//	  <batch>.lock, <batch>.lock.pid  the batch's run lock and its holder
+//	  runs/<run>.jsonl              the run's journal
+//	  runs/<run>/<job>/attempt-<n>/ one attempt's settings, MCP config, stream and stderr
+//	  logs/<run>.log                the night's log lines
+//	  reports/                      morning reports
+package statedir
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Cache is the batch's health cache: shared by the supervisor and the
+// hooks of every session of the batch, kept apart from the user's own
+// ~/.claude/mcp-health-cache.json.
+func Cache(root string) string { return filepath.Join(root, "cache.json") }
+
+// Events is where the batch's hooks append blocked calls and state changes.
+func Events(root string) string { return filepath.Join(root, "events.jsonl") }
+
+// Runs is the folder of the run journals and the attempts' folders.
+func Runs(root string) string { return filepath.Join(root, "runs") }
+
+// JournalExt ends every journal's file name.
+const JournalExt = ".jsonl"
+
+// Journal is the journal of one run.
+func Journal(root, runID string) string { return filepath.Join(Runs(root), runID+JournalExt) }
+
+// Journals matches every journal of the folder, for filepath.Glob.
+func Journals(root string) string { return filepath.Join(Runs(root), "*"+JournalExt) }
+
+// RunID is the run a journal path names.
+func RunID(journalPath string) string {
+	return strings.TrimSuffix(filepath.Base(journalPath), JournalExt)
+}
+
+// Attempt is the folder of one attempt of a job.
+func Attempt(root, runID, job string, attempt int) string {
+	return filepath.Join(Runs(root), runID, job, fmt.Sprintf("attempt-%d", attempt))
+}
+
+// AttemptFiles matches file in every attempt folder of a run, for
+// filepath.Glob.
+func AttemptFiles(root, runID, file string) string {
+	return filepath.Join(Runs(root), runID, "*", "attempt-*", file)
+}
+
+// The files of an attempt folder.
+const (
+	AttemptSettings  = "settings.json"
+	AttemptMCPConfig = "mcp.json"
+	AttemptStream    = "stream.jsonl"
+	AttemptStderr    = "stderr.log"
+)
+
+// Logs is the folder of the nights' log files.
+func Logs(root string) string { return filepath.Join(root, "logs") }
+
+// Log is the log file of one run.
+func Log(root, runID string) string { return filepath.Join(Logs(root), runID+".log") }
+
+// Reports is the folder of the morning reports.
+func Reports(root string) string { return filepath.Join(root, "reports") }
+
+// Lock is the batch's run lock; its holder's pid is in Lock+".pid".
+func Lock(root, batch string) string { return filepath.Join(root, batch+".lock") }
+
+// Report is the morning report of one run, ext being ".md" or ".html".
+func Report(root, runID, ext string) string { return filepath.Join(Reports(root), runID+ext) }

@@ -1,0 +1,23 @@
+package statedir
+
+import "testing"
+
+func TestLayout(t *testing.T) {
+	const root = "/s"
+	for got, want := range map[string]string{
+		Cache(root):                   "/s/cache.json",
+		Events(root):                  "/s/events.jsonl",
+		Journal(root, "r1"):           "/s/runs/r1.jsonl",
+		Journals(root):                "/s/runs/*.jsonl",
+		Attempt(root, "r1", "job", 2): "/s/runs/r1/job/attempt-2",
+		AttemptFiles(root, "r1", AttemptMCPConfig): "/s/runs/r1/*/attempt-*/mcp.json",
+		Log(root, "r1"):                            "/s/logs/r1.log",
+		Report(root, "r1", ".html"):                "/s/reports/r1.html",
+		Lock(root, "nightly"):                      "/s/nightly.lock",
+		RunID("/s/runs/20261201T020000Z-ab.jsonl"): "20261201T020000Z-ab",
+	} {
+		if got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+// Package journal is the run journal: the closed vocabulary of what a night
+// records (one constant per event type, one field per fact), appending it
+// with fsync, reading it back (tolerant of a torn last line) and replaying
+// it to resume a run. The night, resume, the morning report and the chaos
+// test read and write it only through this package.
+package journal
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+)
+
+// Type names an event. The set is closed: every type the night writes is a
+// constant here, and a reader meets no other (a journal from a newer
+// release may hold types this one does not know; readers skip them).
+type Type string
+
+// The event types, in the order a night writes them.
+const (
+	// RunStarted opens a journal: Batch, BatchFile, PID.
+	RunStarted Type = "run-started"
+	// RunResumed: a supervisor (PID) took over an unfinished run.
+	RunResumed Type = "run-resumed"
+	// JobStarted: one attempt of Job began; Folder holds its files.
+	JobStarted Type = "job-started"
+	// SessionProcess: the attempt's process group (PID) and the leader's
+	// StartID, so that a supervisor started after a crash can end it.
+	SessionProcess Type = "session-process"
+	// JobDeferred: Job waits for its servers; Reason says which.
+	JobDeferred Type = "job-deferred"
+	// JobRetried: the attempt failed and another follows; Result, Reason.
+	JobRetried Type = "job-retried"
+	// JobFinished: the job's last attempt ended, Status done or failed.
+	JobFinished Type = "job-finished"
+	// JobSkipped: the job will not run (Status skipped), Reason why.
+	JobSkipped Type = "job-skipped"
+	// ToolUnavailable: the model called Tool, which the session lacks.
+	ToolUnavailable Type = "tool-unavailable"
+	// ServerState: Server changed to Status (healthy, unhealthy, or ""
+	// when its entry was removed), seen By, with failure Code.
+	ServerState Type = "server-state"
+	// CallBlocked: a hook blocked a call of Tool to Server.
+	CallBlocked Type = "call-blocked"
+	// Maintenance: the supervisor's Action on Server between jobs.
+	Maintenance Type = "maintenance"
+	// RunFinished closes the run; a journal without it is resumed.
+	RunFinished Type = "run-finished"
+	// NotifyFailed: the end-of-night notification failed, Reason why.
+	NotifyFailed Type = "notify-failed"
+)
+
+// Types is every type this release writes.
+var Types = []Type{RunStarted, RunResumed, JobStarted, SessionProcess, JobDeferred, JobRetried,
+	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, Maintenance, RunFinished, NotifyFailed}
+
+// Status is a job's end (done, failed, skipped) or a server's state
+// (healthy, unhealthy; "" for an entry that was removed).
+type Status string
+
+const (
+	Done      Status = "done"
+	Failed    Status = "failed"
+	Skipped   Status = "skipped"
+	Healthy   Status = "healthy"
+	Unhealthy Status = "unhealthy"
+)
+
+// Action is what a maintenance event did.
+type Action string
+
+const (
+	// Retry: the server's retry time came and it was probed with the
+	// reconnect policy.
+	Retry Action = "retry"
+	// Reprobe: the supervisor probed early, for a waiting job or a stuck
+	// entry, and found it reachable.
+	Reprobe Action = "reprobe"
+	// Reconnect: the server's reconnect command ran; Reason is the
+	// command and, when it failed, why.
+	Reconnect Action = "reconnect"
+	// Drop: the entry of a server the batch does not define was removed.
+	Drop Action = "drop"
+)
+
+// Event is one line of a run's journal. Each fact has its own field;
+// Reason is prose for people and is never parsed back.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Type    Type      `json:"type"`
+	Run     string    `json:"run"`
+	Job     string    `json:"job,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	Status  Status    `json:"status,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	Server  string    `json:"server,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	// By says what saw a server's change: probe, reconnect, passive (a
+	// real call), call-failure, reset.
+	By string `json:"by,omitempty"`
+	// Code is the failure code of an unhealthy server (auth, transport, …).
+	Code   string `json:"code,omitempty"`
+	Action Action `json:"action,omitempty"`
+	// Folder is the attempt's folder (job-started).
+	Folder string `json:"folder,omitempty"`
+	// StartID identifies the process PID started as (session-process),
+	// so that a reused pid is never mistaken for it.
+	StartID   string  `json:"startId,omitempty"`
+	Result    *Result `json:"result,omitempty"`
+	Batch     string  `json:"batch,omitempty"`
+	BatchFile string  `json:"batchFile,omitempty"`
+	PID       int     `json:"pid,omitempty"`
+}
+
+// Result is what an attempt's session reported, as job-retried and
+// job-finished carry it. The JSON names are the stream-json result's.
+type Result struct {
+	Subtype        string  `json:"subtype"`
+	IsError        bool    `json:"is_error"`
+	NumTurns       int     `json:"num_turns"`
+	CostUSD        float64 `json:"total_cost_usd"`
+	DurationMS     int64   `json:"duration_ms"`
+	SessionID      string  `json:"session_id"`
+	TerminalReason string  `json:"terminal_reason"`
+	ExitCode       int     `json:"exit_code"`
+	KilledBy       string  `json:"killed_by"`
+}
+
+// UnmarshalJSON reads a result leniently: a field of an unexpected type is
+// left at zero instead of losing the whole line, and a negative count or
+// cost reads as zero.
+func (r *Result) UnmarshalJSON(data []byte) error {
+	type plain Result
+	var p plain
+	err := json.Unmarshal(data, &p)
+	var typeErr *json.UnmarshalTypeError
+	if err != nil && !errors.As(err, &typeErr) {
+		return err
+	}
+	*r = Result(p)
+	if r.CostUSD < 0 || math.IsNaN(r.CostUSD) || math.IsInf(r.CostUSD, 0) {
+		r.CostUSD = 0
+	}
+	r.NumTurns = max(r.NumTurns, 0)
+	r.DurationMS = max(r.DurationMS, 0)
+	return nil
+}
+
+// Cost is the attempt's cost in USD; 0 without a result.
+func (e Event) Cost() float64 {
+	if e.Result == nil {
+		return 0
+	}
+	return e.Result.CostUSD
+}

@@ -1,0 +1,340 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+// Prepare creates the attempt's folder and writes its settings file
+// (registering nightwatch's hook) and its MCP config (the job's servers
+// only). Both files are read back and checked, because Claude Code
+// silently ignores a settings file that is not valid JSON and silently
+// drops an MCP entry it cannot use.
+func Prepare(spec Spec) (Files, error) {
+	if err := checkSpec(spec); err != nil {
+		return Files{}, err
+	}
+	b, job := spec.Batch, spec.Job
+	dir := statedir.Attempt(b.StateDir, spec.RunID, job.Name, spec.Attempt)
+	f := Files{
+		Dir:       dir,
+		Settings:  filepath.Join(dir, statedir.AttemptSettings),
+		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig),
+		Stream:    filepath.Join(dir, statedir.AttemptStream),
+		Stderr:    filepath.Join(dir, statedir.AttemptStderr),
+		Events:    statedir.Events(b.StateDir),
+		Cache:     statedir.Cache(b.StateDir),
+	}
+	// The hook's --config takes a path list; a separator inside the path
+	// would make it read two wrong files instead of ours.
+	if strings.ContainsRune(f.MCPConfig, os.PathListSeparator) {
+		return Files{}, fmt.Errorf("session files: the path %s contains %q, which the hook's --config would split at", f.MCPConfig, os.PathListSeparator)
+	}
+	// MkdirAll follows a planted symlink (runs/<run>/<job> pointing
+	// elsewhere) and the files below would be written in its target: every
+	// folder under state_dir must be nightwatch's own, checked before and
+	// after it is created.
+	if err := checkFolders(b.StateDir, dir); err != nil {
+		return Files{}, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Files{}, fmt.Errorf("session files: %w", err)
+	}
+	if err := checkFolders(b.StateDir, dir); err != nil {
+		return Files{}, err
+	}
+
+	env := Environ(b, spec.Env)
+	mcpJSON, err := mcpConfig(b, job, env)
+	if err != nil {
+		return Files{}, fmt.Errorf("job %s: MCP config: %w", job.Name, err)
+	}
+	if err := atomicfile.WriteFile(f.MCPConfig, mcpJSON, atomicfile.Mode); err != nil {
+		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+	}
+	if err := checkMCPConfig(f.MCPConfig, job.Servers); err != nil {
+		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+	}
+
+	command := hookCommand(spec, f)
+	settings, err := json.MarshalIndent(newSettings(command), "", "  ")
+	if err != nil {
+		return Files{}, fmt.Errorf("job %s: encode settings: %w", job.Name, err)
+	}
+	if err := atomicfile.WriteFile(f.Settings, append(settings, '\n'), atomicfile.Mode); err != nil {
+		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+	}
+	if err := checkSettings(f.Settings, command); err != nil {
+		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+	}
+	return f, nil
+}
+
+// checkFolders refuses a symlink or a non-folder at any existing
+// level of dir below stateDir.
+func checkFolders(stateDir, dir string) error {
+	for p := dir; p != stateDir && p != filepath.Dir(p); p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("session files: %w", err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("session files: %s is a symlink or not a folder; refusing to write through it", p)
+		}
+	}
+	return nil
+}
+
+func checkSpec(spec Spec) error {
+	switch {
+	case spec.Batch == nil || spec.Job == nil:
+		return errors.New("session: batch and job are required")
+	case !filepath.IsAbs(spec.Batch.StateDir):
+		return fmt.Errorf("session: state_dir %q is not absolute", spec.Batch.StateDir)
+	case !filepath.IsAbs(spec.Binary):
+		// The hook command runs in the job's cwd, through /bin/sh.
+		return fmt.Errorf("session: nightwatch binary %q is not an absolute path", spec.Binary)
+	case spec.Attempt < 1:
+		return fmt.Errorf("session: attempt %d: attempts count from 1", spec.Attempt)
+	case slices.Contains(spec.Batch.Agent.Args, "--bare"):
+		// --bare skips every hook, --settings included (reference §1.7):
+		// the night would run without nightwatch and nobody would notice.
+		return errors.New("session: agent.args has --bare, which turns off nightwatch's hook")
+	}
+	for what, name := range map[string]string{"run id": spec.RunID, "job name": spec.Job.Name} {
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+			return fmt.Errorf("session: %s %q cannot name a folder", what, name)
+		}
+	}
+	return nil
+}
+
+// mcpConfig builds {"mcpServers": {…}} with the job's servers and no
+// others.
+func mcpConfig(b *jobs.Batch, job *jobs.Job, env []string) ([]byte, error) {
+	servers := make(map[string]map[string]any, len(job.Servers))
+	for _, name := range job.Servers {
+		var srv *jobs.Server
+		for _, s := range b.Servers {
+			if s.Name == name {
+				srv = s
+				break
+			}
+		}
+		if srv == nil {
+			return nil, fmt.Errorf("server %q is not defined in the batch", name)
+		}
+		entry, err := serverEntry(b, srv, env)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %w", name, err)
+		}
+		servers[name] = entry
+	}
+	data, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
+// serverEntry is one mcpServers entry. It starts from the entry as
+// the user wrote it (Raw keeps fields nightwatch does not model, such as
+// timeout) and lays the resolved transport fields over it, so that no
+// ${VAR} is left for Claude Code to expand in an environment that may
+// differ from the supervisor's.
+func serverEntry(b *jobs.Batch, srv *jobs.Server, env []string) (map[string]any, error) {
+	// The user's fields stay raw JSON, so numbers and anything else pass
+	// through byte for byte.
+	var raw map[string]json.RawMessage
+	if len(srv.MCP.Raw) > 0 {
+		if err := json.Unmarshal(srv.MCP.Raw, &raw); err != nil {
+			return nil, fmt.Errorf("the entry is not a JSON object: %w", err)
+		}
+	}
+	entry := make(map[string]any, len(raw)+1)
+	for k, v := range raw {
+		entry[k] = v
+	}
+	m := srv.MCP
+	setOrDrop := func(key string, v any, empty bool) {
+		if empty {
+			delete(entry, key)
+		} else {
+			entry[key] = v
+		}
+	}
+	switch m.Transport {
+	case mcpconfig.Stdio:
+		command := m.Command
+		// A relative path to a program ("./bin/server") would be looked up
+		// from the job's cwd; the batch file meant its own folder.
+		if strings.ContainsRune(command, filepath.Separator) && !filepath.IsAbs(command) {
+			command = filepath.Join(b.Dir, command)
+		}
+		serverEnv := maps.Clone(m.Env)
+		if serverEnv == nil {
+			serverEnv = map[string]string{}
+		}
+		// launchd and cron give no login shell: each variable the server
+		// requires travels in its own env, not only in Claude's.
+		for _, k := range srv.RequiresEnv {
+			if _, ok := serverEnv[k]; ok {
+				continue
+			}
+			v, ok := lookup(env, k)
+			if !ok || v == "" {
+				return nil, fmt.Errorf("requires %s, which is not set", k)
+			}
+			serverEnv[k] = v
+		}
+		entry["command"] = command
+		setOrDrop("args", m.Args, len(m.Args) == 0)
+		setOrDrop("env", serverEnv, len(serverEnv) == 0)
+	case mcpconfig.HTTP, mcpconfig.SSE, mcpconfig.WS:
+		if _, ok := entry["type"]; !ok {
+			entry["type"] = string(m.Transport) // a url without a type is dropped
+		}
+		entry["url"] = m.URL
+		setOrDrop("headers", m.Headers, len(m.Headers) == 0)
+	case "":
+		if len(entry) == 0 {
+			return nil, errors.New("neither a transport nor an entry to write")
+		}
+	default:
+		return nil, fmt.Errorf("unknown transport %q", m.Transport)
+	}
+	// Under -p servers connect in the background, and a slow server's
+	// tools are missing from the first turn unless the entry asks Claude
+	// to wait for it. A user's explicit false is kept.
+	if _, ok := entry["alwaysLoad"]; !ok {
+		entry["alwaysLoad"] = true
+	}
+	return entry, nil
+}
+
+func lookup(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// checkMCPConfig reads the written file the way the hook does and
+// checks that every server of the job survived: an entry Claude Code
+// would drop must fail the attempt now, not show up as a missing tool.
+func checkMCPConfig(path string, want []string) error {
+	r := mcpconfig.Resolve(mcpconfig.Options{Explicit: []string{path}})
+	var problems []string
+	for _, p := range r.Problems {
+		problems = append(problems, p.Message)
+	}
+	for _, name := range want {
+		if why, dropped := r.Dropped[name]; dropped {
+			problems = append(problems, fmt.Sprintf("server %q would be dropped by Claude Code: %s", name, why))
+		} else if r.Servers[name] == nil {
+			problems = append(problems, fmt.Sprintf("server %q is missing", name))
+		}
+	}
+	if len(r.Servers) != len(want) {
+		problems = append(problems, fmt.Sprintf("%d servers written for %d wanted", len(r.Servers), len(want)))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("check %s: %s", path, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// hookCommand is the hook's command line. Claude Code runs it with
+// /bin/sh -c, so every value is shell-quoted: a state_dir like
+// "~/My Nights/bob's" must not split or unbalance the line.
+func hookCommand(spec Spec, f Files) string {
+	h := spec.Batch.Health
+	args := []string{spec.Binary, "hook", "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--ttl", h.TTL}, {"--backoff", h.Backoff}, {"--max-backoff", h.MaxBackoff}, {"--probe-timeout", h.ProbeTimeout}} {
+		if d.v > 0 { // unset: the hook's default, not an invalid zero
+			args = append(args, d.flag, d.v.String())
+		}
+	}
+	if spec.Batch.FailOpen {
+		args = append(args, "--fail-open")
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = text.ShellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// hookEvents are the events the hook is registered for.
+var hookEvents = []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"}
+
+type settings struct {
+	// DisableAllHooks false overrides a user's "disableAllHooks": true:
+	// --settings merges with the user's settings and takes precedence.
+	DisableAllHooks bool                     `json:"disableAllHooks"`
+	Hooks           map[string][]hookMatcher `json:"hooks"`
+}
+
+type hookMatcher struct {
+	Matcher string        `json:"matcher"`
+	Hooks   []hookHandler `json:"hooks"`
+}
+
+type hookHandler struct {
+	Type    string `json:"type"`
+	Command string `json:"command"`
+	Timeout int    `json:"timeout"`
+}
+
+func newSettings(command string) settings {
+	s := settings{Hooks: map[string][]hookMatcher{}}
+	for _, ev := range hookEvents {
+		s.Hooks[ev] = []hookMatcher{{Matcher: "mcp__.*",
+			Hooks: []hookHandler{{Type: "command", Command: command, Timeout: hookTimeoutSeconds}}}}
+	}
+	return s
+}
+
+// checkSettings reads the settings file back and checks the hook is
+// registered for every event with the exact command.
+func checkSettings(path, command string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("check settings: %w", err)
+	}
+	var s settings
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("check %s: not valid JSON: %w", path, err)
+	}
+	if s.DisableAllHooks {
+		return fmt.Errorf("check %s: disableAllHooks is true", path)
+	}
+	for _, ev := range hookEvents {
+		m := s.Hooks[ev]
+		if len(m) != 1 || len(m[0].Hooks) != 1 || m[0].Hooks[0].Command != command {
+			return fmt.Errorf("check %s: the %s hook is not registered as written", path, ev)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
+)
+
+// Command is the `claude -p` command of one attempt, not started:
+//
+//	<agent.command> -p <prompt> --settings <f> --mcp-config <f> --strict-mcp-config
+//	  --output-format stream-json --verbose <agent.args…> [--allowedTools <t>…]
+//
+// --allowedTools comes last because it is variadic: anything after it
+// that is not a flag would be read as one more tool. A prompt that starts
+// with '-' (it would be read as a flag) or is too long for one argument is
+// given on stdin instead. The command runs in the job's cwd, in its own
+// process group (proc.Prepare): cancelling ctx stops the whole group.
+func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
+	b, job := spec.Batch, spec.Job
+	args := []string{"-p"}
+	viaStdin := strings.HasPrefix(job.Prompt, "-") || len(job.Prompt) > promptArgMax
+	if !viaStdin {
+		args = append(args, job.Prompt)
+	}
+	args = append(args, "--settings", f.Settings, "--mcp-config", f.MCPConfig, "--strict-mcp-config",
+		"--output-format", "stream-json", "--verbose")
+	args = append(args, b.Agent.Args...)
+	if len(job.AllowedTools) > 0 {
+		args = append(args, "--allowedTools")
+		args = append(args, job.AllowedTools...)
+	}
+	cmd := exec.CommandContext(ctx, b.Agent.Command, args...)
+	cmd.Dir = job.Cwd
+	cmd.Env = commandEnviron(spec)
+	if viaStdin {
+		cmd.Stdin = strings.NewReader(job.Prompt)
+	}
+	// Otherwise stdin stays /dev/null: `claude -p` appends piped stdin to
+	// the prompt, and the supervisor's stdin is nobody's input.
+	proc.Prepare(cmd, grace)
+	return cmd
+}
+
+var (
+	errTimeout = errors.New("session timeout")
+	errStall   = errors.New("session stalled")
+)
+
+// Run runs one attempt to its end and judges it. The stream is
+// copied to f.Stream as it arrives and read line by line; stderr goes to
+// f.Stderr. Job.Timeout (wall clock) and Job.StallTimeout (no stream
+// output for that long; zero means no limit) end the session; so does
+// cancelling ctx. Ending a
+// session means SIGTERM, then SIGKILL after a grace period, to its whole
+// process group, so the MCP servers Claude Code started die with it.
+func Run(ctx context.Context, spec Spec, f Files, obs Observer) Outcome {
+	if obs == nil {
+		obs = noObserver{}
+	}
+	out := Outcome{Status: Failed, ExitCode: -1, Started: time.Now()}
+	run(ctx, spec, f, obs, &out)
+	out.Ended = time.Now()
+	// The MCP config holds the servers' resolved secrets (API keys in env,
+	// bearer tokens in headers); only the session and its hook need it.
+	_ = os.Remove(f.MCPConfig)
+	return out
+}
+
+func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
+	fail := func(format string, a ...any) { out.Reason = fmt.Sprintf(format, a...) }
+	if spec.Batch == nil || spec.Job == nil {
+		fail("session: batch and job are required")
+		return
+	}
+	stream, err := atomicfile.OpenLog(f.Stream)
+	if err != nil {
+		fail("cannot open the stream log: %v", err)
+		return
+	}
+	defer stream.Close()
+	stderr, err := atomicfile.OpenLog(f.Stderr)
+	if err != nil {
+		fail("cannot open the stderr log: %v", err)
+		return
+	}
+	defer stderr.Close()
+
+	// Who stops the session is told by the context's cause: the parent's
+	// cancellation (stopped), the wall-clock timer or the stall watchdog.
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	cmdCtx := runCtx
+	if t := spec.Job.Timeout; t > 0 {
+		var cancel context.CancelFunc
+		cmdCtx, cancel = context.WithTimeoutCause(runCtx, t, errTimeout)
+		defer cancel()
+	}
+	cmd := Command(cmdCtx, spec, f)
+	// The kill is judged by whether the group was actually signalled, not
+	// by the context alone: a timer that fires just after Claude exited
+	// on its own did not kill anything.
+	var killed atomic.Bool
+	groupStop := cmd.Cancel
+	cmd.Cancel = func() error {
+		killed.Store(true)
+		return groupStop()
+	}
+
+	// exec copies the child's stdout into the pipe; the reader below
+	// drains it. Through a pipe (not an *os.File), exec's WaitDelay also
+	// bounds a grandchild that keeps stdout open after Claude exited.
+	pr, pw := io.Pipe()
+	var lastOutput atomic.Int64
+	lastOutput.Store(time.Now().UnixNano())
+	cmd.Stdout = pw
+	cmd.Stderr = stderr
+
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		if ctx.Err() != nil { // stopped before it could start
+			out.KilledBy = "stopped"
+			fail("stopped by the supervisor before the session started")
+			return
+		}
+		fail("cannot start %s: %v", spec.Batch.Agent.Command, err)
+		return
+	}
+
+	if po, ok := obs.(ProcessObserver); ok {
+		po.SessionStarted(cmd.Process.Pid) // the leader's pid is the group's id
+	}
+	st := &streamState{obs: obs}
+	readDone := make(chan error, 1)
+	go func() {
+		err := ReadLines(activityReader{pr, &lastOutput}, stream, st.line)
+		_, _ = io.Copy(io.Discard, pr) // never leave exec's copier blocked
+		readDone <- err
+	}()
+	watchDone := make(chan struct{})
+	if stall := spec.Job.StallTimeout; stall > 0 {
+		go watchStall(runCtx, watchDone, stall, &lastOutput, func() { stop(errStall) })
+	}
+
+	waitErr := proc.Wait(cmd)
+	close(watchDone)
+	pw.Close()
+	copyErr := <-readDone
+	_ = stream.Sync()
+
+	if cmd.ProcessState != nil {
+		out.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	if killed.Load() {
+		switch cause := context.Cause(cmdCtx); {
+		case errors.Is(cause, errTimeout):
+			out.KilledBy = "timeout"
+		case errors.Is(cause, errStall):
+			out.KilledBy = "stall"
+		default:
+			out.KilledBy = "stopped"
+		}
+	}
+	st.fill(out)
+	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))
+	if copyErr != nil && out.Status != Done {
+		out.Reason += " (" + copyErr.Error() + ")"
+	}
+}
+
+// watchStall ends the session when no stream output arrived for stall. It
+// sleeps until the earliest moment a stall is possible, not on a fixed tick.
+func watchStall(ctx context.Context, done <-chan struct{}, stall time.Duration, last *atomic.Int64, kill func()) {
+	t := time.NewTimer(stall)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		case <-t.C:
+			idle := time.Since(time.Unix(0, last.Load()))
+			if idle >= stall {
+				kill()
+				return
+			}
+			t.Reset(stall - idle)
+		}
+	}
+}
+
+// activityReader records when output last arrived, partial lines included.
+type activityReader struct {
+	r    io.Reader
+	last *atomic.Int64
+}
+
+func (a activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+type noObserver struct{}
+
+func (noObserver) ServerStatus(string, string) {}
+func (noObserver) ToolUnavailable(string)      {}

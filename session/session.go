@@ -1,0 +1,147 @@
+// Package session runs one `claude -p` attempt of a job: it prepares the
+// attempt's files (settings with nightwatch's hook, the job's MCP config),
+// builds the command and its environment, runs it in its own process
+// group with a wall-clock and a stall limit, reads the stream-json output
+// as it arrives, and judges what happened (Outcome). It decides nothing
+// about the job's fate: the night's plan does that from the Outcome.
+package session
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/reconnect"
+)
+
+// grace is how long a session gets between SIGTERM to its process
+// group and SIGKILL. Claude Code uses it to close its MCP servers.
+const grace = 5 * time.Second
+
+// hookTimeoutSeconds bounds one run of nightwatch's hook inside Claude
+// Code. A probe is bounded by --probe-timeout well below it.
+const hookTimeoutSeconds = 60
+
+// promptArgMax is the longest prompt passed as an argument. Linux refuses
+// any single argument over 128 KiB (MAX_ARG_STRLEN) with E2BIG; longer
+// prompts go through stdin, which `claude -p` reads when no prompt
+// argument is given.
+const promptArgMax = 100 << 10
+
+// Spec is everything one attempt of one job needs.
+type Spec struct {
+	Batch   *jobs.Batch
+	Job     *jobs.Job
+	RunID   string
+	Attempt int    // 1-based
+	Binary  string // absolute path of the nightwatch binary whose hook is injected
+	Env     []string
+}
+
+// Files are the paths of one attempt. Dir, Settings, MCPConfig,
+// Stream and Stderr belong to the attempt; Cache and Events are shared by
+// every session of the batch (the hook writes them).
+type Files struct{ Dir, Settings, MCPConfig, Stream, Stderr, Events, Cache string }
+
+// Observer hears what a running session's stream says, as it says it.
+// Calls come from one goroutine of Run, one at a time, and never
+// after Run returned. A slow observer slows the reading of the
+// stream, so it should not block for long.
+type Observer interface {
+	// ServerStatus is called for each server in the init event
+	// (connected, failed, needs-auth, pending).
+	ServerStatus(server, status string)
+	// ToolUnavailable is called when a tool result says a tool does not
+	// exist ("No such tool available: mcp__x__y").
+	ToolUnavailable(tool string)
+}
+
+// The attempt's status in Outcome.Status.
+const (
+	Done   = "done"
+	Failed = "failed"
+)
+
+// ProcessObserver is an Observer that also wants the session's process
+// group id as soon as the session started, e.g. to journal it so that a
+// supervisor restarted after a crash can kill what the dead one left.
+type ProcessObserver interface {
+	SessionStarted(pgid int)
+}
+
+// Environ is the environment of a session (and so of its hook and its
+// stdio servers): base (the supervisor's own), then the batch's env_file
+// and env, minus the fail-open variables unless the batch asks for fail
+// open (a debugging switch left in a shell profile must not let a night
+// call dead servers), plus MCP_CONNECTION_NONBLOCKING=0 unless set, so the
+// first turn waits for the servers instead of starting without their
+// tools (reference §2.4).
+func Environ(b *jobs.Batch, base []string) []string {
+	var keys []string
+	vals := map[string]string{}
+	set := func(k, v string) {
+		if _, ok := vals[k]; !ok {
+			keys = append(keys, k)
+		}
+		vals[k] = v
+	}
+	for _, kv := range base {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			set(k, v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(b.Env)) {
+		set(k, b.Env[k])
+	}
+	if !b.FailOpen {
+		for _, k := range knobs.EnvFailOpen {
+			delete(vals, k)
+		}
+	}
+	if _, ok := vals["MCP_CONNECTION_NONBLOCKING"]; !ok {
+		set("MCP_CONNECTION_NONBLOCKING", "0")
+	}
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if v, ok := vals[k]; ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
+}
+
+// reconnectVariable starts the per-server variable the hook reads its
+// reconnect command from (reconnect.CommandFor's first candidate).
+const reconnectVariable = "NIGHTWATCH_RECONNECT_"
+
+// commandEnviron is the environment of the attempt's `claude -p`: the
+// batch's (Environ), then what only this job sets. MCP_TIMEOUT (in ms) is
+// the job's mcp_timeout. Each of the job's servers with a batch reconnect
+// command gets it as NIGHTWATCH_RECONNECT_<SERVER>, which the hook reads,
+// so that a call blocked inside the session reconnects at once instead of
+// waiting for the supervisor's maintenance; the command goes by the
+// environment, never by a command line.
+func commandEnviron(spec Spec) []string {
+	env := Environ(spec.Batch, spec.Env)
+	over := map[string]string{}
+	if t := spec.Job.MCPTimeout; t > 0 {
+		over["MCP_TIMEOUT"] = strconv.FormatInt(t.Milliseconds(), 10)
+	}
+	for _, srv := range spec.Batch.ServersOf(spec.Job) {
+		if srv.Reconnect == "" {
+			continue
+		}
+		// A server whose key is COMMAND (or empty) would set the variable
+		// of every server; the hook then finds no command of its own for
+		// it, and the supervisor's maintenance still reconnects it.
+		if key := reconnect.EnvKey(srv.Name); key != "" && key != "COMMAND" {
+			over[reconnectVariable+key] = srv.Reconnect
+		}
+	}
+	return environ.Overlay(env, over)
+}

@@ -1,0 +1,188 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/report"
+)
+
+// initAgent is an agent whose stream's init event says server has status,
+// then succeeds: what Claude Code prints when it could not connect to a
+// server the night's preflight found healthy.
+func initAgent(t *testing.T, dir, server, status string) string {
+	path := filepath.Join(dir, "agent")
+	script := fmt.Sprintf(`#!/bin/sh
+echo '{"type":"system","subtype":"init","session_id":"s1","mcp_servers":[{"name":"%s","status":"%s","source":"dynamic"}]}'
+echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.01,"session_id":"s1"}'
+`, server, status)
+	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Regression: an outage the stream's init event reports (a server failed
+// or needs-auth) was written straight into the cache, bypassing the events
+// file and the journal, so the morning report never showed it. Now the
+// Checker records it, and it reaches the journal and the report.
+func TestInitOutageReachesTheJournalAndTheReport(t *testing.T) {
+	server := testkit.BuildTestServer(t)
+	for _, tc := range []struct {
+		status string
+		code   healthcheck.FailureCode
+	}{
+		{"failed", healthcheck.CodeTransport},
+		{"needs-auth", healthcheck.CodeAuth},
+	} {
+		t.Run(tc.status, func(t *testing.T) {
+			dir := t.TempDir()
+			yaml := fmt.Sprintf("version: 1\nname: init\nstate_dir: ./state\nagent: {command: %s}\n"+
+				"servers:\n  notes: {command: %s}\njobs:\n  - {name: a, servers: [notes], prompt: a}\n",
+				jsonString(initAgent(t, dir, "notes", tc.status)), jsonString(server))
+			b := loadNight(t, dir, yaml)
+			s := runScripted(t, b, nil)
+
+			events, err := journal.Read(s.Journal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var outage *journal.Event
+			for i, ev := range events {
+				if ev.Type == journal.ServerState && ev.Server == "notes" && ev.Status == journal.Unhealthy {
+					outage = &events[i]
+				}
+			}
+			if outage == nil {
+				t.Fatalf("no unhealthy server-state line for notes in the journal:\n%+v", events)
+			}
+			if outage.Code != string(tc.code) || !strings.Contains(outage.Reason, "Claude Code reported") ||
+				!strings.Contains(outage.Reason, "job a") {
+				t.Errorf("outage line = %+v, want code %s and who saw it", outage, tc.code)
+			}
+			f, err := (&healthcheck.Store{Path: statedir.Cache(b.StateDir)}).Read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := f.Entry("notes"); e == nil || e.Status != healthcheck.StatusUnhealthy || e.LastFailureCode != tc.code {
+				t.Errorf("cache entry = %+v, want unhealthy %s", e, tc.code)
+			}
+			night, err := report.Build(s.Journal, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if night.Totals.Outages != 1 {
+				t.Errorf("the report shows %d outages, want 1: %+v", night.Totals.Outages, night.Servers)
+			}
+		})
+	}
+}
+
+// The words of an init failure are read by healthcheck.Classify as the
+// failure they stand for; if Classify changes, this says so.
+func TestInitFailureTextClassifies(t *testing.T) {
+	for status, want := range map[string]healthcheck.FailureCode{
+		"failed": healthcheck.CodeTransport, "needs-auth": healthcheck.CodeAuth,
+	} {
+		c := healthcheck.Classify(initFailureText("notes", status, "j"), "")
+		if !c.MarksUnhealthy || c.NeedsProbe || c.Code != want {
+			t.Errorf("%s: %+v, want %s without a probe", status, c, want)
+		}
+	}
+	for _, status := range []string{"connected", "pending", ""} {
+		if s := initFailureText("notes", status, "j"); s != "" {
+			t.Errorf("%s is no failure, got %q", status, s)
+		}
+	}
+}
+
+// Regression: maintenance decided reachability with its own rule and
+// recorded it with the Checker's: a 401 to a probe that carried the
+// server's own token was journaled as "answered again" (healthy) while the
+// cache stored a failure. The journal now says what the Checker recorded.
+func TestMaintenanceJournalsTheCheckersVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		status  int
+		healthy bool
+	}{
+		{"401 to the server's own token", http.StatusUnauthorized, false},
+		{"answers", http.StatusOK, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.status != http.StatusOK {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
+					w.WriteHeader(tc.status)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"t","version":"1"}}}`)
+			}))
+			defer api.Close()
+			dir := t.TempDir()
+			b := loadNight(t, dir, fmt.Sprintf("version: 1\nname: maint\nstate_dir: ./state\nagent: {command: /bin/true}\n"+
+				"servers:\n  api: {type: http, url: %s, headers: {Authorization: \"Bearer own-token\"}}\n"+
+				"jobs:\n  - {name: a, servers: [api], prompt: a}\n", jsonString(api.URL+"/mcp")))
+			if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			n := newNight(b, NightOptions{Env: os.Environ(), LogWriter: zerolog.NewTestWriter(t)})
+			if _, err := n.openJournal(); err != nil {
+				t.Fatal(err)
+			}
+			// api is down with its retry far away, and job a waits for it:
+			// maintenance probes it early.
+			now := time.Now()
+			if err := n.store.Update(func(f *healthcheck.File) error {
+				e := n.checker.Settings.MarkUnhealthy(nil, now, healthcheck.Failure{Code: healthcheck.CodeAuth, Reason: "401"})
+				e.NextRetryAt = healthcheck.MillisOf(now.Add(time.Hour))
+				f.Servers["api"] = &e
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			n.plan.jobs["a"].phase = phaseDeferred
+			n.maintain(context.Background())
+
+			f, err := n.store.Read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored := f.Entry("api")
+			events, err := journal.Read(n.journal.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var maint *journal.Event
+			for i, ev := range events {
+				if ev.Type == journal.Maintenance && ev.Server == "api" {
+					maint = &events[i]
+				}
+			}
+			if maint == nil {
+				t.Fatalf("no maintenance line for api: %+v", events)
+			}
+			want := journal.Unhealthy
+			if tc.healthy {
+				want = journal.Healthy
+			}
+			if maint.Status != want || string(stored.Status) != string(want) {
+				t.Errorf("journal says %s (%q), cache says %s; want both %s", maint.Status, maint.Reason, stored.Status, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,20 @@
+// Package supervisor runs a night: one batch of `claude -p` sessions,
+// unattended, from its preflight to its notification.
+//
+// Where each part lives:
+//
+//	night.go        RunNight: lock, journal (new or resumed), preflight, the loop, the end
+//	plan.go         the jobs' state machine and its rules, pure (plan.step(now, event) → actions)
+//	loop.go         the one goroutine that owns the plan, the journal and the night's cache writes
+//	maintenance.go  between jobs: re-probe, reconnect, drop stale cache entries
+//	events.go       the hooks' events file, copied into the journal
+//	preflight.go    before the night: wake up and probe every server a job needs
+//	leftovers.go    after a crash: end the sessions the dead supervisor left
+//	lock.go         one night per batch at a time
+//	daemon.go       the batch's schedule
+//	notify.go       the end-of-night webhook or command
+//	summary.go      the night's table for the terminal
+//
+// One attempt of a job is the session package's; the journal's vocabulary
+// is the journal package's; every health verdict is healthcheck's.
+package supervisor

@@ -1,0 +1,267 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// loop is the night: the only goroutine that owns the plan, the journal's
+// writes and the cache's writes on the night's behalf. It tells the plan
+// what happened, does what the plan returns, and waits for the next thing
+// to happen: an attempt ending, a session's observation, the maintenance
+// tick, or the night being stopped. It returns when the plan says every
+// job has ended, or when ctx ends, once every session it started is gone.
+func (n *night) loop(ctx context.Context) error {
+	ticker := time.NewTicker(n.opts.Maintenance)
+	defer ticker.Stop()
+	wake := true
+	for {
+		if ctx.Err() != nil {
+			// Stopped while busy: start nothing more.
+			n.stop()
+			return ErrStopped
+		}
+		if wake {
+			// What the hooks saw since the last look reaches the journal
+			// before the plan decides on it.
+			n.absorbServerEvents()
+			finished := n.do(ctx, n.plan.step(n.now(), evWake{}))
+			n.reportProgress()
+			if finished {
+				return nil
+			}
+		}
+		wake = true
+		select {
+		case m := <-n.inbox:
+			if m.ended != nil {
+				n.do(ctx, n.plan.step(n.now(), *m.ended))
+				break
+			}
+			n.observe(ctx, m.seen)
+			wake = false // an observation changes no job's phase
+		case <-ticker.C:
+			n.do(ctx, n.plan.step(n.now(), evTick{}))
+		case <-ctx.Done():
+			n.stop()
+			return ErrStopped
+		}
+	}
+}
+
+// do carries out actions in order; an action may answer with an event
+// whose actions are done next. It reports whether the night is over.
+func (n *night) do(ctx context.Context, acts []action) (finished bool) {
+	for len(acts) > 0 {
+		a := acts[0]
+		acts = acts[1:]
+		switch a := a.(type) {
+		case actRecord:
+			n.record(a)
+		case actCheckHealth:
+			down := n.unhealthyServers(ctx, n.b.Job(a.job))
+			acts = append(n.plan.step(n.now(), evHealth{job: a.job, down: down}), acts...)
+		case actLaunch:
+			if ev, failed := n.launch(ctx, a); failed {
+				acts = append(n.plan.step(n.now(), ev), acts...)
+			}
+		case actMaintain:
+			n.maintain(ctx)
+		case actFinish:
+			finished = true
+		}
+	}
+	return finished
+}
+
+// stop waits for every running session: they see the same ctx and are
+// being killed. Their observations are taken meanwhile (only the process
+// groups are journaled), so that no session goroutine is left blocked on a
+// send.
+func (n *night) stop() {
+	for n.plan.running > 0 {
+		m := <-n.inbox
+		switch {
+		case m.ended != nil:
+			n.plan.step(n.now(), *m.ended)
+			n.log.Warn().Str("job", m.ended.job).Msg("stopped with the night")
+		case m.seen.pgid > 0:
+			n.append(sessionProcessEvent(m.seen.job, m.seen.attempt, m.seen.pgid))
+		}
+	}
+}
+
+func (n *night) record(a actRecord) {
+	n.append(a.ev)
+	var e *zerolog.Event
+	switch a.level {
+	case logError:
+		e = n.log.Error()
+	case logWarn:
+		e = n.log.Warn()
+	default:
+		e = n.log.Info()
+	}
+	e = e.Str("job", a.ev.Job)
+	if a.ev.Attempt > 0 {
+		e = e.Int("attempt", a.ev.Attempt)
+	}
+	if a.ev.Reason != "" {
+		e = e.Str("reason", a.ev.Reason)
+	}
+	if r := a.ev.Result; r != nil && a.ev.Status == journal.Done {
+		e = e.Int("turns", r.NumTurns).Float64("cost", r.CostUSD)
+	}
+	e.Msg(a.msg)
+}
+
+func (n *night) reportProgress() {
+	if n.opts.Progress != nil {
+		n.opts.Progress(n.plan.progress(n.now()))
+	}
+}
+
+// unhealthyServers returns "" when every server of job may be called, or
+// which one is down since when and why. A server whose verdict has
+// expired is probed now (with the reconnect policy).
+func (n *night) unhealthyServers(ctx context.Context, job *jobs.Job) string {
+	if job == nil {
+		return ""
+	}
+	var down []string
+	for _, srv := range n.b.ServersOf(job) {
+		d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
+		if d.Allow {
+			continue
+		}
+		down = append(down, describeDown(srv.Name, d.Entry))
+	}
+	return strings.Join(down, "; ")
+}
+
+func describeDown(server string, e *healthcheck.Entry) string {
+	if e == nil {
+		return fmt.Sprintf("server %s is down", server)
+	}
+	since := e.UnhealthySince.Time()
+	if since.IsZero() {
+		since = e.CheckedAt.Time()
+	}
+	msg := fmt.Sprintf("server %s is down since %s", server, since.Local().Format("15:04:05"))
+	if e.LastError != "" {
+		msg += " (" + text.OneLine(e.LastError, 160) + ")"
+	}
+	return msg
+}
+
+// launch prepares and starts one attempt; its end comes back on
+// n.inbox. An attempt that cannot be prepared ends at once: failed is
+// true and ev is its end, for the plan.
+func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, failed bool) {
+	spec := session.Spec{Batch: n.b, Job: n.b.Job(a.job), RunID: n.runID, Attempt: a.attempt,
+		Binary: n.opts.Binary, Env: n.opts.Env}
+	files, err := session.Prepare(spec)
+	if err != nil {
+		return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
+			outcome: session.Outcome{Status: session.Failed, Reason: "cannot prepare the session: " + err.Error()}}, true
+	}
+	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: files.Dir})
+	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Msg("started")
+	obs := &sessionObserver{to: n.inbox, job: a.job, attempt: a.attempt}
+	go func() {
+		out := session.Run(ctx, spec, files, obs)
+		n.inbox <- message{ended: &evAttemptEnded{job: a.job, attempt: a.attempt, outcome: out}}
+	}()
+	return evAttemptEnded{}, false
+}
+
+// inboxSize bounds what sessions may have told the loop before it reads.
+const inboxSize = 64
+
+// message is what a session's goroutine sends the loop: the attempt's
+// end, or one observation.
+type message struct {
+	ended *evAttemptEnded
+	seen  observation
+}
+
+// observation is one thing a running session's stream said, sent to the
+// loop: exactly one of its parts is set.
+type observation struct {
+	job     string
+	attempt int
+	// server could not be used: status is failed or needs-auth.
+	server, status string
+	tool           string // the model called a tool the session lacks
+	pgid           int    // the session's process group started
+}
+
+// observe records what a session saw. A server Claude Code could not
+// connect to is down for every session, not only this one: the Checker
+// records it, which announces it to the events file, and from there it
+// reaches the journal like every other change of a server's state.
+func (n *night) observe(ctx context.Context, o observation) {
+	switch {
+	case o.pgid > 0:
+		n.append(sessionProcessEvent(o.job, o.attempt, o.pgid))
+	case o.tool != "":
+		n.append(journal.Event{Type: journal.ToolUnavailable, Job: o.job, Attempt: o.attempt, Tool: o.tool})
+		n.log.Warn().Str("job", o.job).Str("tool", o.tool).Msg("the model called a tool the session does not have")
+	case o.server != "":
+		n.checker.RecordFailure(ctx, o.server, nil, initFailureText(o.server, o.status, o.job))
+		n.absorbServerEvents()
+		n.log.Warn().Str("server", o.server).Str("job", o.job).Str("status", o.status).Msg("session could not use a server")
+	}
+}
+
+// initFailureText words an init event's failed or needs-auth as the error
+// text healthcheck.Classify reads as the matching failure: a connection
+// that could not be made (transport), or a server that wants
+// authentication (auth). "" for a status that is no failure.
+func initFailureText(server, status, job string) string {
+	switch status {
+	case "failed":
+		return fmt.Sprintf("Unable to connect to MCP server %q: Claude Code reported it failed when job %s started", server, job)
+	case "needs-auth":
+		return fmt.Sprintf("Streamable HTTP error: Error POSTing to endpoint: authentication required: Claude Code reported MCP server %q needs-auth when job %s started", server, job)
+	}
+	return ""
+}
+
+// sessionObserver sends what a session's stream says to the loop, as it
+// says it. It runs in the session's goroutine and touches no state; the
+// loop's one inbox keeps the journal in the order things happened (the
+// session's process group before its end).
+type sessionObserver struct {
+	to      chan<- message
+	job     string
+	attempt int
+}
+
+func (o *sessionObserver) ServerStatus(server, status string) {
+	if initFailureText(server, status, o.job) == "" {
+		return
+	}
+	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, server: server, status: status}}
+}
+
+func (o *sessionObserver) ToolUnavailable(tool string) {
+	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, tool: tool}}
+}
+
+// SessionStarted records the session's process group in the journal, for
+// a supervisor that restarts after this one is killed.
+func (o *sessionObserver) SessionStarted(pgid int) {
+	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, pgid: pgid}}
+}

@@ -1,0 +1,175 @@
+package supervisor
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+	"github.com/nightwatch-dev/nightwatch/reconnect"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// maintain runs between jobs and while jobs wait: reconnect and re-probe
+// unhealthy servers whose retry time has come, re-probe early the servers
+// deferred jobs wait for, reset stuck entries whose server answers again,
+// and drop entries of servers the batch does not define.
+func (n *night) maintain(ctx context.Context) {
+	f, err := n.store.Read()
+	if err != nil {
+		n.warn(err.Error())
+	}
+	now := n.now()
+	waitedFor := n.plan.serversWaitedFor()
+	for _, srv := range n.b.Servers {
+		e := f.Entry(srv.Name)
+		if e == nil || e.Status != healthcheck.StatusUnhealthy {
+			continue
+		}
+		due := !now.Before(e.NextRetryAt.Time())
+		stuck := n.checker.Settings.Stuck(e)
+		switch {
+		case due:
+			d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
+			n.maintenance(srv.Name, journal.Retry, "retry time came: probed with the reconnect policy", d.Entry)
+		case (stuck || waitedFor[srv.Name]) && e.LastFailureCode != healthcheck.CodeRateLimited:
+			// The backoff protects servers from hooks; the supervisor
+			// probes once per interval so a job waiting on a server that
+			// is back starts within one interval, not one backoff.
+			// A probe that finds it plainly down is not recorded: that
+			// would grow the backoff the hooks wait out. Any answer goes
+			// to the Checker, whose verdict (not this one) is journaled:
+			// a 401 to the server's own token is an answer, and still a
+			// failure.
+			res := n.probe(ctx, &srv.MCP)
+			if !res.Verdict.Reachable() {
+				continue
+			}
+			after := n.checker.RecordProbe(&srv.MCP, res)
+			what := "answered again while a job waited for it"
+			if stuck {
+				what = "stuck entry reset: its backoff was pinned at the cap, but it answers again"
+			}
+			if !recordedHealthy(after) {
+				what = "answered a probe, but the health check still finds it unhealthy"
+			}
+			n.maintenance(srv.Name, journal.Reprobe, what, after)
+		}
+	}
+	var stale []string
+	for name := range f.Servers {
+		if n.b.Server(name) == nil {
+			stale = append(stale, name)
+		}
+	}
+	if len(stale) > 0 {
+		sort.Strings(stale)
+		if _, err := n.checker.Reset(stale, false, false); err == nil {
+			for _, name := range stale {
+				n.append(journal.Event{Type: journal.Maintenance, Server: name, Action: journal.Drop,
+					Status: journal.Healthy, Reason: "dropped cache entries of servers the batch does not define"})
+			}
+			n.log.Info().Strs("servers", stale).Msg("dropped cache entries of servers the batch does not define")
+		}
+	}
+	n.absorbServerEvents()
+}
+
+// recordedHealthy is the Checker's verdict as it stored it.
+func recordedHealthy(e *healthcheck.Entry) bool {
+	return e != nil && e.Status == healthcheck.StatusHealthy
+}
+
+// maintenance journals what maintenance did to server and the state the
+// Checker recorded for it afterwards (e, nil when nothing was recorded).
+func (n *night) maintenance(server string, action journal.Action, what string, e *healthcheck.Entry) {
+	status := journal.Unhealthy
+	if recordedHealthy(e) {
+		status = journal.Healthy
+	}
+	n.append(journal.Event{Type: journal.Maintenance, Server: server, Action: action, Status: status, Reason: what})
+	n.log.Info().Str("server", server).Str("status", string(status)).Msg(what)
+}
+
+func (n *night) probe(ctx context.Context, srv *mcpconfig.Server) probe.Result {
+	cwd := n.b.Dir
+	res := probe.Probe(ctx, srv, probe.Options{Timeout: n.b.Health.ProbeTimeout, Cwd: cwd,
+		Environ: n.sessionEnviron()})
+	res.Reason = redact.String(res.Reason, srv.Secrets()...)
+	return res
+}
+
+// sessionEnviron is the environment sessions (and so their stdio servers)
+// get, so that probes start servers the way sessions will.
+func (n *night) sessionEnviron() []string { return session.Environ(n.b, n.opts.Env) }
+
+func (n *night) newChecker() *healthcheck.Checker {
+	h := n.b.Health
+	settings := healthcheck.DefaultSettings()
+	settings.TTL, settings.Backoff, settings.MaxBackoff = h.TTL, h.Backoff, h.MaxBackoff
+	getenv := environ.Lookup(n.sessionEnviron())
+	return &healthcheck.Checker{
+		Store:    n.store,
+		Settings: settings,
+		Now:      n.now,
+		Probe:    n.probe,
+		Policy: func(code healthcheck.FailureCode, have bool) healthcheck.Action {
+			return healthcheck.Action(reconnect.DefaultPolicy(reconnect.Failure(code), have))
+		},
+		HaveReconnect: func(server string) bool { return n.reconnectCommand(server, getenv) != "" },
+		Reconnect: func(ctx context.Context, server string) healthcheck.ReconnectResult {
+			return n.reconnect(ctx, server, getenv)
+		},
+		ProbeWait: h.ProbeTimeout + 10*time.Second,
+		Events:    &healthcheck.EventLog{Path: statedir.Events(n.b.StateDir), Warn: n.warn},
+		Warn:      n.warn,
+		Redact: func(s string) string {
+			var secrets []string
+			for _, srv := range n.b.Servers {
+				secrets = append(secrets, srv.MCP.Secrets()...)
+			}
+			return redact.String(s, secrets...)
+		},
+	}
+}
+
+// reconnectCommand is the batch's reconnect for server, else the
+// environment's (NIGHTWATCH_RECONNECT_<SERVER>, …) as the hook reads it.
+func (n *night) reconnectCommand(server string, getenv func(string) (string, bool)) string {
+	if srv := n.b.Server(server); srv != nil && srv.Reconnect != "" {
+		return srv.Reconnect
+	}
+	cmd, _ := reconnect.CommandFor(server, getenv)
+	return cmd
+}
+
+func (n *night) reconnect(ctx context.Context, server string, getenv func(string) (string, bool)) healthcheck.ReconnectResult {
+	command := n.reconnectCommand(server, getenv)
+	if command == "" {
+		return healthcheck.ReconnectResult{}
+	}
+	argv, err := reconnect.Split(command)
+	if err != nil {
+		return healthcheck.ReconnectResult{Attempted: true, Detail: err.Error()}
+	}
+	var secrets []string
+	if srv := n.b.Server(server); srv != nil {
+		secrets = srv.MCP.Secrets()
+	}
+	out := reconnect.Run(ctx, reconnect.Expand(argv, server), reconnect.Options{
+		Timeout: n.b.Health.ProbeTimeout, Dir: n.b.Dir, Env: n.sessionEnviron(), Secrets: secrets})
+	detail := strings.Join(out.Command, " ")
+	if !out.OK {
+		detail += ": " + out.Err
+	}
+	n.append(journal.Event{Type: journal.Maintenance, Server: server, Action: journal.Reconnect, Reason: detail})
+	n.log.Info().Str("server", server).Bool("ok", out.OK).Str("command", strings.Join(out.Command, " ")).Msg("reconnect")
+	return healthcheck.ReconnectResult{Attempted: out.Attempted, OK: out.OK, Detail: detail}
+}

@@ -1,0 +1,479 @@
+package supervisor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// The plan is the night's job state machine: every job's phase, and the
+// rules that move it (needs, defer, skip, run anyway, retries with a
+// growing pause, the deadline, max_cost_usd, max_defer). It does no I/O
+// and reads no clock: the loop (loop.go), its only owner, tells it what
+// happened with step and does what step returns.
+//
+//	pending ──needs met, servers healthy──► running ──done──► done
+//	   │  ▲                                  │  │
+//	   │  └──servers back── deferred ◄──down─┘  └─failed, retries left──► waiting to retry ──pause over──► (as pending)
+//	   │                      │                 └─failed, none left──► failed
+//	   └──need failed/skipped, down+skip, deadline, cost, max_defer──► skipped
+
+// phase is where a job is in the night.
+type phase int
+
+const (
+	phasePending phase = iota
+	phaseDeferred
+	phaseWaitingRetry
+	phaseRunning
+	phaseDone
+	phaseFailed
+	phaseSkipped
+)
+
+var phaseNames = [...]string{"pending", "deferred", "waiting to retry", "running", "done", "failed", "skipped"}
+
+func (p phase) String() string { return phaseNames[p] }
+
+// waiting is true for the phases of a job that has not ended and is not
+// running: it may start when its turn comes.
+func (p phase) waiting() bool {
+	return p == phasePending || p == phaseDeferred || p == phaseWaitingRetry
+}
+
+// ended is true for the final phases.
+func (p phase) ended() bool { return p == phaseDone || p == phaseFailed || p == phaseSkipped }
+
+// status is the phase's word in the summary and the journal.
+func (p phase) status() string {
+	switch p {
+	case phaseDone:
+		return StatusDone
+	case phaseSkipped:
+		return StatusSkipped
+	case phaseRunning:
+		return "running"
+	case phaseFailed:
+		return StatusFailed
+	}
+	return "pending"
+}
+
+// jobPlan is one job's state.
+type jobPlan struct {
+	job       *jobs.Job
+	phase     phase
+	attempts  int
+	notBefore time.Time // a retry waits until then
+	deferring string    // why it waits for its servers; "" when it does not
+	// deferredSince is when it was first deferred in this run.
+	deferredSince time.Time
+	deferrals     int
+	reason        string // why it failed or was skipped
+	last          *session.Outcome
+	startedAt     time.Time
+}
+
+// event is what happened, told to the plan.
+type event interface{ isEvent() }
+
+// evWake: look again at what may start (the loop's turn, a maintenance
+// tick, the end of an attempt).
+type evWake struct{}
+
+// evHealth answers actCheckHealth: down is "" when every server of the job
+// may be called, else which are down and why.
+type evHealth struct {
+	job  string
+	down string
+}
+
+// evTick: the maintenance interval passed.
+type evTick struct{}
+
+// evAttemptEnded: an attempt's session ended, or could not start
+// (unstarted: its files could not be prepared).
+type evAttemptEnded struct {
+	job       string
+	attempt   int
+	outcome   session.Outcome
+	unstarted bool
+}
+
+func (evWake) isEvent()         {}
+func (evTick) isEvent()         {}
+func (evHealth) isEvent()       {}
+func (evAttemptEnded) isEvent() {}
+
+// action is what the loop must do.
+type action interface{ isAction() }
+
+// actCheckHealth: decide whether job's servers may be called (a probe when
+// a verdict expired) and answer with evHealth.
+type actCheckHealth struct{ job string }
+
+// actLaunch: start attempt of job; answer with evAttemptEnded when it ends.
+type actLaunch struct {
+	job     string
+	attempt int
+}
+
+// actRecord: append ev to the journal and log msg at level.
+type actRecord struct {
+	ev    journal.Event
+	level logLevel
+	msg   string
+}
+
+// actMaintain: run maintenance (re-probe, reconnect) now.
+type actMaintain struct{}
+
+// actFinish: every job has ended and none runs: the night is over.
+type actFinish struct{}
+
+func (actCheckHealth) isAction() {}
+func (actLaunch) isAction()      {}
+func (actRecord) isAction()      {}
+func (actMaintain) isAction()    {}
+func (actFinish) isAction()      {}
+
+type logLevel int
+
+const (
+	logInfo logLevel = iota
+	logWarn
+	logError
+)
+
+// planRules are the batch's limits, resolved.
+type planRules struct {
+	maxParallel int
+	deadline    time.Time // zero: none
+	maxCostUSD  float64   // 0: none
+	maxDefer    time.Duration
+	retryPause  time.Duration
+}
+
+type plan struct {
+	rules   planRules
+	jobs    map[string]*jobPlan
+	order   []string
+	running int
+	cost    float64
+	// scan is the next job a wake looks at; asked is the job whose health
+	// the plan waits for ("" when none).
+	scan  int
+	asked string
+}
+
+// newPlan starts every job of b as pending. The deadline is the first
+// moment at the batch's deadline time of day after the run started.
+func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *plan {
+	p := &plan{jobs: map[string]*jobPlan{}, rules: planRules{maxParallel: max(b.MaxParallel, 1),
+		maxCostUSD: b.MaxCostUSD, maxDefer: b.Defaults.MaxDefer, retryPause: retryPause}}
+	if b.Deadline != nil {
+		p.rules.deadline = deadlineAfter(started, *b.Deadline)
+	}
+	for _, j := range b.Jobs {
+		p.jobs[j.Name] = &jobPlan{job: j}
+		p.order = append(p.order, j.Name)
+	}
+	return p
+}
+
+// deadlineAfter is the first moment at clock (local time of day) after
+// started.
+func deadlineAfter(started time.Time, clock jobs.ClockTime) time.Time {
+	s := started.Local()
+	d := time.Date(s.Year(), s.Month(), s.Day(), clock.Hour, clock.Minute, 0, 0, time.Local)
+	if !d.After(s) {
+		d = d.AddDate(0, 0, 1)
+	}
+	return d
+}
+
+// resume sets the jobs' state from a replayed journal: done, skipped and
+// failed jobs stay so; the others keep the attempts they used.
+func (p *plan) resume(r journal.RunState) {
+	p.cost = r.CostUSD
+	for name, jp := range p.jobs {
+		jp.attempts = r.Attempts[name]
+		switch {
+		case r.Done[name]:
+			jp.phase = phaseDone
+		case r.Skipped[name] != "":
+			jp.phase, jp.reason = phaseSkipped, r.Skipped[name]
+		case r.Failed[name]:
+			jp.phase, jp.reason = phaseFailed, "failed before the restart"
+		}
+	}
+}
+
+// step applies what happened at now and returns what to do next, in order.
+func (p *plan) step(now time.Time, ev event) []action {
+	switch ev := ev.(type) {
+	case evWake:
+		if p.asked != "" {
+			return nil // a scan is under way; it goes on with evHealth
+		}
+		acts := p.applyLimits(now)
+		p.scan = 0
+		return append(acts, p.scanReady(now)...)
+	case evHealth:
+		if ev.job != p.asked {
+			return nil
+		}
+		p.asked = ""
+		acts := p.healthKnown(now, p.jobs[ev.job], ev.down)
+		p.scan++
+		return append(acts, p.scanReady(now)...)
+	case evAttemptEnded:
+		return p.attemptEnded(now, ev)
+	case evTick:
+		return []action{actMaintain{}}
+	}
+	return nil
+}
+
+// applyLimits skips every job that has not started once the deadline has
+// passed or the night's cost reached max_cost_usd.
+func (p *plan) applyLimits(now time.Time) []action {
+	var acts []action
+	if d := p.rules.deadline; !d.IsZero() && !now.Before(d) {
+		acts = append(acts, p.skipWaiting(fmt.Sprintf("the deadline %s passed", d.Format("15:04")))...)
+	}
+	if p.rules.maxCostUSD > 0 && p.cost >= p.rules.maxCostUSD {
+		acts = append(acts, p.skipWaiting(fmt.Sprintf("max_cost_usd reached: $%.2f of $%.2f spent", p.cost, p.rules.maxCostUSD))...)
+	}
+	return acts
+}
+
+// skipWaiting ends every job that has not started with reason, adding what
+// it was waiting for.
+func (p *plan) skipWaiting(reason string) []action {
+	var acts []action
+	for _, name := range p.order {
+		jp := p.jobs[name]
+		if !jp.phase.waiting() {
+			continue
+		}
+		why := reason
+		if jp.deferring != "" {
+			why += "; it was waiting: " + jp.deferring
+		}
+		acts = append(acts, p.skip(jp, why))
+	}
+	return acts
+}
+
+func (p *plan) skip(jp *jobPlan, reason string) action {
+	jp.phase, jp.reason = phaseSkipped, reason
+	return actRecord{ev: journal.Event{Type: journal.JobSkipped, Job: jp.job.Name, Status: journal.Skipped, Reason: reason},
+		level: logWarn, msg: "skipped"}
+}
+
+// scanReady goes on through the jobs in file order while slots are free:
+// a job whose needs failed is skipped, one whose needs are met is asked
+// about its servers (the scan pauses until evHealth). At the end of the
+// scan, deferred jobs that can never run are given up, and the night ends
+// when nothing is left.
+func (p *plan) scanReady(now time.Time) []action {
+	var acts []action
+	for ; p.scan < len(p.order) && p.running < p.rules.maxParallel; p.scan++ {
+		jp := p.jobs[p.order[p.scan]]
+		if !jp.phase.waiting() || now.Before(jp.notBefore) {
+			continue
+		}
+		ready, blocked := p.needsMet(jp)
+		if blocked != "" {
+			acts = append(acts, p.skip(jp, blocked))
+			continue
+		}
+		if !ready {
+			continue
+		}
+		p.asked = jp.job.Name
+		return append(acts, actCheckHealth{job: jp.job.Name})
+	}
+	acts = append(acts, p.giveUpWaiting(now)...)
+	if p.running == 0 && p.allEnded() {
+		acts = append(acts, actFinish{})
+	}
+	return acts
+}
+
+// needsMet says whether every job jp needs is done; blocked is a reason to
+// skip when one of them can no longer be.
+func (p *plan) needsMet(jp *jobPlan) (ready bool, blocked string) {
+	for _, need := range jp.job.Needs {
+		dep := p.jobs[need]
+		switch {
+		case dep == nil:
+			return false, fmt.Sprintf("it needs %s, which the batch does not define", need)
+		case dep.phase == phaseDone:
+		case dep.phase == phaseFailed || dep.phase == phaseSkipped:
+			return false, fmt.Sprintf("it needs %s, which %s", need, dep.phase.status())
+		default:
+			return false, ""
+		}
+	}
+	return true, ""
+}
+
+// healthKnown starts, defers or skips a job whose needs are met, by its
+// servers' health and its on_unhealthy.
+func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string) []action {
+	if down != "" && jp.job.OnUnhealthy != jobs.Run {
+		if jp.job.OnUnhealthy == jobs.Skip {
+			return []action{p.skip(jp, down)}
+		}
+		if jp.deferredSince.IsZero() {
+			jp.deferredSince = now
+		}
+		jp.phase = phaseDeferred
+		if jp.deferring == down {
+			return nil
+		}
+		jp.deferring = down
+		jp.deferrals++
+		return []action{actRecord{ev: journal.Event{Type: journal.JobDeferred, Job: jp.job.Name, Reason: down},
+			level: logInfo, msg: "deferred"}}
+	}
+	jp.deferring = ""
+	jp.attempts++
+	jp.phase = phaseRunning
+	jp.startedAt = now
+	p.running++
+	return []action{actLaunch{job: jp.job.Name, attempt: jp.attempts}}
+}
+
+// attemptEnded judges the end of an attempt: done, another attempt after a
+// pause that grows with each (retries), or failed. An attempt the night
+// stopped leaves the job as it was before it started, for a resumed run.
+func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
+	jp := p.jobs[ev.job]
+	if jp == nil || jp.phase != phaseRunning {
+		return nil
+	}
+	p.running--
+	jp.phase = phasePending
+	out := ev.outcome
+	if out.KilledBy == "stopped" {
+		return nil
+	}
+	jp.last = &out
+	p.cost += out.CostUSD
+	result := resultOf(out)
+	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: result}
+	var rec actRecord
+	switch {
+	case out.Status == session.Done:
+		jp.phase, jp.reason = phaseDone, ""
+		base.Type, base.Status = journal.JobFinished, journal.Done
+		rec = actRecord{ev: base, level: logInfo, msg: "done"}
+	case jp.attempts <= jp.job.Retries:
+		pause := p.rules.retryPause * time.Duration(jp.attempts)
+		jp.phase, jp.notBefore = phaseWaitingRetry, now.Add(pause)
+		base.Type, base.Reason = journal.JobRetried, out.Reason
+		rec = actRecord{ev: base, level: logWarn, msg: fmt.Sprintf("attempt failed; will retry in %s", pause)}
+	default:
+		jp.phase, jp.reason = phaseFailed, out.Reason
+		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, out.Reason
+		rec = actRecord{ev: base, level: logError, msg: "failed"}
+	}
+	if ev.unstarted {
+		return []action{rec}
+	}
+	// Between jobs is when maintenance runs.
+	return []action{rec, actMaintain{}}
+}
+
+// resultOf is the journal's copy of an attempt's result fields.
+func resultOf(o session.Outcome) *journal.Result {
+	return &journal.Result{Subtype: o.Subtype, IsError: o.IsError, NumTurns: o.NumTurns,
+		CostUSD: o.CostUSD, DurationMS: o.DurationMS, SessionID: o.SessionID,
+		TerminalReason: o.TerminalReason, ExitCode: o.ExitCode, KilledBy: o.KilledBy}
+}
+
+// giveUpWaiting skips deferred jobs that can never run: nothing is running
+// or startable, and they have waited past the batch's max_defer.
+func (p *plan) giveUpWaiting(now time.Time) []action {
+	limit := p.rules.maxDefer
+	if p.running > 0 || limit <= 0 {
+		return nil
+	}
+	var acts []action
+	for _, name := range p.order {
+		jp := p.jobs[name]
+		if jp.phase == phaseDeferred && now.Sub(jp.deferredSince) >= limit {
+			acts = append(acts, p.skip(jp, fmt.Sprintf("waited %s for its servers: %s", limit, jp.deferring)))
+		}
+	}
+	return acts
+}
+
+func (p *plan) allEnded() bool {
+	for _, jp := range p.jobs {
+		if !jp.phase.ended() {
+			return false
+		}
+	}
+	return true
+}
+
+// serversWaitedFor are the servers deferred jobs wait for: maintenance
+// probes them early.
+func (p *plan) serversWaitedFor() map[string]bool {
+	out := map[string]bool{}
+	for _, jp := range p.jobs {
+		if jp.phase == phaseDeferred {
+			for _, s := range jp.job.Servers {
+				out[s] = true
+			}
+		}
+	}
+	return out
+}
+
+// progress is the night at now.
+func (p *plan) progress(now time.Time) Progress {
+	pr := Progress{Total: len(p.order)}
+	for _, name := range p.order {
+		jp := p.jobs[name]
+		switch jp.phase {
+		case phaseRunning:
+			pr.Running = append(pr.Running, fmt.Sprintf("%s (attempt %d, %s)", name, jp.attempts,
+				now.Sub(jp.startedAt).Round(time.Second)))
+		case phaseDeferred:
+			pr.Waiting = append(pr.Waiting, name+": "+jp.deferring)
+		case phaseDone:
+			pr.Done++
+		case phaseFailed:
+			pr.Failed++
+		case phaseSkipped:
+			pr.Skipped++
+		}
+	}
+	return pr
+}
+
+// summary is how every job ended, in file order.
+func (p *plan) summary() (jobs []JobResult, done, failed, skipped int) {
+	for _, name := range p.order {
+		jp := p.jobs[name]
+		jobs = append(jobs, JobResult{Name: name, Status: jp.phase.status(), Reason: jp.reason,
+			Attempts: jp.attempts, Deferrals: jp.deferrals, Outcome: jp.last})
+		switch jp.phase {
+		case phaseDone:
+			done++
+		case phaseSkipped:
+			skipped++
+		default:
+			failed++
+		}
+	}
+	return jobs, done, failed, skipped
+}

@@ -1,0 +1,435 @@
+package supervisor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// The night's rules as tables: a plan is driven with events at chosen
+// moments, and what it asks for (health checks, launches, journal lines,
+// the end) is collected. No process, no file, no clock.
+
+var planT0 = time.Date(2026, 12, 1, 2, 0, 0, 0, time.Local)
+
+// planDriver plays the loop's part: it answers health checks from health
+// (job → why its servers are down, "" for healthy) and collects actions.
+type planDriver struct {
+	t         *testing.T
+	p         *plan
+	now       time.Time
+	health    map[string]string
+	checks    []string
+	launches  []string // "job#attempt"
+	records   []journal.Event
+	maintains int
+	finished  bool
+}
+
+func newPlanDriver(t *testing.T, b *jobs.Batch) *planDriver {
+	return &planDriver{t: t, p: newPlan(b, planT0, 30*time.Second), now: planT0, health: map[string]string{}}
+}
+
+func (d *planDriver) feed(ev event) { d.do(d.p.step(d.now, ev)) }
+
+func (d *planDriver) do(acts []action) {
+	for len(acts) > 0 {
+		a := acts[0]
+		acts = acts[1:]
+		switch a := a.(type) {
+		case actCheckHealth:
+			d.checks = append(d.checks, a.job)
+			acts = append(d.p.step(d.now, evHealth{job: a.job, down: d.health[a.job]}), acts...)
+		case actLaunch:
+			d.launches = append(d.launches, fmt.Sprintf("%s#%d", a.job, a.attempt))
+		case actRecord:
+			d.records = append(d.records, a.ev)
+		case actMaintain:
+			d.maintains++
+		case actFinish:
+			d.finished = true
+		default:
+			d.t.Fatalf("unknown action %T", a)
+		}
+	}
+}
+
+// wake is the loop's turn at d.now+after.
+func (d *planDriver) wake(after time.Duration) {
+	d.now = d.now.Add(after)
+	d.feed(evWake{})
+}
+
+// end ends job's running attempt with status (done or failed) and cost,
+// then wakes the plan, as the loop does.
+func (d *planDriver) end(job, status string, cost float64) {
+	d.t.Helper()
+	jp := d.p.jobs[job]
+	if jp.phase != phaseRunning {
+		d.t.Fatalf("end %s: it is %s, not running", job, jp.phase)
+	}
+	out := session.Outcome{Status: status, CostUSD: cost}
+	if status != session.Done {
+		out.Reason = "exit 1: error_max_turns"
+	}
+	d.feed(evAttemptEnded{job: job, attempt: jp.attempts, outcome: out})
+	d.feed(evWake{})
+}
+
+func (d *planDriver) phases() map[string]string {
+	out := map[string]string{}
+	for name, jp := range d.p.jobs {
+		out[name] = jp.phase.String()
+	}
+	return out
+}
+
+// recorded is "type job: reason" per journal line.
+func (d *planDriver) recorded() []string {
+	var out []string
+	for _, ev := range d.records {
+		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s: %s", ev.Type, ev.Job, ev.Reason)))
+	}
+	return out
+}
+
+func planBatch(mut func(b *jobs.Batch), js ...*jobs.Job) *jobs.Batch {
+	b := &jobs.Batch{Name: "t", MaxParallel: 1, Jobs: js, Defaults: jobs.JobDefaults{MaxDefer: time.Hour}}
+	if mut != nil {
+		mut(b)
+	}
+	return b
+}
+
+func planJob(name string, mut func(j *jobs.Job)) *jobs.Job {
+	j := &jobs.Job{Name: name, Servers: []string{"notes"}, OnUnhealthy: jobs.Defer}
+	if mut != nil {
+		mut(j)
+	}
+	return j
+}
+
+func needs(n ...string) func(*jobs.Job) { return func(j *jobs.Job) { j.Needs = n } }
+func retries(n int) func(*jobs.Job)     { return func(j *jobs.Job) { j.Retries = n } }
+func onUnhealthy(o jobs.OnUnhealthy) func(*jobs.Job) {
+	return func(j *jobs.Job) { j.OnUnhealthy = o }
+}
+
+func TestPlanRules(t *testing.T) {
+	const down = "server notes is down since 02:00:00 (connect ECONNREFUSED)"
+	tests := []struct {
+		name   string
+		batch  *jobs.Batch
+		script func(d *planDriver)
+		// Expectations; nil or zero means not checked.
+		launches []string
+		records  []string
+		phases   map[string]string
+		finished bool
+	}{
+		{
+			name:  "needs: b waits for a, then runs",
+			batch: planBatch(nil, planJob("a", nil), planJob("b", needs("a"))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.end("a", session.Done, 0.1)
+				d.end("b", session.Done, 0.1)
+			},
+			launches: []string{"a#1", "b#1"},
+			records:  []string{"job-finished a:", "job-finished b:"},
+			phases:   map[string]string{"a": "done", "b": "done"},
+			finished: true,
+		},
+		{
+			name:  "needs: a failed need skips the job and what needs it",
+			batch: planBatch(nil, planJob("a", nil), planJob("b", needs("a")), planJob("c", needs("b"))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.end("a", session.Failed, 0)
+			},
+			launches: []string{"a#1"},
+			records: []string{"job-finished a: exit 1: error_max_turns", "job-skipped b: it needs a, which failed",
+				"job-skipped c: it needs b, which skipped"},
+			phases:   map[string]string{"a": "failed", "b": "skipped", "c": "skipped"},
+			finished: true,
+		},
+		{
+			name:  "defer: a job waits for its server, once journaled, and starts when it is back",
+			batch: planBatch(nil, planJob("a", nil)),
+			script: func(d *planDriver) {
+				d.health["a"] = down
+				d.wake(0)
+				d.wake(10 * time.Second) // same reason: not journaled again
+				if jp := d.p.jobs["a"]; jp.phase != phaseDeferred || jp.deferrals != 1 {
+					d.t.Errorf("after two wakes: %s, %d deferrals", jp.phase, jp.deferrals)
+				}
+				if p := d.p.progress(d.now); !slices.Equal(p.Waiting, []string{"a: " + down}) {
+					d.t.Errorf("progress waiting = %q", p.Waiting)
+				}
+				d.health["a"] = ""
+				d.wake(10 * time.Second)
+			},
+			launches: []string{"a#1"},
+			records:  []string{"job-deferred a: " + down},
+			phases:   map[string]string{"a": "running"},
+		},
+		{
+			name:  "skip: on_unhealthy skip ends the job with why",
+			batch: planBatch(nil, planJob("a", onUnhealthy(jobs.Skip)), planJob("b", nil)),
+			script: func(d *planDriver) {
+				d.health["a"] = down
+				d.wake(0)
+				d.end("b", session.Done, 0)
+			},
+			launches: []string{"b#1"},
+			records:  []string{"job-skipped a: " + down, "job-finished b:"},
+			phases:   map[string]string{"a": "skipped", "b": "done"},
+			finished: true,
+		},
+		{
+			name:  "run anyway: on_unhealthy run starts with a server down",
+			batch: planBatch(nil, planJob("a", onUnhealthy(jobs.Run))),
+			script: func(d *planDriver) {
+				d.health["a"] = down
+				d.wake(0)
+			},
+			launches: []string{"a#1"},
+			phases:   map[string]string{"a": "running"},
+		},
+		{
+			name:  "retries: the pause grows with each attempt, then the job fails",
+			batch: planBatch(nil, planJob("a", retries(2))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.end("a", session.Failed, 0)
+				if jp := d.p.jobs["a"]; jp.phase != phaseWaitingRetry || !jp.notBefore.Equal(d.now.Add(30*time.Second)) {
+					d.t.Errorf("after attempt 1: %s until %s", jp.phase, jp.notBefore)
+				}
+				d.wake(29 * time.Second) // too early
+				d.wake(time.Second)
+				d.end("a", session.Failed, 0)
+				d.wake(59 * time.Second) // the second pause is 60 s
+				d.wake(time.Second)
+				d.end("a", session.Failed, 0)
+			},
+			launches: []string{"a#1", "a#2", "a#3"},
+			records: []string{"job-retried a: exit 1: error_max_turns", "job-retried a: exit 1: error_max_turns",
+				"job-finished a: exit 1: error_max_turns"},
+			phases:   map[string]string{"a": "failed"},
+			finished: true,
+		},
+		{
+			name:  "retries: a retry that is done makes the job done",
+			batch: planBatch(nil, planJob("a", retries(1))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.end("a", session.Failed, 0)
+				d.wake(30 * time.Second)
+				d.end("a", session.Done, 0)
+			},
+			launches: []string{"a#1", "a#2"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
+		},
+		{
+			name: "deadline: nothing starts once it passed; a waiting job says what it waited for",
+			batch: planBatch(func(b *jobs.Batch) { b.Deadline = &jobs.ClockTime{Hour: 3}; b.MaxParallel = 2 },
+				planJob("a", nil), planJob("b", needs("a")), planJob("c", nil)),
+			script: func(d *planDriver) {
+				d.health["c"] = down
+				d.wake(0)
+				d.wake(time.Hour) // 03:00
+				d.end("a", session.Done, 0)
+			},
+			launches: []string{"a#1"},
+			records: []string{"job-deferred c: " + down, "job-skipped b: the deadline 03:00 passed",
+				"job-skipped c: the deadline 03:00 passed; it was waiting: " + down, "job-finished a:"},
+			phases:   map[string]string{"a": "done", "b": "skipped", "c": "skipped"},
+			finished: true,
+		},
+		{
+			name:  "max_cost_usd: no job starts once the night has spent it",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxCostUSD = 5 }, planJob("a", nil), planJob("b", nil), planJob("c", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.end("a", session.Done, 3.5)
+				d.end("b", session.Done, 3.5)
+			},
+			launches: []string{"a#1", "b#1"},
+			records:  []string{"job-finished a:", "job-finished b:", "job-skipped c: max_cost_usd reached: $7.00 of $5.00 spent"},
+			phases:   map[string]string{"a": "done", "b": "done", "c": "skipped"},
+			finished: true,
+		},
+		{
+			name:  "max_defer: a job that waited that long with nothing running is given up",
+			batch: planBatch(nil, planJob("a", nil)),
+			script: func(d *planDriver) {
+				d.health["a"] = down
+				d.wake(0)
+				d.wake(59 * time.Minute)
+				if d.p.jobs["a"].phase != phaseDeferred {
+					d.t.Errorf("given up before max_defer")
+				}
+				d.wake(time.Minute)
+			},
+			records:  []string{"job-deferred a: " + down, "job-skipped a: waited 1h0m0s for its servers: " + down},
+			phases:   map[string]string{"a": "skipped"},
+			finished: true,
+		},
+		{
+			name:  "max_defer: not while another job runs",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", nil), planJob("b", nil)),
+			script: func(d *planDriver) {
+				d.health["a"] = down
+				d.wake(0)
+				d.wake(2 * time.Hour)
+			},
+			launches: []string{"b#1"},
+			records:  []string{"job-deferred a: " + down},
+			phases:   map[string]string{"a": "deferred", "b": "running"},
+		},
+		{
+			name:  "max_parallel: as many at once as the batch allows, in file order",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", nil), planJob("b", nil), planJob("c", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.end("b", session.Done, 0)
+			},
+			launches: []string{"a#1", "b#1", "c#1"},
+			phases:   map[string]string{"a": "running", "b": "done", "c": "running"},
+		},
+		{
+			name:  "an attempt the night stopped leaves the job to a resumed run",
+			batch: planBatch(nil, planJob("a", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.feed(evAttemptEnded{job: "a", attempt: 1, outcome: session.Outcome{Status: session.Failed, KilledBy: "stopped"}})
+			},
+			launches: []string{"a#1"},
+			phases:   map[string]string{"a": "pending"},
+		},
+		{
+			name:  "an attempt that could not be prepared counts, and is retried without maintenance",
+			batch: planBatch(nil, planJob("a", retries(1))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.feed(evAttemptEnded{job: "a", attempt: 1, unstarted: true,
+					outcome: session.Outcome{Status: session.Failed, Reason: "cannot prepare the session: disk full"}})
+				if d.maintains != 0 {
+					d.t.Errorf("%d maintenance runs after a failed preparation", d.maintains)
+				}
+			},
+			launches: []string{"a#1"},
+			records:  []string{"job-retried a: cannot prepare the session: disk full"},
+			phases:   map[string]string{"a": "waiting to retry"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newPlanDriver(t, tc.batch)
+			tc.script(d)
+			if tc.launches != nil && !slices.Equal(d.launches, tc.launches) {
+				t.Errorf("launches = %q, want %q", d.launches, tc.launches)
+			}
+			if tc.records != nil && !slices.Equal(d.recorded(), tc.records) {
+				t.Errorf("journal =\n  %s\nwant\n  %s", strings.Join(d.recorded(), "\n  "), strings.Join(tc.records, "\n  "))
+			}
+			for job, want := range tc.phases {
+				if got := d.phases()[job]; got != want {
+					t.Errorf("%s is %s, want %s", job, got, want)
+				}
+			}
+			if d.finished != tc.finished {
+				t.Errorf("finished = %v, want %v", d.finished, tc.finished)
+			}
+		})
+	}
+}
+
+// A resumed run keeps what its journal says: done and failed jobs stay,
+// a job cut short by the crash runs again with one attempt used.
+func TestPlanResume(t *testing.T) {
+	b := planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", nil), planJob("b", nil), planJob("c", retries(1)), planJob("d", needs("b")))
+	d := newPlanDriver(t, b)
+	d.p.resume(journal.RunState{Done: map[string]bool{"a": true}, Failed: map[string]bool{"b": true},
+		Attempts: map[string]int{"a": 1, "b": 2, "c": 1}, Running: map[string]bool{"c": true}, CostUSD: 1.5})
+	d.wake(0)
+	if !slices.Equal(d.launches, []string{"c#2"}) {
+		t.Errorf("launches = %q, want c#2", d.launches)
+	}
+	if got := d.phases(); got["a"] != "done" || got["b"] != "failed" || got["d"] != "skipped" {
+		t.Errorf("phases = %v", got)
+	}
+	if d.p.cost != 1.5 || d.p.jobs["b"].reason != "failed before the restart" {
+		t.Errorf("cost %v, b's reason %q", d.p.cost, d.p.jobs["b"].reason)
+	}
+	jobsOut, done, failed, skipped := d.p.summary()
+	if len(jobsOut) != 4 || done != 1 || failed != 2 || skipped != 1 { // c is still running: not done
+		t.Errorf("summary: %d jobs, %d done, %d failed, %d skipped", len(jobsOut), done, failed, skipped)
+	}
+}
+
+// The maintenance tick asks for maintenance and nothing else; the servers
+// deferred jobs wait for are the ones probed early.
+func TestPlanMaintenance(t *testing.T) {
+	b := planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", nil),
+		planJob("b", func(j *jobs.Job) { j.Servers = []string{"search"} }))
+	d := newPlanDriver(t, b)
+	d.health["a"] = "server notes is down"
+	d.wake(0)
+	d.feed(evTick{})
+	if d.maintains != 1 {
+		t.Errorf("maintenance runs = %d, want 1", d.maintains)
+	}
+	if got := d.p.serversWaitedFor(); !got["notes"] || got["search"] {
+		t.Errorf("servers waited for = %v, want notes only", got)
+	}
+	d.end("b", session.Done, 0)
+	if d.maintains != 2 {
+		t.Errorf("no maintenance after an attempt ended (%d)", d.maintains)
+	}
+}
+
+// A wake while a health check is outstanding (a message arriving while
+// the loop asks) starts no second scan.
+func TestPlanOneScanAtATime(t *testing.T) {
+	p := newPlan(planBatch(nil, planJob("a", nil)), planT0, time.Second)
+	first := p.step(planT0, evWake{})
+	if len(first) != 1 {
+		t.Fatalf("first wake: %#v", first)
+	}
+	if again := p.step(planT0, evWake{}); len(again) != 0 {
+		t.Errorf("second wake during a check: %#v", again)
+	}
+	if stale := p.step(planT0, evHealth{job: "other"}); len(stale) != 0 {
+		t.Errorf("an answer for another job: %#v", stale)
+	}
+	if acts := p.step(planT0, evHealth{job: "a"}); len(acts) != 1 {
+		t.Errorf("answer: %#v, want one launch", acts)
+	} else if l, ok := acts[0].(actLaunch); !ok || l.job != "a" || l.attempt != 1 {
+		t.Errorf("answer: %#v, want a#1", acts[0])
+	}
+}
+
+func TestDeadlineAfter(t *testing.T) {
+	at := func(h, m int) time.Time { return time.Date(2026, 12, 1, h, m, 0, 0, time.Local) }
+	for _, tc := range []struct {
+		started time.Time
+		clock   jobs.ClockTime
+		want    time.Time
+	}{
+		{at(22, 0), jobs.ClockTime{Hour: 7}, at(7, 0).AddDate(0, 0, 1)},
+		{at(2, 0), jobs.ClockTime{Hour: 7}, at(7, 0)},
+		{at(7, 0), jobs.ClockTime{Hour: 7}, at(7, 0).AddDate(0, 0, 1)},
+	} {
+		if got := deadlineAfter(tc.started, tc.clock); !got.Equal(tc.want) {
+			t.Errorf("deadlineAfter(%s, %v) = %s, want %s", tc.started, tc.clock, got, tc.want)
+		}
+	}
+}
