@@ -5,6 +5,7 @@ package atomicfile
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -61,7 +62,7 @@ func AppendLine(path string, line []byte) error {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return fmt.Errorf("append %s: refusing to write through a symlink", path)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, Mode)
+	f, err := openAppend(path)
 	if err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
@@ -103,9 +104,30 @@ func OpenLog(path string) (*os.File, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open log: no path")
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, Mode)
+	f, err := openAppend(path)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
+	}
+	return f, nil
+}
+
+// openAppend opens path for appending (created 0600), never through a
+// symlink and never waiting: O_NONBLOCK makes the open of a FIFO fail or
+// return at once instead of waiting for a reader, and what is not a
+// regular file is refused.
+func openAppend(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow|nonBlock, Mode)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
 	}
 	return f, nil
 }
@@ -114,7 +136,7 @@ func OpenLog(path string) (*os.File, error) {
 // there already: a record that must never be shared, such as a run's
 // journal, starts this way.
 func CreateNew(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, Mode)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, Mode)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}

@@ -20,3 +20,7 @@ func openNonblocking(path string) (*os.File, error) {
 
 // noFollow is the open flag that refuses a symlink as the last path element.
 const noFollow = syscall.O_NOFOLLOW
+
+// nonBlock makes opening a FIFO return at once instead of waiting for its
+// other end.
+const nonBlock = syscall.O_NONBLOCK

@@ -20,3 +20,7 @@ func openNonblocking(path string) (*os.File, error) {
 // noFollow is 0 on Windows: AppendLine's Lstat check refuses a symlink
 // (which needs a privilege to create there) before the open.
 const noFollow = 0
+
+// nonBlock makes opening a FIFO return at once instead of waiting for its
+// other end.
+const nonBlock = 0

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func platformReadCases(t *testing.T, dir string) []readCase {
@@ -14,4 +15,33 @@ func platformReadCases(t *testing.T, dir string) []readCase {
 		t.Fatal(err)
 	}
 	return []readCase{{"FIFO with no writer", fifo, 0, ErrNotRegular}}
+}
+
+// A FIFO where a log or journal should be is refused at once: opening it
+// for writing would otherwise wait for a reader forever.
+func TestAppendRefusesAFIFOAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "night.log")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- AppendLine(fifo, []byte("x")) }()
+	go func() {
+		f, err := OpenLog(fifo)
+		if err == nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("a FIFO was opened as a log")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("opening a FIFO for writing blocked")
+		}
+	}
 }
