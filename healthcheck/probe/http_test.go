@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,24 +162,41 @@ func TestHTTPSession(t *testing.T) {
 					t.Errorf("User-Agent %q", r.Header.Get("User-Agent"))
 				}
 			}
-			// initialize, notifications/initialized, tools/list, DELETE
-			if got := strings.Join(methods, " "); got != "POST POST POST DELETE" {
+			// server/discover (a stateful go-sdk handler lists only legacy
+			// versions there), initialize, notifications/initialized,
+			// tools/list, DELETE
+			if got := strings.Join(methods, " "); got != "POST POST POST POST DELETE" {
 				t.Fatalf("requests %q", got)
 			}
-			session := reqs[3].Header.Get("Mcp-Session-Id")
+			if res.Era != Legacy || !slices.Contains(res.SupportedVersions, ClientProtocolVersion) {
+				t.Errorf("era %q supported %q, want legacy with %s", res.Era, res.SupportedVersions, ClientProtocolVersion)
+			}
+			discover := reqs[0]
+			if discover.Header.Get("MCP-Protocol-Version") != ModernProtocolVersion || discover.Header.Get("Mcp-Method") != "server/discover" {
+				t.Errorf("discover headers %v", discover.Header)
+			}
+			session := reqs[4].Header.Get("Mcp-Session-Id")
 			if session == "" {
 				t.Error("DELETE without Mcp-Session-Id")
 			}
-			for _, r := range reqs[1:] {
+			for _, r := range reqs[2:] {
 				if r.Header.Get("Mcp-Session-Id") != session {
 					t.Errorf("%s with session %q, want %q", r.Method, r.Header.Get("Mcp-Session-Id"), session)
 				}
 				if r.Header.Get("MCP-Protocol-Version") != ClientProtocolVersion {
 					t.Errorf("%s with MCP-Protocol-Version %q", r.Method, r.Header.Get("MCP-Protocol-Version"))
 				}
+				if r.Header.Get("Mcp-Method") != "" {
+					t.Errorf("legacy %s with Mcp-Method %q", r.Method, r.Header.Get("Mcp-Method"))
+				}
 			}
-			if reqs[0].Header.Get("Mcp-Session-Id") != "" {
-				t.Error("initialize sent a session id")
+			for _, r := range reqs[:2] {
+				if r.Header.Get("Mcp-Session-Id") != "" {
+					t.Error("discover or initialize sent a session id")
+				}
+			}
+			if v := reqs[1].Header.Get("MCP-Protocol-Version"); v != "" {
+				t.Errorf("initialize with MCP-Protocol-Version %q", v)
 			}
 			if accept := reqs[0].Header.Get("Accept"); accept != "application/json, text/event-stream" {
 				t.Errorf("Accept %q", accept)
@@ -300,7 +318,7 @@ func TestHTTPToolsListFailure(t *testing.T) {
 	fs := newFaultServer(t, "healthy", mcpserver.HTTPOptions{})
 	var posts atomic.Int32
 	failThird := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && posts.Add(1) == 3 {
+		if r.Method == http.MethodPost && posts.Add(1) == 4 { // discover, initialize, initialized, tools/list
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
 			return
 		}

@@ -107,7 +107,7 @@ func (h *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case m.Status != 0:
 		writeStatus(w, m.Status, m)
 		return
-	case m.DiscoverOnly && r.Method == http.MethodPost:
+	case r.Method == http.MethodPost && (m.DiscoverOnly || m.Legacy || m.IgnoreDiscover || m.SlowHandshake > 0):
 		body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 		if err != nil {
 			http.Error(w, "reading body: "+err.Error(), http.StatusBadRequest)
@@ -117,8 +117,27 @@ func (h *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if json.Unmarshal(body, &req) == nil && req.Method == "initialize" {
+		_ = json.Unmarshal(body, &req)
+		if m.SlowHandshake > 0 && (req.Method == "initialize" || req.Method == MethodDiscover) {
+			select {
+			case <-time.After(m.SlowHandshake):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		switch {
+		case req.Method == "initialize" && m.DiscoverOnly:
 			w.Header().Set("Content-Type", "application/json")
+			w.Write(methodNotFound(req.ID, req.Method))
+			return
+		case req.Method == MethodDiscover && m.IgnoreDiscover:
+			<-r.Context().Done()
+			return
+		case req.Method == MethodDiscover && m.Legacy:
+			// A 2025 TypeScript SDK server refuses a request without a
+			// session this way.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
 			w.Write(methodNotFound(req.ID, req.Method))
 			return
 		}
