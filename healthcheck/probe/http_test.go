@@ -130,6 +130,81 @@ func TestHTTPStatuses(t *testing.T) {
 	}
 }
 
+// The era as the probe finds it over HTTP: a stateless go-sdk server speaks
+// 2026-07-28 (and rejects a request without Mcp-Method), a stateful one
+// lists only legacy versions in server/discover, a 2025 server refuses
+// discover, a silent one costs the discover wait, not the timeout.
+func TestHTTPEras(t *testing.T) {
+	tests := []struct {
+		name      string
+		mode      string
+		stateless bool
+		era       Era
+		version   string
+		reason    string
+		maxTime   time.Duration
+		minTime   time.Duration
+	}{
+		{name: "stateless go-sdk is modern", mode: "healthy", stateless: true, era: Modern, version: ModernProtocolVersion,
+			reason: "answered server/discover as " + mcpserver.ServerName},
+		{name: "stateful go-sdk is legacy", mode: "healthy", era: Legacy, version: ClientProtocolVersion,
+			reason: "server/discover lists no version the probe speaks as modern"},
+		{name: "2025 server refuses discover with 400", mode: "legacy", era: Legacy, version: ClientProtocolVersion,
+			reason: "legacy: server/discover got JSON-RPC error -32601"},
+		{name: "server ignores discover", mode: "ignore-discover", era: Legacy, version: ClientProtocolVersion,
+			reason: "server/discover unanswered within 1s", maxTime: 2500 * time.Millisecond},
+		{name: "slow handshake", mode: "slow-handshake=300ms", stateless: true, era: Modern, version: ModernProtocolVersion,
+			minTime: 300 * time.Millisecond},
+		{name: "server down on discover, 503 everywhere", mode: "503", era: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fs := newFaultServer(t, tt.mode, mcpserver.HTTPOptions{Stateless: tt.stateless})
+			res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: fs.URL + mcpserver.StreamablePath},
+				Options{Timeout: 5 * time.Second, ListTools: true})
+			t.Logf("%+v", res)
+			if tt.era == "" {
+				if res.Verdict != Unavailable || res.Era != "" {
+					t.Fatalf("got %+v, want unavailable", res)
+				}
+				// Both handshake POSTs are judged; no DELETE without a session.
+				if n := len(fs.requests()); n != 2 {
+					t.Errorf("%d requests, want discover and initialize", n)
+				}
+				return
+			}
+			if res.Verdict != Healthy || res.Era != tt.era || res.ProtocolVersion != tt.version || res.Tools != len(mcpserver.ToolNames) {
+				t.Fatalf("got %+v, want healthy %s %s with every tool", res, tt.era, tt.version)
+			}
+			if !strings.Contains(res.Reason, tt.reason) {
+				t.Errorf("reason %q lacks %q", res.Reason, tt.reason)
+			}
+			if tt.maxTime > 0 && res.Latency > tt.maxTime {
+				t.Errorf("latency %s, want at most %s", res.Latency, tt.maxTime)
+			}
+			if res.Latency < tt.minTime {
+				t.Errorf("latency %s, want at least %s", res.Latency, tt.minTime)
+			}
+			if tt.era != Modern {
+				return
+			}
+			// Modern: discover and tools/list, each with the 2026-07-28
+			// headers, no session and no initialize.
+			var methods []string
+			for _, r := range fs.requests() {
+				methods = append(methods, r.Method+" "+r.Header.Get("Mcp-Method"))
+				if r.Header.Get("MCP-Protocol-Version") != ModernProtocolVersion || r.Header.Get("Mcp-Session-Id") != "" {
+					t.Errorf("%s %s: headers %v", r.Method, r.Header.Get("Mcp-Method"), r.Header)
+				}
+			}
+			if got := strings.Join(methods, ", "); got != "POST server/discover, POST tools/list" {
+				t.Errorf("requests %q", got)
+			}
+		})
+	}
+}
+
 func TestHTTPRetryAfterDate(t *testing.T) {
 	fs := newFaultServer(t, "429=date+120", mcpserver.HTTPOptions{})
 	res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: fs.URL + "/mcp"}, Options{})

@@ -31,6 +31,10 @@ type HTTPOptions struct {
 	// JSONResponse makes Streamable HTTP answer POSTs with
 	// application/json rather than an event stream.
 	JSONResponse bool
+	// Stateless serves Streamable HTTP without sessions, which is what
+	// lets the go-sdk speak 2026-07-28 over HTTP: server/discover lists it,
+	// and requests must carry its headers (Mcp-Method).
+	Stateless bool
 	// Observe, when set, sees every request before any fault applies (a
 	// test watches for DELETE or for headers). It must not read the body.
 	Observe func(*http.Request)
@@ -49,7 +53,7 @@ func NewHTTPHandler(opts HTTPOptions) http.Handler {
 		mux.Handle(SSEPath, mcp.NewSSEHandler(getServer, nil))
 	} else {
 		mux.Handle(StreamablePath, mcp.NewStreamableHTTPHandler(getServer,
-			&mcp.StreamableHTTPOptions{JSONResponse: opts.JSONResponse}))
+			&mcp.StreamableHTTPOptions{JSONResponse: opts.JSONResponse, Stateless: opts.Stateless}))
 	}
 	modes := opts.Modes
 	if modes == nil {
