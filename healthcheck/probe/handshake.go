@@ -75,8 +75,8 @@ const maxToolPages = 20
 func handshake(ctx context.Context, conv conversation, opts Options, start time.Time, withDiscover bool) (Result, error) {
 	var disc discovery
 	pending := false // server/discover may still be answered on the stream
+	wait := discoverWait(opts.Timeout)
 	if withDiscover {
-		wait := discoverWait(opts.Timeout)
 		conv.setProtocolVersion(ModernProtocolVersion)
 		dctx, cancel := context.WithTimeout(ctx, wait)
 		resp, err := conv.call(dctx, discoverID, methodDiscover, discoverParams())
@@ -125,6 +125,7 @@ func handshake(ctx context.Context, conv conversation, opts Options, start time.
 				return modernResult(ctx, conv, late, opts, start), nil
 			}
 			disc.supported = late.supported
+			disc.legacy = fmt.Sprintf("%s, after the %s discover wait", late.legacy, wait)
 			resp, err = p.await(ctx, initializeID)
 		}
 	} else {
