@@ -44,9 +44,13 @@ func TestDifferentialGoSDK(t *testing.T) {
 		{name: "go-sdk stateful HTTP (legacy)", healthy: true,
 			srv: func(t *testing.T) *mcpconfig.Server { return streamable(t, "healthy", mcpserver.HTTPOptions{}) }},
 		{name: "go-sdk stateless HTTP (modern)", healthy: true,
-			srv: func(t *testing.T) *mcpconfig.Server { return streamable(t, "healthy", mcpserver.HTTPOptions{Stateless: true}) }},
+			srv: func(t *testing.T) *mcpconfig.Server {
+				return streamable(t, "healthy", mcpserver.HTTPOptions{Stateless: true})
+			}},
 		{name: "go-sdk HTTP answering JSON", healthy: true,
-			srv: func(t *testing.T) *mcpconfig.Server { return streamable(t, "healthy", mcpserver.HTTPOptions{JSONResponse: true}) }},
+			srv: func(t *testing.T) *mcpconfig.Server {
+				return streamable(t, "healthy", mcpserver.HTTPOptions{JSONResponse: true})
+			}},
 		{name: "server-everything stdio", healthy: true, srv: func(*testing.T) *mcpconfig.Server {
 			return &mcpconfig.Server{Name: "everything", Transport: mcpconfig.Stdio, Command: everything, Args: []string{"stdio"}}
 		}},
