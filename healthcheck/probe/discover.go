@@ -90,6 +90,8 @@ type discovery struct {
 	serverName string
 	// legacy explains, when the server is legacy, what it answered.
 	legacy string
+	// slow: no answer within the discover wait.
+	slow bool
 }
 
 // Limits on what a discover answer may put into a Result.

@@ -88,6 +88,7 @@ func handshake(ctx context.Context, conv conversation, opts Options, start time.
 			return Result{}, ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded):
 			disc.legacy = fmt.Sprintf("server/discover unanswered within %s", wait)
+			disc.slow = true
 			_, pending = conv.(pipeline)
 		case finalAnswer(err):
 			// 401, 429, a refused connection: initialize would get the
@@ -120,6 +121,7 @@ func handshake(ctx context.Context, conv conversation, opts Options, start time.
 		resp, err = p.await(ctx, discoverID, initializeID)
 		if err == nil && resp.answers(discoverID) {
 			late := judgeDiscover(resp)
+			late.slow = true
 			if late.modern || late.modernError != nil {
 				conv.setProtocolVersion(ModernProtocolVersion)
 				return modernResult(ctx, conv, late, opts, start), nil
@@ -140,7 +142,8 @@ func handshake(ctx context.Context, conv conversation, opts Options, start time.
 // modernResult is the verdict on a server that answered server/discover
 // as a modern server, with its tools when asked.
 func modernResult(ctx context.Context, conv conversation, disc discovery, opts Options, start time.Time) Result {
-	res := Result{Verdict: Healthy, Latency: time.Since(start), Tools: -1, Era: Modern, SupportedVersions: disc.supported}
+	res := Result{Verdict: Healthy, Latency: time.Since(start), Tools: -1, Era: Modern, SupportedVersions: disc.supported,
+		SlowDiscover: disc.slow}
 	if e := disc.modernError; e != nil {
 		res.Reason = fmt.Sprintf("answered server/discover with JSON-RPC error %d: %s", e.Code, clip(e.Message, 200))
 		if len(disc.supported) > 0 {
@@ -162,7 +165,8 @@ func modernResult(ctx context.Context, conv conversation, disc discovery, opts O
 
 // legacyResult is the verdict on a server that answered initialize.
 func legacyResult(ctx context.Context, conv conversation, resp *message, disc discovery, opts Options, start time.Time) Result {
-	res := Result{Verdict: Healthy, Latency: time.Since(start), Tools: -1, Era: Legacy, SupportedVersions: disc.supported}
+	res := Result{Verdict: Healthy, Latency: time.Since(start), Tools: -1, Era: Legacy, SupportedVersions: disc.supported,
+		SlowDiscover: disc.slow}
 	note := ""
 	if disc.legacy != "" {
 		note = "; legacy: " + disc.legacy

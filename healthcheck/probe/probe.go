@@ -68,8 +68,13 @@ type Result struct {
 	// HTTP+SSE transport and the verdict comes from an SSE handshake, as
 	// Claude Code 2.1.332 falls back to it (2.1.197 does not: the server is
 	// "failed" there; the reason says so and suggests type sse).
-	LegacySSE  bool   `json:"legacySSE,omitempty"`
-	ServerName string `json:"serverName,omitempty"`
+	LegacySSE bool `json:"legacySSE,omitempty"`
+	// SlowDiscover is set when server/discover went unanswered for the
+	// probe's discover wait (the server ignores unknown requests, or is
+	// slow to start): each Claude Code 2.1.332 session then waits about
+	// 2.9 s before it falls back to initialize.
+	SlowDiscover bool   `json:"slowDiscover,omitempty"`
+	ServerName   string `json:"serverName,omitempty"`
 }
 
 // Era is the protocol era of a server, in the 2026-07-28 specification's

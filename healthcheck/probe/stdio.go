@@ -126,6 +126,7 @@ type stdioServer struct {
 	eof         bool        // lines is closed
 	stopReading chan struct{}
 	readerDone  sync.WaitGroup
+	stopOnce    sync.Once
 
 	exited  chan struct{} // closed once proc.Wait returned
 	waitErr error         // valid after exited is closed
@@ -211,13 +212,17 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 
 // stop closes stdin, SIGTERMs the process group, SIGKILLs it stopGrace
 // later, and waits for every goroutine of the probe to end.
+// Stopping twice (a failed respawn leaves the stopped process current) is
+// a no-op.
 func (s *stdioServer) stop() {
-	s.stdin.Close()
-	s.cancel() // proc.Prepare turns this into SIGTERM, then SIGKILL after the grace
-	<-s.exited
-	close(s.stopReading)
-	s.stdout.Close()
-	s.readerDone.Wait()
+	s.stopOnce.Do(func() {
+		s.stdin.Close()
+		s.cancel() // proc.Prepare turns this into SIGTERM, then SIGKILL after the grace
+		<-s.exited
+		close(s.stopReading)
+		s.stdout.Close()
+		s.readerDone.Wait()
+	})
 }
 
 func (s *stdioServer) call(ctx context.Context, id int64, method string, params any) (*message, error) {

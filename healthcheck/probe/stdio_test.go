@@ -132,6 +132,9 @@ func TestStdioModes(t *testing.T) {
 				if res.Era != wantEra || res.ProtocolVersion != wantVersion {
 					t.Errorf("era %q protocol %q, want %q %q", res.Era, res.ProtocolVersion, wantEra, wantVersion)
 				}
+				if wantSlow := strings.Contains(tt.mode, "ignore-discover") || strings.Contains(tt.mode, "slow-handshake"); res.SlowDiscover != wantSlow {
+					t.Errorf("slow discover %v, want %v", res.SlowDiscover, wantSlow)
+				}
 				if wantEra == Modern && !slices.Contains(res.SupportedVersions, ModernProtocolVersion) {
 					t.Errorf("supported versions %q lack %s", res.SupportedVersions, ModernProtocolVersion)
 				}
@@ -329,5 +332,20 @@ func TestStdioLeavesNoGoroutines(t *testing.T) {
 		if left := probeGoroutines(); len(left) > 0 {
 			t.Errorf("mode %s (%s): %d goroutines outlive the probe:\n%s", mode, res.Verdict, len(left), strings.Join(left, "\n\n"))
 		}
+	}
+}
+
+// A server that ends on server/discover is started again; when that start
+// fails, the reason says so (and the stopped first process is not stopped
+// twice).
+func TestStdioRespawnFails(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "once.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nrm -f \"$0\"\necho gone >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := Stdio(context.Background(), &mcpconfig.Server{Name: "once", Transport: mcpconfig.Stdio, Command: script}, Options{Timeout: 3 * time.Second})
+	t.Logf("%+v", res)
+	if res.Verdict != Transport || !strings.Contains(res.Reason, "starting the server again after it ended on server/discover") {
+		t.Errorf("got %+v", res)
 	}
 }
