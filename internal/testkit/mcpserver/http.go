@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -66,6 +67,19 @@ type faultHandler struct {
 	next    http.Handler
 	modes   ModeSource
 	observe func(*http.Request)
+
+	mu   sync.Mutex
+	warm time.Time // when slow-handshake's warm-up ends; zero before the first handshake
+}
+
+// warmAt is when the server is warm: d after the first handshake request.
+func (h *faultHandler) warmAt(d time.Duration) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.warm.IsZero() {
+		h.warm = time.Now().Add(d)
+	}
+	return h.warm
 }
 
 func (h *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -124,7 +138,7 @@ func (h *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(body, &req)
 		if m.SlowHandshake > 0 && (req.Method == "initialize" || req.Method == MethodDiscover) {
 			select {
-			case <-time.After(m.SlowHandshake):
+			case <-time.After(time.Until(h.warmAt(m.SlowHandshake))):
 			case <-r.Context().Done():
 				return
 			}

@@ -42,7 +42,9 @@ import (
 //	                         with it), like a 2025 SDK server: clients fall back to initialize
 //	ignore-discover          never answer server/discover (HTTP: hold the POST until the client
 //	                         leaves), like a server that drops unknown requests
-//	slow-handshake=DUR       answer the handshake (server/discover, initialize) only after DUR
+//	slow-handshake=DUR       warm up for DUR from the first handshake request (server/discover or
+//	                         initialize): it, and any other arriving meanwhile, are answered only
+//	                         then, like a server that needs DUR before its first answer
 //
 // HTTP:
 //

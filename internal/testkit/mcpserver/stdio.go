@@ -90,6 +90,7 @@ func ServeStdio(ctx context.Context, cfg StdioConfig) error {
 // filterStdin passes stdin lines to the SDK server unless the current mode
 // says to drop them, crash on them or answer them itself.
 func filterStdin(cfg StdioConfig, out io.Writer, toServer io.Writer) error {
+	warm := false // slow-handshake's warm-up is over
 	lines := bufio.NewScanner(cfg.Stdin)
 	lines.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for lines.Scan() {
@@ -113,9 +114,11 @@ func filterStdin(cfg StdioConfig, out io.Writer, toServer io.Writer) error {
 				fmt.Fprintf(cfg.Stderr, "Error: %s is not set\n", mode.RequireEnv)
 				return exit(cfg, 1)
 			}
-			if mode.SlowHandshake > 0 {
+			if mode.SlowHandshake > 0 && !warm {
+				// stdin is read in order: what arrives meanwhile waits too.
 				time.Sleep(mode.SlowHandshake)
 			}
+			warm = true
 		}
 		if req.Method == MethodDiscover {
 			switch {
