@@ -505,3 +505,43 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// Which answers to server/discover are the verdict and which send the probe
+// on to initialize: the fallback is not keyed to one code, but a status that
+// speaks for the whole endpoint (auth, rate limit, a redirect, no answer)
+// would only be heard again.
+func TestHTTPDiscoverFallback(t *testing.T) {
+	tests := []struct {
+		mode  string
+		want  Verdict
+		posts int
+	}{
+		{"401", AuthRequired, 1},
+		{"403", AuthRequired, 1},
+		{"429", RateLimited, 1},
+		{"302", NotMCP, 1},
+		{"503", Unavailable, 2},
+		{"500,rpc-body", Unavailable, 2},
+		{"404", NotMCP, 2},
+		{"406", NotMCP, 2},
+		{"html", NotMCP, 2},
+		{"legacy", Healthy, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel()
+			fs := newFaultServer(t, tt.mode, mcpserver.HTTPOptions{})
+			res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: fs.URL + mcpserver.StreamablePath},
+				Options{Timeout: 5 * time.Second})
+			posts := 0
+			for _, r := range fs.requests() {
+				if r.Method == http.MethodPost {
+					posts++
+				}
+			}
+			if res.Verdict != tt.want || posts != tt.posts {
+				t.Errorf("got %s after %d POSTs (%q), want %s after %d", res.Verdict, posts, res.Reason, tt.want, tt.posts)
+			}
+		})
+	}
+}
