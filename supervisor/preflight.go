@@ -3,18 +3,14 @@ package supervisor
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
@@ -28,15 +24,9 @@ import (
 // Defaults for a batch whose health section leaves the timeouts at zero.
 const (
 	defaultPrewarmTimeout = 2 * time.Minute
-	// Wake-up retries: a cold endpoint (a scaled-to-zero container, a
-	// proxy whose upstream is starting) answers 502/503/504 or refuses for
-	// a few seconds. Four tries a few hundred milliseconds apart cover
-	// that; a longer outage is the probe's verdict to report.
-	wakeRetryMax     = 3
-	wakeRetryWaitMin = 200 * time.Millisecond
-	wakeRetryWaitMax = 2 * time.Second
-	// wakeDeleteTimeout bounds the DELETE that ends the wake-up's session.
-	wakeDeleteTimeout = 250 * time.Millisecond
+	// defaultMCPTimeout is Claude Code's MCP_TIMEOUT default: how long a
+	// session waits for a server to connect before the first turn.
+	defaultMCPTimeout = 30 * time.Second
 )
 
 // PreflightRow is one server's line in the preflight table.
@@ -103,7 +93,7 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 
 	checker := &healthcheck.Checker{Store: opts.Store, Settings: settingsFor(b, opts.Settings), Warn: opts.Warn}
 	sessionEnviron := environ.Overlay(opts.Environ, b.Env)
-	probeTimeout, prewarmTimeout := timeoutsFor(b)
+	probeTimeout, prewarmTimeout := timeoutsFor(b, opts.Getenv)
 
 	rep.Rows = make([]PreflightRow, len(needed))
 	records := make([]healthcheck.ProbeRecord, len(needed))
@@ -150,149 +140,20 @@ func preflightOne(ctx context.Context, srv *mcpconfig.Server, po probe.Options, 
 		res = probe.Probe(ctx, srv, po)
 		row.Prewarmed = res.Verdict.Reachable()
 	case mcpconfig.HTTP, mcpconfig.SSE:
-		w := wakeUp(ctx, srv, prewarm)
-		row.Prewarmed = w.awake
+		// One MCP client: the probe package's, with its headers and its
+		// redirect rule (credentials never go to another host or to
+		// plain http).
+		w := probe.Wake(ctx, srv, prewarm, probe.WakeOptions{})
+		row.Prewarmed = w.Awake
 		res = probe.Probe(ctx, srv, po)
-		if w.attempts > 1 && res.Verdict.Reachable() {
-			res.Reason += fmt.Sprintf(" (woke up after %d attempts)", w.attempts)
+		if w.Attempts > 1 && res.Verdict.Reachable() {
+			res.Reason += fmt.Sprintf(" (woke up after %d attempts)", w.Attempts)
 		}
 	default:
 		res = probe.Probe(ctx, srv, po) // says why it cannot probe it
 	}
 	row.Verdict, row.Latency, row.Tools, row.Reason = res.Verdict, res.Latency, res.Tools, res.Reason
 	return row, res
-}
-
-type wakeResult struct {
-	awake    bool // the endpoint gave an answer that is not "come back later"
-	attempts int
-}
-
-// wakeUp sends an HTTP server the request a session would send first,
-// through go-retryablehttp, so that a cold endpoint starts now and is warm
-// for the probe that gives the verdict. It honours Retry-After, but gives
-// up at once when the server asks for longer than the prewarm budget: the
-// probe then reports rate-limited and the cache keeps the server blocked
-// until the time the server named.
-func wakeUp(ctx context.Context, srv *mcpconfig.Server, budget time.Duration) wakeResult {
-	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	var attempts atomic.Int32
-	client := &retryablehttp.Client{
-		HTTPClient:   &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
-		RetryMax:     wakeRetryMax,
-		RetryWaitMin: wakeRetryWaitMin,
-		RetryWaitMax: wakeRetryWaitMax,
-		CheckRetry:   wakeRetryPolicy,
-		Backoff:      retryablehttp.DefaultBackoff,
-		// Hand back the last answer when retries run out, not an error
-		// that hides its status.
-		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
-		RequestLogHook: func(retryablehttp.Logger, *http.Request, int) { attempts.Add(1) },
-	}
-	defer client.HTTPClient.CloseIdleConnections()
-
-	var req *retryablehttp.Request
-	var err error
-	if srv.Transport == mcpconfig.SSE {
-		// The legacy transport starts with a GET of the event stream.
-		req, err = retryablehttp.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	} else {
-		req, err = retryablehttp.NewRequestWithContext(ctx, http.MethodPost, srv.URL, initializeBody())
-	}
-	if err != nil {
-		return wakeResult{}
-	}
-	setHeaders(req.Request, srv.Headers)
-	if srv.Transport == mcpconfig.SSE {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-	}
-	resp, err := client.Do(req)
-	w := wakeResult{attempts: int(attempts.Load())}
-	if err != nil || resp == nil {
-		return w
-	}
-	// Only the status matters; an event stream may never end on its own.
-	_ = resp.Body.Close()
-	w.awake = !comeBackLater(resp.StatusCode)
-	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
-		endWakeSession(ctx, srv, id)
-	}
-	return w
-}
-
-// wakeRetryPolicy retries what a waking server says (connection errors,
-// 429, 502, 503, 504) and nothing else: any other answer proves the
-// endpoint is up, and the probe judges it.
-func wakeRetryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	if ctx.Err() != nil {
-		return false, ctx.Err()
-	}
-	if err != nil {
-		// The default policy knows which errors no retry can fix (bad
-		// URL, unknown certificate authority, too many redirects).
-		return retryablehttp.DefaultRetryPolicy(ctx, nil, err)
-	}
-	if !comeBackLater(resp.StatusCode) {
-		return false, nil
-	}
-	// DefaultBackoff returns the Retry-After for 429/503 (zero when the
-	// minimum is zero and none was sent). A server asking for longer than
-	// the budget left will not be ready in time: stop waiting now.
-	wait := retryablehttp.DefaultBackoff(0, 0, 0, resp)
-	if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
-		return false, nil
-	}
-	return true, nil
-}
-
-func comeBackLater(status int) bool {
-	switch status {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
-// endWakeSession DELETEs the session the wake-up opened: servers keep one
-// server object per session.
-func endWakeSession(parent context.Context, srv *mcpconfig.Server, id string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), wakeDeleteTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, srv.URL, nil)
-	if err != nil {
-		return
-	}
-	setHeaders(req, srv.Headers)
-	req.Header.Set("Mcp-Session-Id", id)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		_ = resp.Body.Close()
-	}
-}
-
-func initializeBody() []byte {
-	b, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": 1, "method": "initialize",
-		"params": map[string]any{
-			"protocolVersion": probe.ClientProtocolVersion,
-			"capabilities":    map[string]any{},
-			"clientInfo":      map[string]any{"name": "nightwatch-preflight", "version": "1"},
-		},
-	})
-	return b
-}
-
-func setHeaders(req *http.Request, headers map[string]string) {
-	for k, v := range headers {
-		if strings.EqualFold(k, "Host") {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
 }
 
 // neededServers returns the batch servers some job uses, in file order,
@@ -426,7 +287,12 @@ func settingsFor(b *jobs.Batch, s healthcheck.Settings) healthcheck.Settings {
 	return s
 }
 
-func timeoutsFor(b *jobs.Batch) (probeTimeout, prewarm time.Duration) {
+// timeoutsFor returns the verdict probe's timeout and the pre-warm's. The
+// pre-warm (for stdio also the verdict) allows at least what Claude Code
+// allows a server to start in, MCP_TIMEOUT: a server that needs 8 s to
+// answer its handshake is usable in a session and must not be called down
+// here.
+func timeoutsFor(b *jobs.Batch, getenv func(string) (string, bool)) (probeTimeout, prewarm time.Duration) {
 	probeTimeout = b.Health.ProbeTimeout
 	if probeTimeout <= 0 {
 		probeTimeout = probe.DefaultTimeout
@@ -437,7 +303,21 @@ func timeoutsFor(b *jobs.Batch) (probeTimeout, prewarm time.Duration) {
 	}
 	// A pre-warm shorter than a probe would be a stricter test, not a
 	// more patient one.
-	return probeTimeout, max(prewarm, probeTimeout)
+	return probeTimeout, max(prewarm, probeTimeout, mcpStartupTimeout(b, getenv))
+}
+
+// mcpStartupTimeout is how long Claude Code waits for a server to connect:
+// MCP_TIMEOUT (milliseconds) from the batch's env, else the supervisor's,
+// else 30 s.
+func mcpStartupTimeout(b *jobs.Batch, getenv func(string) (string, bool)) time.Duration {
+	v, ok := b.Env["MCP_TIMEOUT"]
+	if !ok && getenv != nil {
+		v, ok = getenv("MCP_TIMEOUT")
+	}
+	if ms, err := strconv.Atoi(strings.TrimSpace(v)); ok && err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return defaultMCPTimeout
 }
 
 // PrintPreflight writes the report as the probe command's table, then the

@@ -18,8 +18,10 @@ import (
 // BenchmarkProbeVsHandshake measures what a cache miss costs the hook (a
 // whole Probe: spawn or connect, initialize, teardown) against the server's
 // own handshake time, taken as go-sdk's client Connect (spawn or connect,
-// initialize, initialized) with the protocol version Claude Code sends.
-// Both run in the same loop; overhead-ms is the difference.
+// server/discover, then initialize and initialized for a legacy server)
+// with its default protocol, 2026-07-28, as Claude Code 2.1.332 connects
+// and as the probe does. Both run in the same loop; overhead-ms is the
+// difference.
 //
 //	go test -run '^$' -bench ProbeVsHandshake -benchtime 20x ./healthcheck/probe/
 func BenchmarkProbeVsHandshake(b *testing.B) {
@@ -70,7 +72,7 @@ func sdkHandshake(b *testing.B, srv *mcpconfig.Server) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ClientProtocolVersion})
+	cs, err := client.Connect(ctx, transport, nil)
 	d := time.Since(start)
 	if err != nil {
 		b.Fatalf("go-sdk connect %s: %v", srv.Name, err)

@@ -32,6 +32,11 @@ func TestServerEverythingStdio(t *testing.T) {
 	if res.Verdict != Healthy || res.Tools <= 0 || res.ProtocolVersion != ClientProtocolVersion || res.ServerName == "" {
 		t.Fatalf("got %+v", res)
 	}
+	// The TypeScript SDK answers server/discover with -32601 (late when
+	// Node starts slowly, and then initialize is already queued): legacy.
+	if res.Era != Legacy || !strings.Contains(res.Reason, "server/discover got JSON-RPC error -32601") {
+		t.Errorf("era %q reason %q", res.Era, res.Reason)
+	}
 	requireGone(t, readPids(t, pidfile))
 }
 
@@ -41,7 +46,7 @@ func TestServerEverythingStreamableHTTP(t *testing.T) {
 	res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: base + "/mcp"},
 		Options{Timeout: 5 * time.Second, ListTools: true})
 	t.Logf("%+v", res)
-	if res.Verdict != Healthy || res.Status != 200 || res.Tools <= 0 || res.ProtocolVersion != ClientProtocolVersion {
+	if res.Verdict != Healthy || res.Status != 200 || res.Tools <= 0 || res.ProtocolVersion != ClientProtocolVersion || res.Era != Legacy {
 		t.Fatalf("got %+v", res)
 	}
 	// The wrong transport or path is NotMCP, not down.
@@ -61,6 +66,24 @@ func TestServerEverythingSSE(t *testing.T) {
 	t.Logf("%+v", res)
 	if res.Verdict != Healthy || res.Tools <= 0 {
 		t.Fatalf("got %+v", res)
+	}
+}
+
+// A type http URL that is server-everything's legacy SSE endpoint: both
+// POSTs get 404, the GET opens the stream, and the probe goes on over SSE
+// as Claude Code 2.1.332 does.
+func TestServerEverythingSSEBehindTypeHTTP(t *testing.T) {
+	t.Parallel()
+	base := startServerEverything(t, "sse")
+	res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: base + "/sse"},
+		Options{Timeout: 5 * time.Second, ListTools: true})
+	t.Logf("%+v", res)
+	if res.Verdict != Healthy || !res.LegacySSE || res.Tools <= 0 || res.Era != Legacy || res.ProtocolVersion != ClientProtocolVersion {
+		t.Fatalf("got %+v", res)
+	}
+	// A URL that is neither transport stays not-mcp.
+	if res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: base + "/nowhere"}, Options{Timeout: 5 * time.Second}); res.Verdict != NotMCP || res.LegacySSE {
+		t.Errorf("HTTP probe of /nowhere: %+v", res)
 	}
 }
 

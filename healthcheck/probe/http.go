@@ -3,6 +3,8 @@ package probe
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -26,9 +28,14 @@ const deleteTimeout = 250 * time.Millisecond
 // maxRetryAfter caps a Retry-After so a silly value cannot overflow.
 const maxRetryAfter = 7 * 24 * time.Hour
 
-// HTTP probes a Streamable HTTP server: it POSTs initialize to srv.URL with
-// the configured headers, reads the answer as JSON or as an event stream,
-// and judges the HTTP status when there is no JSON-RPC answer.
+// HTTP probes a Streamable HTTP server as Claude Code 2.1.332 connects to
+// one: it POSTs server/discover (protocol 2026-07-28) to srv.URL with the
+// configured headers, then initialize when the server is legacy, reads the
+// answers as JSON or as an event stream, and judges the HTTP status when
+// there is no JSON-RPC answer. A URL that rejects both POSTs with 400, 404
+// or 405 but opens an event stream with an endpoint event is a legacy
+// HTTP+SSE server: Claude Code 2.1.332 falls back to that transport, and so
+// does the probe (Result.LegacySSE).
 func HTTP(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	opts = opts.withDefaults()
 	secrets := srv.Secrets()
@@ -39,13 +46,18 @@ func HTTP(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	start := time.Now()
 	probeCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	client := newHTTPClient()
+	client := newHTTPClient(opts.rootCAs)
 	defer client.CloseIdleConnections()
 
 	conv := &streamableConv{client: client, endpoint: endpoint, headers: srv.Headers}
-	res, err := handshake(probeCtx, conv, opts, start)
+	res, err := handshake(probeCtx, conv, opts, start, true)
 	conv.endSession(ctx)
-	return httpResult(res, err, conv.initStatus, bound(probeCtx, start), secrets)
+	if err != nil && mayBeLegacySSE(err) {
+		if sres, ok := sseFallback(probeCtx, client, srv, endpoint, opts, start); ok {
+			return httpResult(sres, nil, sres.Status, 0, secrets)
+		}
+	}
+	return httpResult(res, err, conv.status, bound(probeCtx, start), secrets)
 }
 
 // httpResult finishes an HTTP or SSE probe: a handshake error becomes its
@@ -62,6 +74,60 @@ func httpResult(res Result, err error, status int, bound time.Duration, secrets 
 	return res
 }
 
+// mayBeLegacySSE reports whether initialize's answer is the one a legacy
+// HTTP+SSE server gives a POST to its event-stream URL: 400, 404 or 405
+// without a modern JSON-RPC error (the 2026-07-28 specification's
+// backwards-compatibility rule; modern errors come back as answers).
+func mayBeLegacySSE(err error) bool {
+	var f *httpFailure
+	if !errors.As(err, &f) {
+		return false
+	}
+	switch f.status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+		return true
+	}
+	return false
+}
+
+// sseFallback GETs the URL as a legacy HTTP+SSE stream and, when an
+// endpoint event arrives, does the SSE handshake. ok=false when the URL is
+// not an SSE endpoint either: the Streamable HTTP verdict stands.
+func sseFallback(ctx context.Context, client *http.Client, srv *mcpconfig.Server, endpoint *url.URL, opts Options, start time.Time) (Result, bool) {
+	conv := &sseConv{client: client, headers: srv.Headers}
+	defer conv.close()
+	if err := conv.open(ctx, endpoint); err != nil {
+		return Result{}, false
+	}
+	res, err := handshake(ctx, conv, opts, start, false)
+	if err != nil {
+		res = failureResult(err, bound(ctx, start))
+	}
+	res.Status = conv.initStatus
+	res.LegacySSE = true
+	res.Reason = "legacy HTTP+SSE endpoint (Claude Code 2.1.332 falls back to it, 2.1.197 does not: set \"type\": \"sse\"): " + res.Reason
+	return res, true
+}
+
+// finalAnswer reports whether an error answering server/discover already
+// is the verdict, so that initialize would only hear it again: no HTTP
+// answer at all, a redirect the probe does not follow, 401/403 (Claude
+// Code goes to its OAuth flow, not to initialize) and 429.
+func finalAnswer(err error) bool {
+	var f *httpFailure
+	if !errors.As(err, &f) {
+		return false
+	}
+	switch {
+	case f.status == 0,
+		f.status == http.StatusUnauthorized, f.status == http.StatusForbidden,
+		f.status == http.StatusTooManyRequests,
+		f.status >= 300 && f.status < 400:
+		return true
+	}
+	return false
+}
+
 // streamableConv is a Streamable HTTP session: one POST per message, the
 // answer in the POST's response.
 type streamableConv struct {
@@ -69,20 +135,27 @@ type streamableConv struct {
 	endpoint *url.URL
 	headers  map[string]string
 
-	initStatus      int    // status of the initialize POST
+	status          int    // status of the last handshake POST (discover, initialize)
 	sessionID       string // Mcp-Session-Id from the initialize answer
-	protocolVersion string // sent as MCP-Protocol-Version after initialize
+	discoverSession string // one a stateful server minted for discover
+	protocolVersion string // sent as MCP-Protocol-Version
 }
 
 func (c *streamableConv) call(ctx context.Context, id int64, method string, params any) (*message, error) {
-	resp, err := c.post(ctx, encodeRequest(id, method, params))
+	resp, err := c.post(ctx, method, encodeRequest(id, method, params))
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if method == "initialize" {
-		c.initStatus = resp.StatusCode
+	switch method {
+	case "initialize":
 		c.sessionID = resp.Header.Get("Mcp-Session-Id")
+		fallthrough
+	case methodDiscover:
+		c.status = resp.StatusCode
+		if method == methodDiscover {
+			c.discoverSession = resp.Header.Get("Mcp-Session-Id")
+		}
 		// Later requests go where redirects led.
 		c.endpoint = resp.Request.URL
 	}
@@ -93,7 +166,7 @@ func (c *streamableConv) call(ctx context.Context, id int64, method string, para
 }
 
 func (c *streamableConv) notify(ctx context.Context, method string) error {
-	resp, err := c.post(ctx, encodeNotification(method))
+	resp, err := c.post(ctx, method, encodeNotification(method))
 	if err != nil {
 		return err
 	}
@@ -107,12 +180,17 @@ func (c *streamableConv) notify(ctx context.Context, method string) error {
 
 func (c *streamableConv) setProtocolVersion(v string) { c.protocolVersion = v }
 
-func (c *streamableConv) post(ctx context.Context, body []byte) (*http.Response, error) {
+func (c *streamableConv) post(ctx context.Context, method string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
 	c.setSessionHeaders(req)
+	if c.protocolVersion >= ModernProtocolVersion {
+		// 2026-07-28 mirrors the method into a header for intermediaries;
+		// a modern server rejects a request without it (HeaderMismatch).
+		req.Header.Set("Mcp-Method", method)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := c.client.Do(req)
@@ -124,7 +202,7 @@ func (c *streamableConv) post(ctx context.Context, body []byte) (*http.Response,
 
 func (c *streamableConv) setSessionHeaders(req *http.Request) {
 	setConfiguredHeaders(req, c.headers)
-	if c.sessionID != "" {
+	if c.sessionID != "" && c.protocolVersion < ModernProtocolVersion {
 		req.Header.Set("Mcp-Session-Id", c.sessionID)
 	}
 	if c.protocolVersion != "" {
@@ -132,19 +210,33 @@ func (c *streamableConv) setSessionHeaders(req *http.Request) {
 	}
 }
 
-// endSession DELETEs the session, briefly, whatever became of the probe.
+// endSession DELETEs the sessions the probe opened, briefly, whatever
+// became of the probe.
 func (c *streamableConv) endSession(parent context.Context) {
-	if c.sessionID == "" {
-		return
+	if c.sessionID != "" {
+		deleteSession(parent, c.client, c.endpoint, c.headers, c.sessionID, c.protocolVersion)
 	}
+	if c.discoverSession != "" && c.discoverSession != c.sessionID {
+		deleteSession(parent, c.client, c.endpoint, c.headers, c.discoverSession, "")
+	}
+}
+
+// deleteSession ends one Streamable HTTP session. It runs even after the
+// probe's deadline: an abandoned session costs the server a whole server
+// object (server-everything keeps one per session).
+func deleteSession(parent context.Context, client *http.Client, endpoint *url.URL, headers map[string]string, id, protocolVersion string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), deleteTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.endpoint.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, endpoint.String(), nil)
 	if err != nil {
 		return
 	}
-	c.setSessionHeaders(req)
-	resp, err := c.client.Do(req)
+	setConfiguredHeaders(req, headers)
+	req.Header.Set("Mcp-Session-Id", id)
+	if protocolVersion != "" && protocolVersion < ModernProtocolVersion {
+		req.Header.Set("MCP-Protocol-Version", protocolVersion)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return // the probe's verdict does not depend on it
 	}
@@ -332,13 +424,18 @@ func requestError(ctx context.Context, err error, method string, u *url.URL) err
 	return &httpFailure{verdict: Transport, reason: fmt.Sprintf("%s %s: %v", method, safeURL(u), err)}
 }
 
-func newHTTPClient() *http.Client {
+// newHTTPClient is the one HTTP client of the package: the probers' and
+// Wake's. rootCAs, when not nil, replaces the system roots (tests).
+func newHTTPClient(rootCAs *x509.CertPool) *http.Client {
 	transport := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+	}
+	if rootCAs != nil {
+		transport.TLSClientConfig = &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12}
 	}
 	return &http.Client{Transport: transport, CheckRedirect: followSameHost}
 }
@@ -363,9 +460,15 @@ func followSameHost(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
+// setConfiguredHeaders puts the config's headers on a request (a Host
+// header names the virtual host, as in Claude Code's fetch).
 func setConfiguredHeaders(req *http.Request, headers map[string]string) {
 	req.Header.Set("User-Agent", userAgent())
 	for name, value := range headers {
+		if strings.EqualFold(name, "Host") {
+			req.Host = value
+			continue
+		}
 		req.Header.Set(name, value)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,6 +130,81 @@ func TestHTTPStatuses(t *testing.T) {
 	}
 }
 
+// The era as the probe finds it over HTTP: a stateless go-sdk server speaks
+// 2026-07-28 (and rejects a request without Mcp-Method), a stateful one
+// lists only legacy versions in server/discover, a 2025 server refuses
+// discover, a silent one costs the discover wait, not the timeout.
+func TestHTTPEras(t *testing.T) {
+	tests := []struct {
+		name      string
+		mode      string
+		stateless bool
+		era       Era
+		version   string
+		reason    string
+		maxTime   time.Duration
+		minTime   time.Duration
+	}{
+		{name: "stateless go-sdk is modern", mode: "healthy", stateless: true, era: Modern, version: ModernProtocolVersion,
+			reason: "answered server/discover as " + mcpserver.ServerName},
+		{name: "stateful go-sdk is legacy", mode: "healthy", era: Legacy, version: ClientProtocolVersion,
+			reason: "server/discover lists no version the probe speaks as modern"},
+		{name: "2025 server refuses discover with 400", mode: "legacy", era: Legacy, version: ClientProtocolVersion,
+			reason: "legacy: server/discover got JSON-RPC error -32601"},
+		{name: "server ignores discover", mode: "ignore-discover", era: Legacy, version: ClientProtocolVersion,
+			reason: "server/discover unanswered within 1s", maxTime: 2500 * time.Millisecond},
+		{name: "slow handshake", mode: "slow-handshake=300ms", stateless: true, era: Modern, version: ModernProtocolVersion,
+			minTime: 300 * time.Millisecond},
+		{name: "server down on discover, 503 everywhere", mode: "503", era: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fs := newFaultServer(t, tt.mode, mcpserver.HTTPOptions{Stateless: tt.stateless})
+			res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: fs.URL + mcpserver.StreamablePath},
+				Options{Timeout: 5 * time.Second, ListTools: true})
+			t.Logf("%+v", res)
+			if tt.era == "" {
+				if res.Verdict != Unavailable || res.Era != "" {
+					t.Fatalf("got %+v, want unavailable", res)
+				}
+				// Both handshake POSTs are judged; no DELETE without a session.
+				if n := len(fs.requests()); n != 2 {
+					t.Errorf("%d requests, want discover and initialize", n)
+				}
+				return
+			}
+			if res.Verdict != Healthy || res.Era != tt.era || res.ProtocolVersion != tt.version || res.Tools != len(mcpserver.ToolNames) {
+				t.Fatalf("got %+v, want healthy %s %s with every tool", res, tt.era, tt.version)
+			}
+			if !strings.Contains(res.Reason, tt.reason) {
+				t.Errorf("reason %q lacks %q", res.Reason, tt.reason)
+			}
+			if tt.maxTime > 0 && res.Latency > tt.maxTime {
+				t.Errorf("latency %s, want at most %s", res.Latency, tt.maxTime)
+			}
+			if res.Latency < tt.minTime {
+				t.Errorf("latency %s, want at least %s", res.Latency, tt.minTime)
+			}
+			if tt.era != Modern {
+				return
+			}
+			// Modern: discover and tools/list, each with the 2026-07-28
+			// headers, no session and no initialize.
+			var methods []string
+			for _, r := range fs.requests() {
+				methods = append(methods, r.Method+" "+r.Header.Get("Mcp-Method"))
+				if r.Header.Get("MCP-Protocol-Version") != ModernProtocolVersion || r.Header.Get("Mcp-Session-Id") != "" {
+					t.Errorf("%s %s: headers %v", r.Method, r.Header.Get("Mcp-Method"), r.Header)
+				}
+			}
+			if got := strings.Join(methods, ", "); got != "POST server/discover, POST tools/list" {
+				t.Errorf("requests %q", got)
+			}
+		})
+	}
+}
+
 func TestHTTPRetryAfterDate(t *testing.T) {
 	fs := newFaultServer(t, "429=date+120", mcpserver.HTTPOptions{})
 	res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: fs.URL + "/mcp"}, Options{})
@@ -161,24 +237,41 @@ func TestHTTPSession(t *testing.T) {
 					t.Errorf("User-Agent %q", r.Header.Get("User-Agent"))
 				}
 			}
-			// initialize, notifications/initialized, tools/list, DELETE
-			if got := strings.Join(methods, " "); got != "POST POST POST DELETE" {
+			// server/discover (a stateful go-sdk handler lists only legacy
+			// versions there), initialize, notifications/initialized,
+			// tools/list, DELETE
+			if got := strings.Join(methods, " "); got != "POST POST POST POST DELETE" {
 				t.Fatalf("requests %q", got)
 			}
-			session := reqs[3].Header.Get("Mcp-Session-Id")
+			if res.Era != Legacy || !slices.Contains(res.SupportedVersions, ClientProtocolVersion) {
+				t.Errorf("era %q supported %q, want legacy with %s", res.Era, res.SupportedVersions, ClientProtocolVersion)
+			}
+			discover := reqs[0]
+			if discover.Header.Get("MCP-Protocol-Version") != ModernProtocolVersion || discover.Header.Get("Mcp-Method") != "server/discover" {
+				t.Errorf("discover headers %v", discover.Header)
+			}
+			session := reqs[4].Header.Get("Mcp-Session-Id")
 			if session == "" {
 				t.Error("DELETE without Mcp-Session-Id")
 			}
-			for _, r := range reqs[1:] {
+			for _, r := range reqs[2:] {
 				if r.Header.Get("Mcp-Session-Id") != session {
 					t.Errorf("%s with session %q, want %q", r.Method, r.Header.Get("Mcp-Session-Id"), session)
 				}
 				if r.Header.Get("MCP-Protocol-Version") != ClientProtocolVersion {
 					t.Errorf("%s with MCP-Protocol-Version %q", r.Method, r.Header.Get("MCP-Protocol-Version"))
 				}
+				if r.Header.Get("Mcp-Method") != "" {
+					t.Errorf("legacy %s with Mcp-Method %q", r.Method, r.Header.Get("Mcp-Method"))
+				}
 			}
-			if reqs[0].Header.Get("Mcp-Session-Id") != "" {
-				t.Error("initialize sent a session id")
+			for _, r := range reqs[:2] {
+				if r.Header.Get("Mcp-Session-Id") != "" {
+					t.Error("discover or initialize sent a session id")
+				}
+			}
+			if v := reqs[1].Header.Get("MCP-Protocol-Version"); v != "" {
+				t.Errorf("initialize with MCP-Protocol-Version %q", v)
 			}
 			if accept := reqs[0].Header.Get("Accept"); accept != "application/json, text/event-stream" {
 				t.Errorf("Accept %q", accept)
@@ -300,7 +393,7 @@ func TestHTTPToolsListFailure(t *testing.T) {
 	fs := newFaultServer(t, "healthy", mcpserver.HTTPOptions{})
 	var posts atomic.Int32
 	failThird := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && posts.Add(1) == 3 {
+		if r.Method == http.MethodPost && posts.Add(1) == 4 { // discover, initialize, initialized, tools/list
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
 			return
 		}
@@ -410,5 +503,45 @@ func TestParseRetryAfter(t *testing.T) {
 		if got := parseRetryAfter(tt.value, now); got != tt.want {
 			t.Errorf("parseRetryAfter(%q) = %s, want %s", tt.value, got, tt.want)
 		}
+	}
+}
+
+// Which answers to server/discover are the verdict and which send the probe
+// on to initialize: the fallback is not keyed to one code, but a status that
+// speaks for the whole endpoint (auth, rate limit, a redirect, no answer)
+// would only be heard again.
+func TestHTTPDiscoverFallback(t *testing.T) {
+	tests := []struct {
+		mode  string
+		want  Verdict
+		posts int
+	}{
+		{"401", AuthRequired, 1},
+		{"403", AuthRequired, 1},
+		{"429", RateLimited, 1},
+		{"302", NotMCP, 1},
+		{"503", Unavailable, 2},
+		{"500,rpc-body", Unavailable, 2},
+		{"404", NotMCP, 2},
+		{"406", NotMCP, 2},
+		{"html", NotMCP, 2},
+		{"legacy", Healthy, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel()
+			fs := newFaultServer(t, tt.mode, mcpserver.HTTPOptions{})
+			res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: fs.URL + mcpserver.StreamablePath},
+				Options{Timeout: 5 * time.Second})
+			posts := 0
+			for _, r := range fs.requests() {
+				if r.Method == http.MethodPost {
+					posts++
+				}
+			}
+			if res.Verdict != tt.want || posts != tt.posts {
+				t.Errorf("got %s after %d POSTs (%q), want %s after %d", res.Verdict, posts, res.Reason, tt.want, tt.posts)
+			}
+		})
 	}
 }

@@ -2,12 +2,10 @@ package probe
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // The probers write the few JSON-RPC messages of a handshake by hand: the
@@ -133,127 +131,11 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-// initializeParams is what Claude Code sends: its protocol version, roots
-// and elicitation capabilities, and a client name.
-func initializeParams() map[string]any {
-	return map[string]any{
-		"protocolVersion": ClientProtocolVersion,
-		"capabilities": map[string]any{
-			"roots":       map[string]any{},
-			"elicitation": map[string]any{},
-		},
-		"clientInfo": map[string]any{"name": "nightwatch", "version": Version},
-	}
-}
-
 // Version is nightwatch's version, sent as clientInfo.version and in the
 // HTTP User-Agent. The main package sets it from build information.
 var Version = "dev"
 
 func userAgent() string { return "nightwatch/" + Version }
-
-type initializeResult struct {
-	ProtocolVersion string `json:"protocolVersion"`
-	ServerInfo      struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	} `json:"serverInfo"`
-}
-
-type toolsListResult struct {
-	Tools      []json.RawMessage `json:"tools"`
-	NextCursor string            `json:"nextCursor"`
-}
-
-// maxToolPages bounds tools/list paging against a server whose cursor never
-// runs out.
-const maxToolPages = 20
-
-// conversation is one transport's way to exchange messages with a server.
-type conversation interface {
-	// call sends a request and returns the response that answers it,
-	// skipping anything else the server sends meanwhile.
-	call(ctx context.Context, id int64, method string, params any) (*message, error)
-	// notify sends a notification.
-	notify(ctx context.Context, method string) error
-	// protocolVersion tells the transport the version initialize settled on.
-	setProtocolVersion(v string)
-}
-
-// handshake runs initialize (and tools/list when asked) over conv. An error
-// means initialize got no JSON-RPC answer; the transport turns it into a
-// verdict. Any answer, an error included, makes the result Healthy.
-func handshake(ctx context.Context, conv conversation, opts Options, start time.Time) (Result, error) {
-	resp, err := conv.call(ctx, 1, "initialize", initializeParams())
-	if err != nil {
-		return Result{}, err
-	}
-	res := Result{Verdict: Healthy, Latency: time.Since(start), Tools: -1}
-	if resp.Error != nil {
-		// A 2026-07-28 server answers initialize with "method not found";
-		// the answer still proves a live MCP endpoint.
-		res.Reason = fmt.Sprintf("answered initialize with JSON-RPC error %d: %s",
-			resp.Error.Code, clip(resp.Error.Message, 200))
-		return res, nil
-	}
-	var init initializeResult
-	_ = json.Unmarshal(resp.Result, &init) // a result we cannot read is still an answer
-	res.ServerName = clip(init.ServerInfo.Name, 100)
-	res.ProtocolVersion = clip(init.ProtocolVersion, 40)
-	res.Reason = "answered initialize"
-	if res.ServerName != "" {
-		res.Reason += " as " + res.ServerName
-	}
-	if res.ProtocolVersion != "" {
-		res.Reason += " (protocol " + res.ProtocolVersion + ")"
-	}
-	pv := res.ProtocolVersion
-	if pv == "" {
-		pv = ClientProtocolVersion
-	}
-	conv.setProtocolVersion(pv)
-	if !opts.ListTools {
-		return res, nil
-	}
-	n, err := listTools(ctx, conv)
-	if err != nil {
-		res.Reason += "; tools/list failed: " + err.Error()
-		return res, nil
-	}
-	res.Tools = n
-	return res, nil
-}
-
-func listTools(ctx context.Context, conv conversation) (int, error) {
-	if err := conv.notify(ctx, "notifications/initialized"); err != nil {
-		return 0, fmt.Errorf("notifications/initialized: %w", err)
-	}
-	count := 0
-	cursor := ""
-	for page := 0; page < maxToolPages; page++ {
-		var params any
-		if cursor != "" {
-			params = map[string]any{"cursor": cursor}
-		}
-		resp, err := conv.call(ctx, int64(2+page), "tools/list", params)
-		if err != nil {
-			return 0, err
-		}
-		if resp.Error != nil {
-			return 0, fmt.Errorf("JSON-RPC error %d: %s", resp.Error.Code, clip(resp.Error.Message, 200))
-		}
-		var list toolsListResult
-		if err := json.Unmarshal(resp.Result, &list); err != nil {
-			return 0, fmt.Errorf("unreadable result: %w", err)
-		}
-		count += len(list.Tools)
-		if list.NextCursor == "" {
-			return count, nil
-		}
-		cursor = list.NextCursor
-	}
-	return count, nil
-}
 
 // clip shortens s to at most n bytes for a reason, on a rune boundary,
 // and flattens it to one line.

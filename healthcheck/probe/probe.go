@@ -1,9 +1,16 @@
 // Package probe asks an MCP server, over its own transport, the question a
-// real client asks first: will you answer an MCP handshake? One file per
-// transport; no prober touches the health cache, the state machine decides.
+// real client asks first: will you answer an MCP handshake? It connects as
+// Claude Code 2.1.332 does: server/discover (protocol 2026-07-28) first,
+// initialize 2025-11-25 as the fallback the 2026-07-28 specification
+// prescribes. One file per transport, one HTTP client and one redirect and
+// credential rule (Wake, preflight's wake-up, uses them too); no prober
+// touches the health cache, the state machine decides.
 package probe
 
-import "time"
+import (
+	"crypto/x509"
+	"time"
+)
 
 // Verdict is what a probe learned about a server.
 type Verdict string
@@ -44,13 +51,51 @@ type Result struct {
 	RetryAfter time.Duration `json:"retryAfter,omitempty"`
 	Latency    time.Duration `json:"latency"`
 	// Tools is the number of tools listed, or -1 when not asked or unknown.
-	Tools           int    `json:"tools"`
+	Tools int `json:"tools"`
+	// Era is how the server spoke: Modern (it answered server/discover with
+	// a version the probe speaks) or Legacy (initialize). Empty when the
+	// server gave no JSON-RPC answer.
+	Era Era `json:"era,omitempty"`
+	// ProtocolVersion is the negotiated version: the one chosen from
+	// server/discover's list (modern) or initialize's answer (legacy).
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
-	ServerName      string `json:"serverName,omitempty"`
+	// SupportedVersions is what the server listed as supported, in its
+	// order: server/discover's supportedVersions, or the "supported" list of
+	// an UnsupportedProtocolVersionError. Nil when it listed none (a legacy
+	// server that does not know server/discover).
+	SupportedVersions []string `json:"supportedVersions,omitempty"`
+	// LegacySSE is set when a type http URL turned out to serve the legacy
+	// HTTP+SSE transport and the verdict comes from an SSE handshake, as
+	// Claude Code 2.1.332 falls back to it (2.1.197 does not: the server is
+	// "failed" there; the reason says so and suggests type sse).
+	LegacySSE bool `json:"legacySSE,omitempty"`
+	// SlowDiscover is set when server/discover went unanswered for the
+	// probe's discover wait (the server ignores unknown requests, or is
+	// slow to start): each Claude Code 2.1.332 session then waits about
+	// 2.9 s before it falls back to initialize.
+	SlowDiscover bool   `json:"slowDiscover,omitempty"`
+	ServerName   string `json:"serverName,omitempty"`
 }
 
-// ClientProtocolVersion is what Claude Code sends in initialize.
+// Era is the protocol era of a server, in the 2026-07-28 specification's
+// words.
+type Era string
+
+const (
+	// Modern: 2026-07-28 and later, version and identity on every request,
+	// no initialize.
+	Modern Era = "modern"
+	// Legacy: 2025-11-25 and earlier, an initialize handshake.
+	Legacy Era = "legacy"
+)
+
+// ClientProtocolVersion is what Claude Code sends in initialize, the
+// fallback when a server does not speak ModernProtocolVersion.
 const ClientProtocolVersion = "2025-11-25"
+
+// ModernProtocolVersion is what Claude Code 2.1.332 asks for first, in
+// server/discover.
+const ModernProtocolVersion = "2026-07-28"
 
 // Options tune one probe.
 type Options struct {
@@ -64,4 +109,7 @@ type Options struct {
 	// Environ is the base environment of a stdio server (the session's);
 	// the server's own env entries are laid over it. Nil means os.Environ().
 	Environ []string
+
+	// rootCAs replaces the system's certificate roots (tests' TLS servers).
+	rootCAs *x509.CertPool
 }

@@ -27,14 +27,14 @@ func SSE(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	client := newHTTPClient()
+	client := newHTTPClient(opts.rootCAs)
 	defer client.CloseIdleConnections()
 
 	conv := &sseConv{client: client, headers: srv.Headers}
 	var res Result
 	err = conv.open(ctx, streamURL)
 	if err == nil {
-		res, err = handshake(ctx, conv, opts, start)
+		res, err = handshake(ctx, conv, opts, start, false)
 	}
 	conv.close()
 	return httpResult(res, err, conv.initStatus, bound(ctx, start), secrets)

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -66,8 +67,10 @@ func TestSSE(t *testing.T) {
 	}
 }
 
-// The two HTTP transports tell each other apart: an SSE probe of a
-// Streamable endpoint, and the reverse, are NotMCP with a hint.
+// An SSE probe of a Streamable endpoint is NotMCP with a hint; a type http
+// probe of an SSE endpoint falls back to SSE, as Claude Code 2.1.332 does
+// (verified: "initialize POST rejected …; trying legacy HTTP+SSE", status
+// connected; 2.1.197 marks the server failed).
 func TestSSEWrongTransport(t *testing.T) {
 	streamable := newFaultServer(t, "healthy", mcpserver.HTTPOptions{})
 	sse := newFaultServer(t, "healthy", mcpserver.HTTPOptions{SSE: true})
@@ -76,9 +79,23 @@ func TestSSEWrongTransport(t *testing.T) {
 	if res.Verdict != NotMCP {
 		t.Errorf("SSE probe of a Streamable endpoint: %s %q", res.Verdict, res.Reason)
 	}
-	res = HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: sse.URL + "/sse"}, Options{Timeout: 5 * time.Second})
-	if res.Verdict != NotMCP {
-		t.Errorf("Streamable probe of an SSE endpoint: %s %q", res.Verdict, res.Reason)
+	res = HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: sse.URL + "/sse",
+		Headers: map[string]string{"X-Api-Key": "sse-key-1"}}, Options{Timeout: 5 * time.Second, ListTools: true})
+	t.Logf("%+v", res)
+	if res.Verdict != Healthy || !res.LegacySSE || res.Tools != len(mcpserver.ToolNames) || res.Era != Legacy ||
+		!strings.Contains(res.Reason, "legacy HTTP+SSE endpoint") || !strings.Contains(res.Reason, `"type": "sse"`) {
+		t.Errorf("Streamable probe of an SSE endpoint: %+v", res)
+	}
+	// POST discover, POST initialize (both refused by the SSE handler),
+	// then the event stream and its message POSTs, all with the headers.
+	reqs := sse.requests()
+	if len(reqs) < 4 || reqs[0].Method != http.MethodPost || reqs[1].Method != http.MethodPost || reqs[2].Method != http.MethodGet {
+		t.Errorf("requests %v", reqs)
+	}
+	for _, r := range reqs {
+		if r.Header.Get("X-Api-Key") != "sse-key-1" {
+			t.Errorf("%s %s without the configured header", r.Method, r.URL)
+		}
 	}
 }
 
@@ -118,8 +135,12 @@ func TestSSEMisbehavingServers(t *testing.T) {
 			io.WriteString(w, "event: ping\ndata: {}\n\n")
 		}), Transport, "event stream ended before the endpoint event"},
 		{"answers inline in the POST", endpointThen("/message", func(w http.ResponseWriter, r *http.Request) {
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			json.NewDecoder(r.Body).Decode(&req)
 			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2024-11-05","serverInfo":{"name":"inline"}}}`)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2024-11-05","serverInfo":{"name":"inline"}}}`, req.ID)
 		}), Healthy, "answered initialize as inline"},
 	}
 	for _, tt := range tests {

@@ -27,9 +27,11 @@ const stderrTailSize = 2 << 10
 
 // Stdio probes a stdio server the way Claude Code starts it: srv.Command
 // with srv.Args, the session's environment with srv.Env laid over it, in the
-// session's cwd. It does the real initialize handshake over stdin/stdout
-// (the article's "stays alive for 5 s" check called servers healthy that
-// crashed in the handshake), then kills the server's whole process group.
+// session's cwd. It does the real handshake over stdin/stdout (the
+// article's "stays alive for 5 s" check called servers healthy that crashed
+// in the handshake): server/discover, then initialize on the same process
+// when the server is legacy, or on a new one when the first exited on
+// discover. Then it kills the server's whole process group.
 func Stdio(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	opts = opts.withDefaults()
 	secrets := srv.Secrets()
@@ -45,16 +47,56 @@ func Stdio(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 		return Result{Verdict: Transport, Tools: -1,
 			Reason: scrub(fmt.Sprintf("cannot start %s: %v", srv.Command, err), secrets...)}
 	}
-	res, err := handshake(ctx, s, opts, start)
-	s.stop(cancel)
+	conv := &stdioConv{cur: s, start: func() (*stdioServer, error) { return startStdio(ctx, srv, opts) }}
+	res, err := handshake(ctx, conv, opts, start, true)
+	conv.cur.stop()
 	if err == nil {
-		if s.garbage != "" {
-			res.Reason += fmt.Sprintf("; ignored non-JSON-RPC stdout output %q", s.garbage)
+		if conv.cur.garbage != "" {
+			res.Reason += fmt.Sprintf("; ignored non-JSON-RPC stdout output %q", conv.cur.garbage)
 		}
 		res.Reason = scrub(res.Reason, secrets...)
 		return res
 	}
-	return s.failure(err, bound(ctx, start), secrets)
+	return conv.cur.failure(err, bound(ctx, start), secrets)
+}
+
+// stdioConv is the conversation with a stdio server: the process that runs
+// now, and how to start another.
+type stdioConv struct {
+	cur   *stdioServer
+	start func() (*stdioServer, error)
+}
+
+func (c *stdioConv) call(ctx context.Context, id int64, method string, params any) (*message, error) {
+	return c.cur.call(ctx, id, method, params)
+}
+func (c *stdioConv) notify(ctx context.Context, method string) error {
+	return c.cur.notify(ctx, method)
+}
+func (c *stdioConv) setProtocolVersion(string) {}
+func (c *stdioConv) send(id int64, method string, params any) error {
+	return c.cur.send(encodeRequest(id, method, params))
+}
+func (c *stdioConv) await(ctx context.Context, ids ...int64) (*message, error) {
+	return c.cur.await(ctx, ids...)
+}
+
+// respawn starts a new process when the current one exited or closed its
+// stdout, keeping what the old one printed on stdout for the reason.
+func (c *stdioConv) respawn(err error) (bool, error) {
+	var exit *exitError
+	if !errors.As(err, &exit) && !errors.Is(err, errStdoutClosed) {
+		return false, nil
+	}
+	old := c.cur
+	old.stop()
+	s, err := c.start()
+	if err != nil {
+		return true, fmt.Errorf("starting the server again after it ended on server/discover: %w", err)
+	}
+	s.garbage = old.garbage
+	c.cur = s
+	return true, nil
 }
 
 func (o Options) withDefaults() Options {
@@ -75,13 +117,16 @@ func bound(ctx context.Context, start time.Time) time.Duration {
 // back; stop ends all of them.
 type stdioServer struct {
 	cmd    *exec.Cmd
+	cancel context.CancelFunc // ends this process (SIGTERM, then SIGKILL)
 	stdin  io.WriteCloser
 	stdout *os.File // our read end; the child holds the write end
 	stderr *tailBuffer
 
 	lines       chan []byte // stdout lines; closed at EOF
+	eof         bool        // lines is closed
 	stopReading chan struct{}
 	readerDone  sync.WaitGroup
+	stopOnce    sync.Once
 
 	exited  chan struct{} // closed once proc.Wait returned
 	waitErr error         // valid after exited is closed
@@ -113,6 +158,8 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 	if err != nil {
 		return nil, err
 	}
+	// A context of its own: a respawn stops this process, not the probe.
+	ctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(ctx, path, srv.Args...)
 	cmd.Args[0] = srv.Command
 	cmd.Env = env
@@ -121,6 +168,7 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 
 	s := &stdioServer{
 		cmd:         cmd,
+		cancel:      cancel,
 		stderr:      &tailBuffer{max: stderrTailSize},
 		lines:       make(chan []byte),
 		stopReading: make(chan struct{}),
@@ -128,6 +176,7 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 	}
 	cmd.Stderr = s.stderr
 	if s.stdin, err = cmd.StdinPipe(); err != nil {
+		cancel()
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
 	// Our own pipe rather than StdoutPipe: exec closes StdoutPipe as soon
@@ -135,6 +184,7 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		s.stdin.Close()
+		cancel()
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	cmd.Stdout = stdoutW
@@ -142,6 +192,7 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 		s.stdin.Close()
 		stdoutR.Close()
 		stdoutW.Close()
+		cancel()
 		return nil, err
 	}
 	stdoutW.Close()
@@ -161,25 +212,39 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 
 // stop closes stdin, SIGTERMs the process group, SIGKILLs it stopGrace
 // later, and waits for every goroutine of the probe to end.
-func (s *stdioServer) stop(cancel context.CancelFunc) {
-	s.stdin.Close()
-	cancel() // proc.Prepare turns this into SIGTERM, then SIGKILL after the grace
-	<-s.exited
-	close(s.stopReading)
-	s.stdout.Close()
-	s.readerDone.Wait()
+// Stopping twice (a failed respawn leaves the stopped process current) is
+// a no-op.
+func (s *stdioServer) stop() {
+	s.stopOnce.Do(func() {
+		s.stdin.Close()
+		s.cancel() // proc.Prepare turns this into SIGTERM, then SIGKILL after the grace
+		<-s.exited
+		close(s.stopReading)
+		s.stdout.Close()
+		s.readerDone.Wait()
+	})
 }
 
 func (s *stdioServer) call(ctx context.Context, id int64, method string, params any) (*message, error) {
 	// A failed write means the server is gone or closed stdin; what stdout
 	// and the exit status say next explains it better than EPIPE.
 	_ = s.send(encodeRequest(id, method, params))
+	return s.await(ctx, id)
+}
+
+// await reads stdout until a response answers one of ids, skipping
+// notifications, other answers and lines that are not JSON-RPC.
+func (s *stdioServer) await(ctx context.Context, ids ...int64) (*message, error) {
+	if s.eof {
+		return nil, s.awaitExit(ctx)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case line, ok := <-s.lines:
 			if !ok {
+				s.eof = true
 				return nil, s.awaitExit(ctx)
 			}
 			msgs, ok := parseMessages(line)
@@ -190,8 +255,10 @@ func (s *stdioServer) call(ctx context.Context, id int64, method string, params 
 				continue
 			}
 			for i := range msgs {
-				if msgs[i].answers(id) {
-					return &msgs[i], nil
+				for _, id := range ids {
+					if msgs[i].answers(id) {
+						return &msgs[i], nil
+					}
 				}
 			}
 		}

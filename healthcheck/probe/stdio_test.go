@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,9 +28,20 @@ func TestStdioModes(t *testing.T) {
 		want      Verdict
 		reason    []string // each must appear in the reason
 		minTime   time.Duration
+		maxTime   time.Duration
+		era       Era // when healthy; "" means Modern, the go-sdk's own
 	}{
 		{name: "healthy", mode: "healthy", listTools: true, want: Healthy,
-			reason: []string{"answered initialize as " + mcpserver.ServerName}},
+			reason: []string{"answered server/discover as " + mcpserver.ServerName, "(protocol 2026-07-28, modern)"}},
+		{name: "legacy server refuses discover", mode: "legacy", listTools: true, want: Healthy, era: Legacy,
+			reason: []string{"answered initialize as " + mcpserver.ServerName, "legacy: server/discover got JSON-RPC error -32601"}},
+		{name: "legacy server ignores discover", mode: "ignore-discover", listTools: true, want: Healthy, era: Legacy,
+			maxTime: 2500 * time.Millisecond, // the 1 s discover wait, not the 5 s timeout
+			reason:  []string{"answered initialize as", "legacy: server/discover unanswered within 1s"}},
+		{name: "dies on discover, respawned", mode: "die-on-discover", listTools: true, want: Healthy, era: Legacy,
+			reason: []string{"answered initialize as", "exited (exit status 1) on server/discover and was started again"}},
+		{name: "slow handshake, late discover answer", mode: "slow-handshake=1500ms", listTools: true, want: Healthy,
+			minTime: 1500 * time.Millisecond, reason: []string{"answered server/discover"}},
 		{name: "healthy without tools/list", mode: "healthy", want: Healthy},
 		{name: "exit at start", mode: "exit-at-start", want: Transport,
 			reason: []string{"exited (exit status 1) before answering initialize", "exit-at-start: refusing to start"}},
@@ -46,8 +58,10 @@ func TestStdioModes(t *testing.T) {
 			reason: []string{"within 1s (hang)"}},
 		{name: "noisy stdout is skipped", mode: "noisy-stdout", listTools: true, want: Healthy,
 			reason: []string{mcpserver.NoisyLine}},
-		{name: "2026 server answers initialize with an error", mode: "discover-only", want: Healthy,
-			reason: []string{"JSON-RPC error -32601"}},
+		{name: "2026 server that refuses initialize speaks discover", mode: "discover-only", want: Healthy,
+			reason: []string{"answered server/discover"}},
+		{name: "2026 server that ignores discover and refuses initialize", mode: "discover-only,ignore-discover", want: Healthy,
+			era: Legacy, reason: []string{"answered initialize with JSON-RPC error -32601"}},
 		{name: "ignores SIGTERM after answering", mode: "ignore-sigterm,linger", listTools: true, want: Healthy},
 		{name: "ignores SIGTERM and hangs", mode: "ignore-sigterm,never-answer", timeout: time.Second, want: Transport,
 			reason: []string{"(hang)"}},
@@ -101,8 +115,29 @@ func TestStdioModes(t *testing.T) {
 			if res.Verdict == Healthy && res.Latency < tt.minTime {
 				t.Errorf("latency %s, want at least %s", res.Latency, tt.minTime)
 			}
-			if res.Verdict == Healthy && !strings.Contains(tt.mode, "discover-only") && res.ProtocolVersion != ClientProtocolVersion {
-				t.Errorf("protocol version %q, want %q", res.ProtocolVersion, ClientProtocolVersion)
+			if res.Verdict == Healthy {
+				if tt.maxTime > 0 && res.Latency > tt.maxTime {
+					t.Errorf("latency %s, want at most %s", res.Latency, tt.maxTime)
+				}
+				wantEra, wantVersion := tt.era, ModernProtocolVersion
+				if wantEra == "" {
+					wantEra = Modern
+				}
+				if wantEra == Legacy {
+					wantVersion = ClientProtocolVersion
+				}
+				if strings.Contains(tt.mode, "discover-only") && wantEra == Legacy {
+					wantVersion = "" // initialize was refused
+				}
+				if res.Era != wantEra || res.ProtocolVersion != wantVersion {
+					t.Errorf("era %q protocol %q, want %q %q", res.Era, res.ProtocolVersion, wantEra, wantVersion)
+				}
+				if wantSlow := strings.Contains(tt.mode, "ignore-discover") || strings.Contains(tt.mode, "slow-handshake"); res.SlowDiscover != wantSlow {
+					t.Errorf("slow discover %v, want %v", res.SlowDiscover, wantSlow)
+				}
+				if wantEra == Modern && !slices.Contains(res.SupportedVersions, ModernProtocolVersion) {
+					t.Errorf("supported versions %q lack %s", res.SupportedVersions, ModernProtocolVersion)
+				}
 			}
 			requireGone(t, readPids(t, pidfile))
 		})
@@ -297,5 +332,20 @@ func TestStdioLeavesNoGoroutines(t *testing.T) {
 		if left := probeGoroutines(); len(left) > 0 {
 			t.Errorf("mode %s (%s): %d goroutines outlive the probe:\n%s", mode, res.Verdict, len(left), strings.Join(left, "\n\n"))
 		}
+	}
+}
+
+// A server that ends on server/discover is started again; when that start
+// fails, the reason says so (and the stopped first process is not stopped
+// twice).
+func TestStdioRespawnFails(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "once.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nrm -f \"$0\"\necho gone >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := Stdio(context.Background(), &mcpconfig.Server{Name: "once", Transport: mcpconfig.Stdio, Command: script}, Options{Timeout: 3 * time.Second})
+	t.Logf("%+v", res)
+	if res.Verdict != Transport || !strings.Contains(res.Reason, "starting the server again after it ended on server/discover") {
+		t.Errorf("got %+v", res)
 	}
 }

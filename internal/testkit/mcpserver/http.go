@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,6 +32,10 @@ type HTTPOptions struct {
 	// JSONResponse makes Streamable HTTP answer POSTs with
 	// application/json rather than an event stream.
 	JSONResponse bool
+	// Stateless serves Streamable HTTP without sessions, which is what
+	// lets the go-sdk speak 2026-07-28 over HTTP: server/discover lists it,
+	// and requests must carry its headers (Mcp-Method).
+	Stateless bool
 	// Observe, when set, sees every request before any fault applies (a
 	// test watches for DELETE or for headers). It must not read the body.
 	Observe func(*http.Request)
@@ -49,7 +54,7 @@ func NewHTTPHandler(opts HTTPOptions) http.Handler {
 		mux.Handle(SSEPath, mcp.NewSSEHandler(getServer, nil))
 	} else {
 		mux.Handle(StreamablePath, mcp.NewStreamableHTTPHandler(getServer,
-			&mcp.StreamableHTTPOptions{JSONResponse: opts.JSONResponse}))
+			&mcp.StreamableHTTPOptions{JSONResponse: opts.JSONResponse, Stateless: opts.Stateless}))
 	}
 	modes := opts.Modes
 	if modes == nil {
@@ -62,6 +67,19 @@ type faultHandler struct {
 	next    http.Handler
 	modes   ModeSource
 	observe func(*http.Request)
+
+	mu   sync.Mutex
+	warm time.Time // when slow-handshake's warm-up ends; zero before the first handshake
+}
+
+// warmAt is when the server is warm: d after the first handshake request.
+func (h *faultHandler) warmAt(d time.Duration) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.warm.IsZero() {
+		h.warm = time.Now().Add(d)
+	}
+	return h.warm
 }
 
 func (h *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +125,7 @@ func (h *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case m.Status != 0:
 		writeStatus(w, m.Status, m)
 		return
-	case m.DiscoverOnly && r.Method == http.MethodPost:
+	case r.Method == http.MethodPost && (m.DiscoverOnly || m.Legacy || m.IgnoreDiscover || m.SlowHandshake > 0):
 		body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 		if err != nil {
 			http.Error(w, "reading body: "+err.Error(), http.StatusBadRequest)
@@ -117,8 +135,27 @@ func (h *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if json.Unmarshal(body, &req) == nil && req.Method == "initialize" {
+		_ = json.Unmarshal(body, &req)
+		if m.SlowHandshake > 0 && (req.Method == "initialize" || req.Method == MethodDiscover) {
+			select {
+			case <-time.After(time.Until(h.warmAt(m.SlowHandshake))):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		switch {
+		case req.Method == "initialize" && m.DiscoverOnly:
 			w.Header().Set("Content-Type", "application/json")
+			w.Write(methodNotFound(req.ID, req.Method))
+			return
+		case req.Method == MethodDiscover && m.IgnoreDiscover:
+			<-r.Context().Done()
+			return
+		case req.Method == MethodDiscover && m.Legacy:
+			// A 2025 TypeScript SDK server refuses a request without a
+			// session this way.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
 			w.Write(methodNotFound(req.ID, req.Method))
 			return
 		}

@@ -19,9 +19,11 @@ import (
 //
 // stdio:
 //
-//	healthy                  no fault (also the empty string)
+//	healthy                  no fault (also the empty string); server/discover is answered
+//	                         by the go-sdk: a modern (2026-07-28) server
 //	exit-at-start            print an error on stderr and exit 1 at once
-//	exit-during-handshake    read initialize, print "Error: NOTES_API_KEY is not set", exit 1
+//	exit-during-handshake    read the first handshake request (server/discover or initialize),
+//	                         print "Error: NOTES_API_KEY is not set", exit 1
 //	require-env=NAME         like exit-during-handshake, only when NAME is unset or empty
 //	never-answer             read stdin forever, answer nothing, survive stdin EOF
 //	slow-start=DUR           sleep DUR (a Go duration) before serving
@@ -30,9 +32,19 @@ import (
 //	linger                   keep running after stdin EOF (like server-everything)
 //	spawn-child              start a child process (same process group) that ignores SIGTERM
 //
+//	die-on-discover          exit 1 when server/discover arrives (Claude Code then respawns the
+//	                         server and sends initialize, which the next process answers)
+//
 // stdio and HTTP:
 //
 //	discover-only            answer initialize with JSON-RPC error -32601, like a 2026-07-28 server
+//	legacy                   answer server/discover at once with JSON-RPC error -32601 (HTTP: 400
+//	                         with it), like a 2025 SDK server: clients fall back to initialize
+//	ignore-discover          never answer server/discover (HTTP: hold the POST until the client
+//	                         leaves), like a server that drops unknown requests
+//	slow-handshake=DUR       warm up for DUR from the first handshake request (server/discover or
+//	                         initialize): it, and any other arriving meanwhile, are answered only
+//	                         then, like a server that needs DUR before its first answer
 //
 // HTTP:
 //
@@ -54,7 +66,11 @@ type Mode struct {
 	Linger              bool
 	SpawnChild          bool
 
-	DiscoverOnly bool
+	DiscoverOnly   bool
+	Legacy         bool
+	IgnoreDiscover bool
+	DieOnDiscover  bool
+	SlowHandshake  time.Duration
 
 	Status int
 	// RetryAfter is the literal Retry-After value sent with a 429.
@@ -127,6 +143,22 @@ func (m *Mode) apply(name, arg string, hasArg bool) error {
 		return flag(&m.SpawnChild)
 	case "discover-only":
 		return flag(&m.DiscoverOnly)
+	case "legacy":
+		return flag(&m.Legacy)
+	case "ignore-discover":
+		return flag(&m.IgnoreDiscover)
+	case "die-on-discover":
+		return flag(&m.DieOnDiscover)
+	case "slow-handshake":
+		if err := needArg(); err != nil {
+			return err
+		}
+		d, err := time.ParseDuration(arg)
+		if err != nil || d < 0 {
+			return fmt.Errorf("want a duration like 8s")
+		}
+		m.SlowHandshake = d
+		return nil
 	case "rpc-body":
 		return flag(&m.RPCBody)
 	case "hang":

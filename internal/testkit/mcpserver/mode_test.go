@@ -24,6 +24,9 @@ func TestParseMode(t *testing.T) {
 		{"noisy-stdout, ignore-sigterm", Mode{NoisyStdout: true, IgnoreSIGTERM: true}},
 		{"linger\nspawn-child\n", Mode{Linger: true, SpawnChild: true}},
 		{"discover-only", Mode{DiscoverOnly: true}},
+		{"legacy", Mode{Legacy: true}},
+		{"ignore-discover,die-on-discover", Mode{IgnoreDiscover: true, DieOnDiscover: true}},
+		{"slow-handshake=8s", Mode{SlowHandshake: 8 * time.Second}},
 		{"401", Mode{Status: 401}},
 		{"406,rpc-body", Mode{Status: 406, RPCBody: true}},
 		{"429", Mode{Status: 429, RetryAfter: "7"}},
@@ -49,7 +52,7 @@ func TestParseMode(t *testing.T) {
 func TestParseModeErrors(t *testing.T) {
 	for _, in := range []string{
 		"helthy", "exit-at-start=1", "require-env", "require-env=", "slow-start=fast", "slow-start=-1s",
-		"require-header=NoColon", "require-header=:v", "429=soon", "429=date+x", "401=2", "99", "600",
+		"require-header=NoColon", "slow-handshake", "slow-handshake=later", "legacy=1", "require-header=:v", "429=soon", "429=date+x", "401=2", "99", "600",
 	} {
 		if m, err := ParseMode(in); err == nil {
 			t.Errorf("ParseMode(%q) = %+v, want an error", in, m)

@@ -14,6 +14,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// MethodDiscover is the 2026-07-28 era probe Claude Code 2.1.332 sends
+// before initialize.
+const MethodDiscover = "server/discover"
+
 // NoisyLine is what noisy-stdout prints on stdout before serving.
 const NoisyLine = "hello from server"
 
@@ -86,6 +90,7 @@ func ServeStdio(ctx context.Context, cfg StdioConfig) error {
 // filterStdin passes stdin lines to the SDK server unless the current mode
 // says to drop them, crash on them or answer them itself.
 func filterStdin(cfg StdioConfig, out io.Writer, toServer io.Writer) error {
+	warm := false // slow-handshake's warm-up is over
 	lines := bufio.NewScanner(cfg.Stdin)
 	lines.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for lines.Scan() {
@@ -99,7 +104,8 @@ func filterStdin(cfg StdioConfig, out io.Writer, toServer io.Writer) error {
 			Method string          `json:"method"`
 		}
 		_ = json.Unmarshal(line, &req) // garbage goes to the SDK, which copes
-		if req.Method == "initialize" {
+		handshake := req.Method == "initialize" || req.Method == MethodDiscover
+		if handshake {
 			switch {
 			case mode.ExitDuringHandshake:
 				fmt.Fprintln(cfg.Stderr, MissingKeyMessage)
@@ -107,12 +113,32 @@ func filterStdin(cfg StdioConfig, out io.Writer, toServer io.Writer) error {
 			case mode.RequireEnv != "" && os.Getenv(mode.RequireEnv) == "":
 				fmt.Fprintf(cfg.Stderr, "Error: %s is not set\n", mode.RequireEnv)
 				return exit(cfg, 1)
-			case mode.DiscoverOnly:
+			}
+			if mode.SlowHandshake > 0 && !warm {
+				// stdin is read in order: what arrives meanwhile waits too.
+				time.Sleep(mode.SlowHandshake)
+			}
+			warm = true
+		}
+		if req.Method == MethodDiscover {
+			switch {
+			case mode.DieOnDiscover:
+				fmt.Fprintln(cfg.Stderr, "nwtestserver: die-on-discover: exiting on server/discover")
+				return exit(cfg, 1)
+			case mode.IgnoreDiscover:
+				continue
+			case mode.Legacy:
 				if _, err := out.Write(methodNotFound(req.ID, req.Method)); err != nil {
 					return err
 				}
 				continue
 			}
+		}
+		if req.Method == "initialize" && mode.DiscoverOnly {
+			if _, err := out.Write(methodNotFound(req.ID, req.Method)); err != nil {
+				return err
+			}
+			continue
 		}
 		if _, err := toServer.Write(append(line, '\n')); err != nil {
 			return err

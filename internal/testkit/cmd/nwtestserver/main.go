@@ -3,7 +3,7 @@
 // --mode or by a control file the tests rewrite while it runs.
 //
 //	nwtestserver [--mode M] [--control FILE] [--pidfile FILE]
-//	nwtestserver --http 127.0.0.1:0 [--sse] [--json] [--mode M] [--control FILE]
+//	nwtestserver --http 127.0.0.1:0 [--sse] [--json] [--stateless] [--mode M] [--control FILE]
 //
 // With --http the first stdout line is the endpoint URL
 // (http://127.0.0.1:PORT/mcp, or /sse with --sse). See mcpserver.Mode for
@@ -36,6 +36,7 @@ func run() int {
 	httpAddr := flag.String("http", "", "serve HTTP on this address (e.g. 127.0.0.1:0) instead of stdio")
 	sse := flag.Bool("sse", false, "with --http: serve the legacy HTTP+SSE transport at /sse")
 	jsonResponse := flag.Bool("json", false, "with --http: answer POSTs with application/json, not an event stream")
+	stateless := flag.Bool("stateless", false, "with --http: no sessions; the go-sdk then speaks 2026-07-28 over HTTP")
 	pidfile := flag.String("pidfile", "", "write the server's pid (and a spawned child's) to this file, one per line")
 	child := flag.Bool("child", false, "internal: be the spawn-child process")
 	flag.Parse()
@@ -80,14 +81,15 @@ func run() int {
 			Modes:        modes,
 			SSE:          *sse,
 			JSONResponse: *jsonResponse,
+			Stateless:    *stateless,
 			Observe: func(r *http.Request) {
 				fmt.Fprintf(os.Stderr, "nwtestserver: %s %s\n", r.Method, r.URL.Path)
 			},
 			Server: mcpserver.Options{Exit: os.Exit, ControlFile: *control},
 		}, start.IgnoreSIGTERM)
 	}
-	if *sse || *jsonResponse {
-		fmt.Fprintln(os.Stderr, "nwtestserver: --sse and --json need --http")
+	if *sse || *jsonResponse || *stateless {
+		fmt.Fprintln(os.Stderr, "nwtestserver: --sse, --json and --stateless need --http")
 		return 2
 	}
 	// stdio: SIGTERM keeps its default action and ends the process.
