@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -129,8 +130,24 @@ func TestMaintenanceJournalsTheCheckersVerdict(t *testing.T) {
 					w.WriteHeader(tc.status)
 					return
 				}
+				// A legacy server: it knows no server/discover, answers
+				// initialize with the request's own id, and accepts
+				// notifications.
+				var req struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				_ = json.NewDecoder(r.Body).Decode(&req)
+				if len(req.ID) == 0 {
+					w.WriteHeader(http.StatusAccepted)
+					return
+				}
 				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"t","version":"1"}}}`)
+				if req.Method != "initialize" {
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
+					return
+				}
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"t","version":"1"}}}`, req.ID)
 			}))
 			defer api.Close()
 			dir := t.TempDir()
