@@ -9,6 +9,7 @@ import (
 func (k Knobs) Settings() healthcheck.Settings {
 	s := healthcheck.DefaultSettings()
 	s.TTL, s.Backoff, s.MaxBackoff = k.TTL.V, k.Backoff.V, k.MaxBackoff.V
+	s.FailureThreshold = k.FailureThreshold.V
 	return s
 }
 
