@@ -43,6 +43,8 @@ func BlockMessage(server string, e *healthcheck.Entry, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "nightwatch blocked this call on purpose: MCP server %q is %s", server, condition(e.LastFailureCode))
 	if why := strings.TrimSpace(e.LastError); why != "" {
+		// Bun's fetch appends advice for the programmer, not the model.
+		why, _, _ = strings.Cut(why, " For more information, pass `verbose: true`")
 		fmt.Fprintf(&b, " (%s)", shorten(why, 160))
 	}
 	prefix := mcpconfig.NormalizeName(server)
