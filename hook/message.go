@@ -34,19 +34,20 @@ func condition(code healthcheck.FailureCode) string {
 // BlockMessage is what the model reads when a call is blocked: that the
 // block is deliberate, which server is down and why, until when, and what
 // to do instead. Claude Code 2.1.332 puts "PreToolUse:<tool> hook error: "
-// before it (2.1.197 showed it bare), so it opens by saying the hook did
-// its job rather than failed. The server name is quoted (Go syntax) and
-// its tools are named by the normalized prefix Claude Code builds, so no
+// before it (2.1.197 showed it bare), so it says the hook did its job
+// rather than failed ("… so this call was blocked on purpose"). The server
+// name is quoted (Go syntax) and its tools are named by the normalized prefix Claude Code builds, so no
 // character of a hostile name reaches the model unescaped; lastError was
 // redacted before it was stored.
 func BlockMessage(server string, e *healthcheck.Entry, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "nightwatch blocked this call on purpose: MCP server %q is %s", server, condition(e.LastFailureCode))
+	fmt.Fprintf(&b, "nightwatch: MCP server %q is %s", server, condition(e.LastFailureCode))
 	if why := strings.TrimSpace(e.LastError); why != "" {
 		// Bun's fetch appends advice for the programmer, not the model.
 		why, _, _ = strings.Cut(why, " For more information, pass `verbose: true`")
 		fmt.Fprintf(&b, " (%s)", shorten(why, 160))
 	}
+	b.WriteString(", so this call was blocked on purpose")
 	prefix := mcpconfig.NormalizeName(server)
 	until := e.NextRetryAt.Time()
 	if until.After(now) {
