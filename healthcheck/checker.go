@@ -43,6 +43,13 @@ type Checker struct {
 	// Redact removes secrets from every reason before it is stored or
 	// written to the events file.
 	Redact func(string) string
+	// StartsTrials is set by the hook, which decides for a real call: at a
+	// half-open server whose outage only calls can see, Decide lets that
+	// call through as the one trial. Everyone else (the night's check
+	// before it launches a job, maintenance, status) leaves the trial to
+	// the next real call: Decide says the server may be called and starts
+	// nothing, so a check never uses up the trial a session needs.
+	StartsTrials bool
 }
 
 // Options are the Checker's collaborators for New; every zero field gets
@@ -66,6 +73,8 @@ type Options struct {
 	Warn func(string)
 	// Redact removes secrets from reasons (identity when nil).
 	Redact func(string) string
+	// StartsTrials: see Checker.StartsTrials (the hook sets it).
+	StartsTrials bool
 }
 
 // DefaultProbeWait is how long a hook waits for another hook's probe of
@@ -86,6 +95,7 @@ func New(store *Store, settings Settings, opts Options) *Checker {
 		ProbeWait:     opts.ProbeWait,
 		Warn:          opts.Warn,
 		Redact:        opts.Redact,
+		StartsTrials:  opts.StartsTrials,
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -219,6 +229,11 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 // the others find the server blocked again.
 func (c *Checker) trial(server string) Decision {
 	now := c.now()
+	if !c.StartsTrials {
+		_, e := c.Gate(server)
+		return Decision{Allow: true, Server: server, Entry: e,
+			Note: fmt.Sprintf("MCP server %q is half-open: its next real call is the trial", server)}
+	}
 	var before, after *Entry
 	won := false
 	err := c.Store.Update(func(f *File) error {

@@ -66,6 +66,7 @@ func newFixture(t *testing.T, answers ...probe.Result) *fixture {
 			f.reconnects++
 			return ReconnectResult{Attempted: true, OK: f.reconnOK, Detail: "pm2 restart notes"}
 		},
+		StartsTrials: true, // as the hook
 	}
 	return f
 }
@@ -368,6 +369,27 @@ func TestPassiveHealthWithoutDefinition(t *testing.T) {
 	}
 	if f.prober.calls != 0 {
 		t.Errorf("a server without a definition was probed %d times", f.prober.calls)
+	}
+}
+
+// TestChecksDoNotUseUpTheTrial: the night's check before a launch (a
+// Checker without StartsTrials) says a half-open server may be called but
+// leaves the trial to the session's first real call.
+func TestChecksDoNotUseUpTheTrial(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 3; i++ {
+		f.c.RecordFailure(context.Background(), "notes", f.srv, "upstream returned 503 Service Unavailable")
+	}
+	f.now = f.now.Add(31 * time.Second)
+	night := *f.c
+	night.StartsTrials = false
+	for i := 0; i < 3; i++ {
+		if d := night.Decide(context.Background(), "notes", func() *mcpconfig.Server { return f.srv }); !d.Allow || d.Trial {
+			t.Fatalf("check %d: %+v", i, d)
+		}
+	}
+	if d := f.decide(); !d.Allow || !d.Trial {
+		t.Fatalf("the session's call must still be the trial: %+v", d)
 	}
 }
 

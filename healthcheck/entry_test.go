@@ -149,6 +149,8 @@ func FuzzCacheFile(f *testing.F) {
 	f.Add([]byte(articleFile))
 	f.Add([]byte(`{"version":1,"servers":{"a":{"status":"healthy","expiresAt":"12"}}}`))
 	f.Add([]byte(`{"version":1,"servers":{"a":{"lastFailureCode":1e400}}}`))
+	f.Add([]byte(`{"version":1,"servers":{"a":{"status":"unhealthy","lastFailureCode":503,"failureClass":"unavailable","consecutiveFailures":2,"witness":"calls","trialAt":1}}}`))
+	f.Add([]byte(`{"version":1,"servers":{"a":{"lastFailureCode":"unavailable","failureClass":7}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := parseFile("fuzz.json", data)
 		if err != nil {

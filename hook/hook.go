@@ -127,6 +127,7 @@ func newHandler(env Env, p *Payload) *handler {
 		EventsPath:    k.EventsPath.V,
 		Warn:          h.say,
 		Redact:        h.redact,
+		StartsTrials:  true, // the hook decides for a real call
 	})
 	return h
 }
