@@ -268,11 +268,11 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 	server := srv.Name
 	if Reachable(srv, res) {
 		e := c.record(server, func(p *Entry, now time.Time) Entry {
-			n := c.Settings.MarkHealthy(p, now, restoreWay(by))
+			n := c.Settings.ProbeHealthy(p, now, restoreWay(by))
 			stamp(&n, srv, res)
 			return n
 		}, Event{By: by, Verdict: string(res.Verdict)})
-		return Decision{Allow: true, Server: server, Entry: e, Probed: true}
+		return Decision{Allow: e.Status == StatusHealthy, Server: server, Entry: e, Probed: true}
 	}
 
 	code := CodeOfVerdict(res.Verdict)
@@ -545,6 +545,33 @@ func oneLine(s string, max int) string {
 	return string(out)
 }
 
+// RecordClientStatus is what a session's stream-json init event says of a
+// server: "failed" (Claude Code could not connect) or "needs-auth" opens
+// it, announced like every transition; any other status records nothing.
+// srv is the server's definition (nil: only calls can witness it). For
+// the night's stream observer, instead of writing the cache itself.
+func (c *Checker) RecordClientStatus(server string, srv *mcpconfig.Server, status, reason string) *Entry {
+	f := Failure{Reason: reason}
+	switch status {
+	case "failed":
+		f.Code = CodeTransport
+	case "needs-auth":
+		f.Code = CodeAuth
+	default:
+		return nil
+	}
+	if srv == nil || (f.Code == CodeAuth && !SendsCredentials(srv)) {
+		// The probe has no OAuth token of the session's: only a call sees
+		// whether the login is back.
+		f.Witness = WitnessCalls
+	}
+	return c.record(server, func(p *Entry, now time.Time) Entry {
+		n := c.Settings.MarkUnhealthy(p, now, f)
+		stampDefinition(&n, srv)
+		return n
+	}, Event{By: "session-init", Code: string(f.Code), Reason: reason})
+}
+
 // RecordProbe stores a probe's verdict as it is, without the reconnect
 // policy: `nightwatch probe` and preflight report what they see.
 func (c *Checker) RecordProbe(srv *mcpconfig.Server, res probe.Result) *Entry {
@@ -599,7 +626,7 @@ func (c *Checker) RecordProbes(items []ProbeRecord) {
 func probeTransition(s Settings, srv *mcpconfig.Server, res probe.Result) (func(*Entry, time.Time) Entry, Event) {
 	if Reachable(srv, res) {
 		return func(p *Entry, now time.Time) Entry {
-			n := s.MarkHealthy(p, now, RestoredByProbe)
+			n := s.ProbeHealthy(p, now, RestoredByProbe)
 			stamp(&n, srv, res)
 			return n
 		}, Event{By: "probe", Verdict: string(res.Verdict)}

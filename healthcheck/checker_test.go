@@ -548,3 +548,25 @@ func TestAuthRequiredWithTheClientsCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordClientStatus: a server the session's init reports failed or
+// needing auth is opened and announced; other statuses change nothing.
+func TestRecordClientStatus(t *testing.T) {
+	f := newFixture(t)
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	f.c.Events = &EventLog{Path: path}
+	if e := f.c.RecordClientStatus("notes", f.srv, "connected", ""); e != nil {
+		t.Fatalf("connected recorded: %+v", e)
+	}
+	e := f.c.RecordClientStatus("notes", f.srv, "failed", "Claude Code reported the server failed")
+	if e.Status != StatusUnhealthy || e.LastFailureCode != CodeTransport || e.Witness != WitnessProbe {
+		t.Fatalf("failed: %+v", e)
+	}
+	e = f.c.RecordClientStatus("web", &mcpconfig.Server{Name: "web", Transport: mcpconfig.HTTP}, "needs-auth", "needs auth")
+	if e.LastFailureCode != CodeAuth || e.Witness != WitnessCalls || e.ArticleCode() != Article401 {
+		t.Fatalf("needs-auth: %+v", e)
+	}
+	if lines := readLines(t, path); len(lines) != 2 || !strings.Contains(lines[0], `"by":"session-init"`) {
+		t.Fatalf("events: %v", lines)
+	}
+}

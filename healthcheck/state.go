@@ -253,6 +253,18 @@ func (s Settings) MarkHealthy(prev *Entry, now time.Time, restoredBy string) Ent
 	return e
 }
 
+// ProbeHealthy records a healthy probe. It closes an outage the handshake
+// saw; an outage only calls can see (WitnessCalls) stays as it is, since a
+// working handshake says nothing about it: its trial call decides.
+func (s Settings) ProbeHealthy(prev *Entry, now time.Time, restoredBy string) Entry {
+	if prev != nil && prev.Status == StatusUnhealthy && prev.Witness == WitnessCalls {
+		e := *prev
+		e.CheckedAt = MillisOf(now)
+		return e
+	}
+	return s.MarkHealthy(prev, now, restoredBy)
+}
+
 // Failure is what made a server unhealthy.
 type Failure struct {
 	Code   FailureCode

@@ -129,6 +129,8 @@ func TestBreakerTransitions(t *testing.T) {
 		{"the client's own failure opens at once", closed(0), func(p *Entry) Entry {
 			return s.MarkUnhealthy(p, t0, Failure{Code: CodeTransport})
 		}, StateOpen, GateBlock, 0, 1, 30 * time.Second},
+		{"a healthy probe does not clear an outage only calls see", open, func(p *Entry) Entry { return s.ProbeHealthy(p, t0, RestoredByProbe) }, StateOpen, GateBlock, 0, 1, time.Second},
+		{"a healthy probe clears an outage the handshake saw", &Entry{Status: StatusUnhealthy, FailureCount: 2, NextRetryAt: ms}, func(p *Entry) Entry { return s.ProbeHealthy(p, t0, RestoredByProbe) }, StateClosed, GateAllow, 0, 0, 0},
 		{"probe-witnessed half-open is probed", &Entry{Status: StatusUnhealthy, FailureCount: 1, NextRetryAt: ms}, func(p *Entry) Entry { return *p }, StateHalfOpen, GateProbe, 0, 1, 0},
 	}
 	for _, tt := range tests {
