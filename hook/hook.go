@@ -196,8 +196,14 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 	if d.Note != "" {
 		h.say("nightwatch: " + d.Note)
 	}
+	if d.Unchecked && h.p.ServerSource == "dynamic" {
+		// 2.1.332 says where the server came from: a --mcp-config file the
+		// hook is not told about.
+		h.say(fmt.Sprintf("nightwatch: %q comes from the session's --mcp-config; name the same file in %s so nightwatch can probe it",
+			server, knobs.EnvMCPConfig[0]))
+	}
 	if d.Allow {
-		h.log.Info().Str("server", server).Str("tool", tool).Bool("probed", d.Probed).Msg("allow")
+		h.log.Info().Str("server", server).Str("tool", tool).Bool("probed", d.Probed).Bool("trial", d.Trial).Msg("allow")
 		return ExitAllow
 	}
 	if d.Entry == nil {
