@@ -62,7 +62,7 @@ var (
 	ratePattern        = lazyRegexp(`(?i)\b429\b|rate[ -]?limit|too many requests|quota exceeded`)
 	unavailablePattern = lazyRegexp(`(?i)\b5\d\d\b|service unavailable|unavailable|bad gateway|gateway time-?out|overloaded|internal server error`)
 	transportPattern   = lazyRegexp(`(?i)ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EPIPE|EHOSTUNREACH|socket hang up|connection (?:was )?(?:refused|failed|lost|reset|closed)|broken pipe|timed? ?out\b`)
-	toolOwnPattern     = lazyRegexp(`(?i)\bENOENT\b|no such file|invalid argument|invalid param|\bEINVAL\b|not found|does not exist|\bEISDIR\b|\bENOTDIR\b|\bEEXIST\b|is a directory`)
+	toolOwnPattern     = lazyRegexp(`(?i)\bENOENT\b|\bEACCES\b|\bEPERM\b|no such file|invalid argument|invalid param|\bEINVAL\b|not found|does not exist|\bEISDIR\b|\bENOTDIR\b|\bEEXIST\b|is a directory`)
 	mcpErrorPrefix     = lazyRegexp(`^MCP error (-?\d+):\s?`)
 	errnoPrefix        = lazyRegexp(`^(E[A-Z]+):\s?`)
 	clientToolTimeout  = lazyRegexp(`MCP server ".*" tool ".*" timed out after`)

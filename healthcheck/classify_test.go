@@ -131,6 +131,7 @@ func TestClassifyServerTexts(t *testing.T) {
 		{"ENOENT: no such file or directory, open '/tmp/x'", mcpconfig.Stdio, CodeToolError, toolError},
 		{"ENOENT: no such file or directory, open '/srv/upstream-503.log'", mcpconfig.Stdio, CodeToolError, toolError},
 		{"MCP error 0: file not found", mcpconfig.Stdio, CodeToolError, toolError},
+		{"EACCES: permission denied, open '/etc/shadow'", mcpconfig.Stdio, CodeToolError, toolError},
 		{"invalid argument: limit must be positive", mcpconfig.Stdio, CodeToolError, toolError},
 		{"MCP error -32602: Invalid params", mcpconfig.Stdio, CodeToolError, toolError},
 		{"page 42 not found", mcpconfig.HTTP, CodeToolError, toolError},
