@@ -248,10 +248,11 @@ func (c *Checker) trial(server string) Decision {
 		return nil
 	})
 	if err != nil {
-		// Without the lock the one-trial promise cannot be kept: block,
-		// and say why.
-		c.warn(fmt.Sprintf("nightwatch: cannot start the trial call of %s: %v; blocking it", server, err))
-		return Decision{Allow: false, Server: server, Entry: before}
+		// Without the cache the one-trial promise cannot be kept; blocking
+		// would keep the server down for as long as the cache is broken,
+		// so the call goes ahead as a trial, said out loud.
+		c.warn(fmt.Sprintf("nightwatch: cannot record the trial call of %s: %v; letting this call through as a trial that other sessions may repeat", server, err))
+		return Decision{Allow: true, Server: server, Entry: before, Trial: true}
 	}
 	if !won {
 		g := GateOf(after, now)
