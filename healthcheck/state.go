@@ -9,16 +9,20 @@ import (
 // gate that answers "may this call go ahead?" from the cache alone, and
 // every transition as a pure function of the previous entry and the time.
 //
-//	           success / healthy probe                 failure the client or a probe confirms
-//	 ┌────────────────────────────────┐     ┌──────────────────────────────────────────────┐
-//	 ▼                                │     │  FailureThreshold upstream failures in a row   ▼
-//	CLOSED (healthy) ─────────────────┼─────┴──────────────────────────────────────────► OPEN (unhealthy,
-//	  │ TTL over: probe               │                                                   within backoff)
-//	  │                               │                                                      │ backoff over
-//	  │                               │          failure: reopen, next backoff               ▼
-//	  └───────────────────────────────┴──── HALF-OPEN ◄──────────────────────────────────────┘
-//	                                         witness probe: one probe decides (one hook at a time)
-//	                                         witness calls: one trial call decides (one across sessions)
+//	CLOSED (healthy)
+//	  │  the client's own failure (closed connection, refused, HTTP error)  ──► OPEN   MarkUnhealthy
+//	  │  a failed probe                                                       ──► OPEN   MarkUnhealthy
+//	  │  an upstream failure (5xx, 429, timed out, …)                         ──► CLOSED CountFailure, count+1
+//	  │  the FailureThreshold-th upstream failure in a row                    ──► OPEN   CountFailure (witness calls)
+//	  │  a successful call                                                    ──► CLOSED MarkHealthy, count reset
+//	  │  TTL over                                                             ──► one probe (GateProbe)
+//	OPEN (unhealthy, within backoff): every call blocked                    ──► HALF-OPEN when the backoff is over
+//	HALF-OPEN
+//	  │  witness probe: one probe (one hook at a time, the probe lock)
+//	  │      healthy ──► CLOSED (ProbeHealthy)       failed ──► OPEN, next backoff
+//	  │  witness calls: one trial call (one across sessions, StartTrial under the cache lock)
+//	  │      works   ──► CLOSED (MarkHealthy)        fails  ──► OPEN, next backoff (CountFailure)
+//	  │      a healthy probe changes nothing (ProbeHealthy)
 
 // Status is the state a server is in, as the article's file writes it.
 type Status string
