@@ -1,6 +1,7 @@
 package hook_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -321,35 +322,14 @@ func TestClaudeHTTPServerUnavailable(t *testing.T) {
 }
 
 // TestClaudeHTTPServerKilledMidNight: the process serving an HTTP server
-// goes away during a call. The client's own text (a closed socket, a
-// refused connection; 2.1.332 adds an errno prefix) opens the server at
-// once, and the next call is blocked.
+// (nwtestserver --http, a process of its own) dies during a call. The
+// client's own text (a closed socket; 2.1.332 adds an errno prefix) opens
+// the server at once, and the next call is blocked instead of meeting a
+// refused connection.
 func TestClaudeHTTPServerKilledMidNight(t *testing.T) {
 	testkit.ForEachClaude(t, func(t *testing.T, version string) {
-		mcpHandler := mcpserver.NewHTTPHandler(mcpserver.HTTPOptions{})
-		var srv *httptest.Server
-		var killed atomic.Bool
-		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if killed.Load() || bytes.Contains(body, []byte(`"name":"die"`)) {
-				// The process dies mid-request: the connection drops
-				// without an answer, and nothing listens any more.
-				killed.Store(true)
-				if hj, ok := w.(http.Hijacker); ok {
-					if conn, _, err := hj.Hijack(); err == nil {
-						conn.Close()
-					}
-				}
-				go srv.Listener.Close()
-				return
-			}
-			mcpHandler.ServeHTTP(w, r)
-		}))
-		t.Cleanup(srv.Close)
-		n := newNight(t, version, map[string]any{"web": map[string]any{
-			"type": "http", "url": srv.URL + mcpserver.StreamablePath,
-		}}, true)
+		url := startHTTPServerProcess(t)
+		n := newNight(t, version, map[string]any{"web": map[string]any{"type": "http", "url": url}}, true)
 		got := n.session("killed",
 			`mcp__web__echo {"message":"first"}`,
 			`mcp__web__die {}`,
@@ -359,10 +339,35 @@ func TestClaudeHTTPServerKilledMidNight(t *testing.T) {
 			t.Errorf("die: want the client's transport error, got %q", got[1].Content)
 		}
 		n.wantBlocked(got[2], "web", "unreachable")
-		if e := n.entry("web"); e.LastFailureCode != healthcheck.CodeTransport {
+		if e := n.entry("web"); e.LastFailureCode != healthcheck.CodeTransport || e.ArticleCode() != healthcheck.ArticleTransport {
 			t.Errorf("cache: %+v", e)
 		}
 	})
+}
+
+// startHTTPServerProcess runs the test MCP server over Streamable HTTP as
+// a process of its own (its die tool ends that process) and returns its URL.
+func startHTTPServerProcess(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, testkit.BuildTestServer(t), "--http", "127.0.0.1:0")
+	proc.Prepare(cmd, 200*time.Millisecond)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = proc.Wait(cmd)
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("test server printed no URL: %v", err)
+	}
+	return strings.TrimSpace(line)
 }
 
 // upstreamNight serves a go-sdk server whose handshake always works and
