@@ -11,15 +11,6 @@ import (
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
-// Action is what the reconnect policy says to do about a failure.
-type Action string
-
-const (
-	ActionReconnect Action = "reconnect"
-	ActionWait      Action = "wait"
-	ActionNone      Action = "none"
-)
-
 // ReconnectResult is the outcome of one reconnect command.
 type ReconnectResult struct {
 	Attempted bool
@@ -37,8 +28,8 @@ type Checker struct {
 	Now      func() time.Time
 	// Probe asks one server; the hook passes probe.Probe with its options.
 	Probe func(ctx context.Context, srv *mcpconfig.Server) probe.Result
-	// Policy maps a failure to an action (reconnect.DefaultPolicy).
-	Policy func(code FailureCode, haveCommand bool) Action
+	// Policy maps a failure to an action (DefaultPolicy).
+	Policy Policy
 	// HaveReconnect says whether a reconnect command is configured.
 	HaveReconnect func(server string) bool
 	// Reconnect runs the server's reconnect command.
@@ -52,6 +43,80 @@ type Checker struct {
 	// Redact removes secrets from every reason before it is stored or
 	// written to the events file.
 	Redact func(string) string
+	// StartsTrials is set by the hook, which decides for a real call: at a
+	// half-open server whose outage only calls can see, Decide lets that
+	// call through as the one trial. Everyone else (the night's check
+	// before it launches a job, maintenance, status) leaves the trial to
+	// the next real call: Decide says the server may be called and starts
+	// nothing, so a check never uses up the trial a session needs.
+	StartsTrials bool
+}
+
+// Options are the Checker's collaborators for New; every zero field gets
+// its default there.
+type Options struct {
+	// Now is the clock (time.Now).
+	Now func() time.Time
+	// Probe asks one server (nil: servers are never probed, only watched).
+	Probe func(ctx context.Context, srv *mcpconfig.Server) probe.Result
+	// Policy maps a failure class to an action (DefaultPolicy).
+	Policy Policy
+	// Reconnect runs a server's reconnect command and HaveReconnect says
+	// whether it has one (a reconnect.Runner's Run and Have); nil: never.
+	Reconnect     func(ctx context.Context, server string) ReconnectResult
+	HaveReconnect func(server string) bool
+	// ProbeWait bounds the wait for another process's probe (15 s).
+	ProbeWait time.Duration
+	// EventsPath is the events file ("" writes none).
+	EventsPath string
+	// Warn receives what must not stay silent (discarded when nil).
+	Warn func(string)
+	// Redact removes secrets from reasons (identity when nil).
+	Redact func(string) string
+	// StartsTrials: see Checker.StartsTrials (the hook sets it).
+	StartsTrials bool
+}
+
+// DefaultProbeWait is how long a hook waits for another hook's probe of
+// the same server before probing itself.
+const DefaultProbeWait = 15 * time.Second
+
+// New is the one way to build a Checker: it resolves every default, so the
+// hook, the operator commands, preflight and the night decide alike.
+func New(store *Store, settings Settings, opts Options) *Checker {
+	c := &Checker{
+		Store:         store,
+		Settings:      settings.withDefaults(),
+		Now:           opts.Now,
+		Probe:         opts.Probe,
+		Policy:        opts.Policy,
+		HaveReconnect: opts.HaveReconnect,
+		Reconnect:     opts.Reconnect,
+		ProbeWait:     opts.ProbeWait,
+		Warn:          opts.Warn,
+		Redact:        opts.Redact,
+		StartsTrials:  opts.StartsTrials,
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Policy == nil {
+		c.Policy = DefaultPolicy
+	}
+	if c.ProbeWait <= 0 {
+		c.ProbeWait = DefaultProbeWait
+	}
+	if c.Warn == nil {
+		c.Warn = func(string) {}
+	}
+	if c.Redact == nil {
+		c.Redact = func(s string) string { return s }
+	}
+	if store != nil && store.Warn == nil {
+		store.Warn = c.Warn
+	}
+	c.Events = &EventLog{Path: opts.EventsPath, Warn: c.Warn}
+	return c
 }
 
 // Decision is the answer for one call.
@@ -62,11 +127,12 @@ type Decision struct {
 	Entry *Entry
 	// Probed is true when this decision ran a probe.
 	Probed bool
-	// Trial is true when an auth-failed server is let through for one
-	// call because a probe cannot see the session's credentials.
+	// Trial is true when this call is the one trial call let through a
+	// half-open server whose outage only calls can see.
 	Trial bool
 	// Unchecked is true when the call is allowed because nightwatch could
-	// not check it (no config for the server, a transport it cannot probe).
+	// not check it (no definition of the server, a transport it cannot
+	// probe): its result is still watched (passive health).
 	Unchecked bool
 	Note      string
 }
@@ -105,9 +171,10 @@ func (c *Checker) Gate(server string) (Gate, *Entry) {
 	return GateOf(e, c.now()), e
 }
 
-// Decide answers whether a call to server may go ahead: the two gates
-// first, then (after the backoff) one probe per server at a time, the
-// reconnect policy and a record of the outcome. lookup finds the server's
+// Decide answers whether a call to server may go ahead: the gates first,
+// then, once the backoff is over, either one trial call (an outage only
+// calls can see) or one probe per server at a time with the reconnect
+// policy, and a record of the outcome. lookup finds the server's
 // definition; it is called only when a probe is needed.
 func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpconfig.Server) Decision {
 	switch g, e := c.Gate(server); g {
@@ -115,11 +182,13 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 		return Decision{Allow: true, Server: server, Entry: e}
 	case GateBlock:
 		return Decision{Allow: false, Server: server, Entry: e}
+	case GateTrial:
+		return c.trial(server)
 	}
 
 	wait := c.ProbeWait
 	if wait <= 0 {
-		wait = 15 * time.Second
+		wait = DefaultProbeWait
 	}
 	lock, ok, err := c.Store.AcquireProbe(ctx, server, wait)
 	switch {
@@ -131,50 +200,80 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 		defer lock.Release()
 	}
 	// Another hook may have probed while this one waited for the lock.
-	if g, e := c.Gate(server); g != GateProbe {
+	switch g, e := c.Gate(server); g {
+	case GateAllow, GateBlock:
 		return Decision{Allow: g == GateAllow, Server: server, Entry: e}
+	case GateTrial:
+		return c.trial(server)
 	}
 
-	srv := lookup()
-	if srv == nil {
+	var srv *mcpconfig.Server
+	if lookup != nil {
+		srv = lookup()
+	}
+	if srv == nil || c.Probe == nil {
 		return Decision{Allow: true, Server: server, Unchecked: true,
-			Note: fmt.Sprintf("no definition of MCP server %q was found, so it cannot be probed; the call goes ahead unchecked", server)}
+			Note: fmt.Sprintf("no definition of MCP server %q was found, so it cannot be probed; it has passive health only (its calls are watched)", server)}
 	}
 	res := c.Probe(ctx, srv)
 	if res.Verdict == probe.Unsupported {
 		return Decision{Allow: true, Server: server, Unchecked: true, Probed: true,
-			Note: fmt.Sprintf("MCP server %q: %s; the call goes ahead unchecked", server, res.Reason)}
+			Note: fmt.Sprintf("MCP server %q: %s; it has passive health only (its calls are watched)", server, res.Reason)}
 	}
 	return c.settle(ctx, srv, res, "probe")
+}
+
+// trial lets exactly one call through a half-open server, across every
+// process: the check and the start of the trial are one locked update of
+// the cache, so of many hooks that find the backoff over, one wins and
+// the others find the server blocked again.
+func (c *Checker) trial(server string) Decision {
+	now := c.now()
+	if !c.StartsTrials {
+		_, e := c.Gate(server)
+		return Decision{Allow: true, Server: server, Entry: e,
+			Note: fmt.Sprintf("MCP server %q is half-open: its next real call is the trial", server)}
+	}
+	var before, after *Entry
+	won := false
+	err := c.Store.Update(func(f *File) error {
+		before = f.Entry(server)
+		if GateOf(before, now) != GateTrial {
+			after = before
+			return nil
+		}
+		n := c.Settings.StartTrial(*before, now)
+		f.Servers[server] = &n
+		after, won = &n, true
+		return nil
+	})
+	if err != nil {
+		// Without the cache the one-trial promise cannot be kept; blocking
+		// would keep the server down for as long as the cache is broken,
+		// so the call goes ahead as a trial, said out loud.
+		c.warn(fmt.Sprintf("nightwatch: cannot record the trial call of %s: %v; letting this call through as a trial that other sessions may repeat", server, err))
+		return Decision{Allow: true, Server: server, Entry: before, Trial: true}
+	}
+	if !won {
+		g := GateOf(after, now)
+		return Decision{Allow: g == GateAllow || g == GateProbe, Server: server, Entry: after}
+	}
+	c.announce(server, before, after, Event{Kind: EventTrial, By: "trial", Code: string(after.LastFailureCode)}, now)
+	return Decision{Allow: true, Server: server, Entry: after, Trial: true,
+		Note: fmt.Sprintf("MCP server %q: its backoff is over; letting one trial call through (its result decides)", server)}
 }
 
 // settle turns a probe result into a recorded state and a decision,
 // running the reconnect policy on a failure.
 func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.Result, by string) Decision {
 	server := srv.Name
-	if res.Verdict == probe.AuthRequired && !sendsCredentials(srv) {
-		prev := c.read().Entry(server)
-		if prev != nil && prev.Status == StatusUnhealthy && prev.LastFailureCode == CodeAuth {
-			// The probe cannot see the session's credentials: only a real
-			// call can show whether re-authentication worked. Let one
-			// through and keep the server blocked for everyone else.
-			e := c.record(server, func(p *Entry, now time.Time) Entry {
-				if p == nil {
-					p = prev
-				}
-				return c.Settings.Postpone(*p, now)
-			}, Event{Kind: EventTrial, Verdict: string(res.Verdict), Reason: res.Reason})
-			return Decision{Allow: true, Server: server, Entry: e, Probed: true, Trial: true,
-				Note: fmt.Sprintf("MCP server %q failed authentication on its last call; letting one trial call through", server)}
-		}
-	}
-	if reachableWith(srv, res) {
+	if Reachable(srv, res) {
 		e := c.record(server, func(p *Entry, now time.Time) Entry {
-			n := c.Settings.MarkHealthy(p, now, restoreWay(by))
+			n := c.Settings.ProbeHealthy(p, now, restoreWay(by))
 			stamp(&n, srv, res)
 			return n
 		}, Event{By: by, Verdict: string(res.Verdict)})
-		return Decision{Allow: true, Server: server, Entry: e, Probed: true}
+		return Decision{Allow: e.Status == StatusHealthy, Server: server, Entry: e, Probed: true}
 	}
 
 	code := CodeOfVerdict(res.Verdict)
@@ -183,7 +282,7 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 		rc := c.Reconnect(ctx, server)
 		if rc.Attempted && rc.OK {
 			again := c.Probe(ctx, srv)
-			if reachableWith(srv, again) {
+			if Reachable(srv, again) {
 				e := c.record(server, func(p *Entry, now time.Time) Entry {
 					n := c.Settings.MarkHealthy(p, now, RestoredByReconnect)
 					stamp(&n, srv, again)
@@ -206,11 +305,14 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 	return Decision{Allow: false, Server: server, Entry: e, Probed: true}
 }
 
-// sendsCredentials says whether the probe sends the same credentials as
+// SendsCredentials says whether the probe sends the same credentials as
 // the client: an Authorization header configured for an HTTP server. Then
 // a 401/403 to the probe is the client's 401 too (expired or revoked
 // token), not an endpoint guarding itself from a credential-less probe.
-func sendsCredentials(srv *mcpconfig.Server) bool {
+func SendsCredentials(srv *mcpconfig.Server) bool {
+	if srv == nil {
+		return false
+	}
 	for name, v := range srv.Headers {
 		if strings.EqualFold(name, "Authorization") && strings.TrimSpace(v) != "" {
 			return true
@@ -219,21 +321,27 @@ func sendsCredentials(srv *mcpconfig.Server) bool {
 	return false
 }
 
-// reachableWith is Verdict.Reachable, except that auth-required is a
+// Reachable is the one reachability rule of nightwatch, for the hook,
+// preflight, maintenance and the stream observer alike: the probe's
+// verdict proves the server can be called, except that auth-required is a
 // failure when the probe sent the client's own credentials.
-func reachableWith(srv *mcpconfig.Server, res probe.Result) bool {
-	if res.Verdict == probe.AuthRequired && sendsCredentials(srv) {
+func Reachable(srv *mcpconfig.Server, res probe.Result) bool {
+	if res.Verdict == probe.AuthRequired && SendsCredentials(srv) {
 		return false
 	}
 	return res.Verdict.Reachable()
 }
 
 func (c *Checker) policy(code FailureCode, server string) Action {
-	if c.Policy == nil || c.Reconnect == nil {
+	if c.Reconnect == nil {
 		return ActionWait
 	}
 	have := c.HaveReconnect != nil && c.HaveReconnect(server)
-	return c.Policy(code, have)
+	policy := c.Policy
+	if policy == nil {
+		policy = DefaultPolicy
+	}
+	return policy(code, have)
 }
 
 func restoreWay(by string) string {
@@ -250,6 +358,13 @@ func stamp(e *Entry, srv *mcpconfig.Server, res probe.Result) {
 	e.Transport = string(srv.Transport)
 	e.Verdict = string(res.Verdict)
 	e.LatencyMs = res.Latency.Milliseconds()
+}
+
+func stampDefinition(e *Entry, srv *mcpconfig.Server) {
+	if srv != nil {
+		e.Source = srv.Source
+		e.Transport = string(srv.Transport)
+	}
 }
 
 // record applies change to the freshest entry under the cache lock and
@@ -303,27 +418,31 @@ func (c *Checker) announce(server string, before, after *Entry, ev Event, now ti
 	c.Events.Append(ev)
 }
 
-// RecordSuccess is PostToolUse: a real call that worked is the best probe.
-// A healthy entry with more than half its TTL left is not rewritten, so a
-// busy session does not fsync the cache after every call.
+// RecordSuccess is PostToolUse: a real call that worked is the best
+// witness. It closes the server (ending a trial), and resets the count of
+// upstream failures. A healthy entry with more than half its TTL left and
+// nothing counted is not rewritten, so a busy session does not fsync the
+// cache after every call.
 func (c *Checker) RecordSuccess(server string, srv *mcpconfig.Server) {
 	now := c.now()
-	if e := c.read().Entry(server); e != nil && e.Status == StatusHealthy &&
-		e.ExpiresAt.Time().Sub(now) > c.Settings.TTL/2 {
+	if e := c.read().Entry(server); e != nil && e.Status == StatusHealthy && e.ConsecutiveFailures == 0 &&
+		e.ExpiresAt.Time().Sub(now) > c.Settings.withDefaults().TTL/2 {
 		return
 	}
 	c.record(server, func(p *Entry, now time.Time) Entry {
 		n := c.Settings.MarkHealthy(p, now, RestoredByPassive)
-		if srv != nil {
-			n.Source = srv.Source
-			n.Transport = string(srv.Transport)
-		}
+		stampDefinition(&n, srv)
 		return n
 	}, Event{By: RestoredByPassive})
 }
 
 // RecordFailure is PostToolUseFailure: classify the client's error text,
-// mark the server, and run the reconnect policy. It returns the
+// then open the server at once (the client's own transport or auth
+// failure, or one a probe confirms), count it (a server or upstream
+// condition the handshake cannot see: opens at the threshold), or leave
+// the server alone (a tool's own error; a text that tells nothing). srv
+// is nil when nightwatch has no definition: the failure is still recorded
+// and counted, with only calls to witness it. It returns the
 // classification and the entry after it (nil when nothing was recorded).
 func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconfig.Server, text string) (Classification, *Entry) {
 	transport := mcpconfig.Transport("")
@@ -331,16 +450,22 @@ func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconf
 		transport = srv.Transport
 	}
 	cl := Classify(text, transport)
+	reason := oneLine(text, 300)
+	if cl.Counts {
+		return cl, c.count(server, srv, Failure{Code: cl.Code, Reason: reason})
+	}
 	if !cl.MarksUnhealthy {
 		return cl, nil
 	}
-	reason := oneLine(text, 300)
-	if cl.NeedsProbe && srv != nil {
+	canProbe := srv != nil && c.Probe != nil
+	if cl.NeedsProbe && canProbe {
 		// The client dropped the HTTP status; ask the server for it.
 		res := c.Probe(ctx, srv)
-		if reachableWith(srv, res) {
-			c.warn(fmt.Sprintf("nightwatch: a call to %s failed (%s) but a probe now finds it reachable; not marking it unhealthy", server, reason))
-			return cl, nil
+		if Reachable(srv, res) {
+			// The handshake works, so the fault is one only calls see:
+			// count it like an upstream failure.
+			cl.Counts, cl.MarksUnhealthy = true, false
+			return cl, c.count(server, srv, Failure{Code: cl.Code, Reason: reason + "; a probe finds the handshake working"})
 		}
 		res.Reason = reason + "; probe: " + res.Reason
 		d := c.settle(ctx, srv, res, "call-failure")
@@ -348,16 +473,18 @@ func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconf
 		return cl, d.Entry
 	}
 	f := Failure{Code: cl.Code, Reason: reason}
+	if !canProbe || (cl.Code == CodeAuth && !SendsCredentials(srv)) {
+		// A probe cannot see this outage (no definition, or credentials
+		// the probe does not have): only a trial call may end it.
+		f.Witness = WitnessCalls
+	}
 	e := c.record(server, func(p *Entry, now time.Time) Entry {
 		n := c.Settings.MarkUnhealthy(p, now, f)
-		if srv != nil {
-			n.Source = srv.Source
-			n.Transport = string(srv.Transport)
-		}
+		stampDefinition(&n, srv)
 		return n
 	}, Event{By: "call-failure", Code: string(cl.Code), Reason: reason})
 
-	if srv != nil && c.policy(cl.Code, server) == ActionReconnect {
+	if canProbe && c.policy(cl.Code, server) == ActionReconnect {
 		rc := c.Reconnect(ctx, server)
 		if rc.Attempted && rc.OK {
 			// Only a healthy re-probe clears the entry.
@@ -376,6 +503,34 @@ func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconf
 	return cl, e
 }
 
+// count applies one upstream failure under the cache lock, so that 64
+// concurrent hooks lose no count, and announces an opening (a closed
+// server tripping, or a trial call failing: half-open → open). A restart
+// cannot fix an upstream, so no reconnect runs; the trial call decides.
+func (c *Checker) count(server string, srv *mcpconfig.Server, f Failure) *Entry {
+	now := c.now()
+	var before *Entry
+	var after Entry
+	opened := false
+	err := c.Store.Update(func(file *File) error {
+		before = file.Entry(server)
+		after, opened = c.Settings.CountFailure(before, now, f)
+		stampDefinition(&after, srv)
+		after.LastError = c.redact(after.LastError)
+		file.Servers[server] = &after
+		return nil
+	})
+	if err != nil {
+		c.warn(fmt.Sprintf("nightwatch: cannot save the failure count of %s: %v", server, err))
+		return &after
+	}
+	if opened {
+		c.announce(server, before, &after, Event{Kind: EventState, By: "call-failures",
+			Code: string(f.Code), Reason: f.Reason}, now)
+	}
+	return &after
+}
+
 func oneLine(s string, max int) string {
 	out := make([]rune, 0, len(s))
 	for _, r := range s {
@@ -389,6 +544,33 @@ func oneLine(s string, max int) string {
 		}
 	}
 	return string(out)
+}
+
+// RecordClientStatus is what a session's stream-json init event says of a
+// server: "failed" (Claude Code could not connect) or "needs-auth" opens
+// it, announced like every transition; any other status records nothing.
+// srv is the server's definition (nil: only calls can witness it). For
+// the night's stream observer, instead of writing the cache itself.
+func (c *Checker) RecordClientStatus(server string, srv *mcpconfig.Server, status, reason string) *Entry {
+	f := Failure{Reason: reason}
+	switch status {
+	case "failed":
+		f.Code = CodeTransport
+	case "needs-auth":
+		f.Code = CodeAuth
+	default:
+		return nil
+	}
+	if srv == nil || (f.Code == CodeAuth && !SendsCredentials(srv)) {
+		// The probe has no OAuth token of the session's: only a call sees
+		// whether the login is back.
+		f.Witness = WitnessCalls
+	}
+	return c.record(server, func(p *Entry, now time.Time) Entry {
+		n := c.Settings.MarkUnhealthy(p, now, f)
+		stampDefinition(&n, srv)
+		return n
+	}, Event{By: "session-init", Code: string(f.Code), Reason: reason})
 }
 
 // RecordProbe stores a probe's verdict as it is, without the reconnect
@@ -443,9 +625,9 @@ func (c *Checker) RecordProbes(items []ProbeRecord) {
 }
 
 func probeTransition(s Settings, srv *mcpconfig.Server, res probe.Result) (func(*Entry, time.Time) Entry, Event) {
-	if reachableWith(srv, res) {
+	if Reachable(srv, res) {
 		return func(p *Entry, now time.Time) Entry {
-			n := s.MarkHealthy(p, now, RestoredByProbe)
+			n := s.ProbeHealthy(p, now, RestoredByProbe)
 			stamp(&n, srv, res)
 			return n
 		}, Event{By: "probe", Verdict: string(res.Verdict)}

@@ -3,6 +3,7 @@ package healthcheck
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -65,6 +66,7 @@ func newFixture(t *testing.T, answers ...probe.Result) *fixture {
 			f.reconnects++
 			return ReconnectResult{Attempted: true, OK: f.reconnOK, Detail: "pm2 restart notes"}
 		},
+		StartsTrials: true, // as the hook
 	}
 	return f
 }
@@ -184,7 +186,7 @@ func TestAuthRequiredProbe(t *testing.T) {
 func TestNoDefinitionIsSaidNotBlocked(t *testing.T) {
 	f := newFixture(t)
 	d := f.c.Decide(context.Background(), "ghost", func() *mcpconfig.Server { return nil })
-	if !d.Allow || !d.Unchecked || d.Note == "" || f.prober.calls != 0 {
+	if !d.Allow || !d.Unchecked || !strings.Contains(d.Note, "passive health only") || f.prober.calls != 0 {
 		t.Fatalf("%+v", d)
 	}
 }
@@ -221,24 +223,32 @@ func TestRecordFailure(t *testing.T) {
 		transport  mcpconfig.Transport
 		probe      probe.Result
 		haveCmd    bool
-		wantStatus Status
+		wantStatus Status // "" when nothing was recorded
 		wantCode   FailureCode
+		wantCount  int // consecutive upstream failures after it
 		wantProbes int
 		wantRecon  int
 	}{
-		{"tool error leaves the server alone", "STUB isError text", mcpconfig.Stdio, probe.Result{}, true, "", CodeToolError, 0, 0},
-		{"crash marks transport", "MCP error -32000: Connection closed", mcpconfig.Stdio, probe.Result{}, false, StatusUnhealthy, CodeTransport, 0, 0},
-		{"crash with reconnect and healthy re-probe", "MCP error -32000: Connection closed", mcpconfig.Stdio, probe.Result{Verdict: probe.Healthy}, true, StatusHealthy, "", 1, 1},
-		{"status-less HTTP error asks the server", "Streamable HTTP error: Error POSTing to endpoint: ", mcpconfig.HTTP, probe.Result{Verdict: probe.Unavailable, Status: 503}, false, StatusUnhealthy, CodeUnavailable, 1, 0},
-		{"status-less HTTP error, server fine now", "Streamable HTTP error: Error POSTing to endpoint: oops", mcpconfig.HTTP, probe.Result{Verdict: probe.Healthy}, false, "", CodeUnavailable, 1, 0},
-		{"status-less HTTP error is a 429", "Streamable HTTP error: Error POSTing to endpoint: ", mcpconfig.HTTP, probe.Result{Verdict: probe.RateLimited, RetryAfter: time.Minute}, true, StatusUnhealthy, CodeRateLimited, 1, 0},
+		{"tool error leaves the server alone", "ENOENT: no such file or directory, open '/x'", mcpconfig.Stdio, probe.Result{}, true, "", CodeToolError, 0, 0, 0},
+		{"a text that tells nothing is not a verdict", "STUB isError text", mcpconfig.Stdio, probe.Result{}, true, "", CodeUnknown, 0, 0, 0},
+		{"crash marks transport (2.1.197)", "MCP error -32000: Connection closed", mcpconfig.Stdio, probe.Result{}, false, StatusUnhealthy, CodeTransport, 0, 0, 0},
+		{"crash marks transport (2.1.332)", "Connection closed", mcpconfig.Stdio, probe.Result{}, false, StatusUnhealthy, CodeTransport, 0, 0, 0},
+		{"crash with reconnect and healthy re-probe", "Connection closed", mcpconfig.Stdio, probe.Result{Verdict: probe.Healthy}, true, StatusHealthy, "", 0, 1, 1},
+		{"refused HTTP (2.1.332)", "ECONNREFUSED: Unable to connect. Is the computer able to access the url?", mcpconfig.HTTP, probe.Result{}, false, StatusUnhealthy, CodeTransport, 0, 0, 0},
+		{"status-less HTTP error asks the server", "Streamable HTTP error: Error POSTing to endpoint: ", mcpconfig.HTTP, probe.Result{Verdict: probe.Unavailable, Status: 503}, false, StatusUnhealthy, CodeUnavailable, 0, 1, 0},
+		{"status-less HTTP error (2.1.332) asks the server", "Error POSTing to endpoint:", mcpconfig.HTTP, probe.Result{Verdict: probe.Unavailable, Status: 503}, false, StatusUnhealthy, CodeUnavailable, 0, 1, 0},
+		{"status-less HTTP error, handshake fine: counted", "Error POSTing to endpoint: oops", mcpconfig.HTTP, probe.Result{Verdict: probe.Healthy}, false, StatusHealthy, CodeUnavailable, 1, 1, 0},
+		{"status-less HTTP error is a 429", "Streamable HTTP error: Error POSTing to endpoint: ", mcpconfig.HTTP, probe.Result{Verdict: probe.RateLimited, RetryAfter: time.Minute}, true, StatusUnhealthy, CodeRateLimited, 0, 1, 0},
+		{"upstream 503 as a bare JSON-RPC message counts", "upstream returned 503 Service Unavailable", mcpconfig.Stdio, probe.Result{}, true, StatusHealthy, CodeUnavailable, 1, 0, 0},
+		{"upstream 503 with 2.1.197's prefix counts", "MCP error -32000: upstream returned 503 Service Unavailable", mcpconfig.Stdio, probe.Result{}, true, StatusHealthy, CodeUnavailable, 1, 0, 0},
+		{"2.1.332's 401 opens at once", `MCP server "notes" needs you to sign in again (run /mcp to re-authenticate)`, mcpconfig.HTTP, probe.Result{}, false, StatusUnhealthy, CodeAuth, 0, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.probe)
 			f.haveCmd = tt.haveCmd
 			f.srv.Transport = tt.transport
-			_, e := f.c.RecordFailure(context.Background(), "notes", f.srv, tt.text)
+			cl, e := f.c.RecordFailure(context.Background(), "notes", f.srv, tt.text)
 			got := Status("")
 			if e != nil {
 				got = e.Status
@@ -247,10 +257,216 @@ func TestRecordFailure(t *testing.T) {
 				t.Fatalf("status %q probes %d reconnects %d, want %q %d %d (%+v)", got, f.prober.calls, f.reconnects,
 					tt.wantStatus, tt.wantProbes, tt.wantRecon, e)
 			}
-			if e != nil && e.LastFailureCode != tt.wantCode {
-				t.Errorf("code %q, want %q", e.LastFailureCode, tt.wantCode)
+			// The code column is checked on every row: the class of the
+			// text, and the entry's class when the server was opened.
+			if cl.Code != tt.wantCode && !(tt.wantStatus == StatusHealthy && tt.wantRecon > 0) {
+				t.Errorf("class %q, want %q", cl.Code, tt.wantCode)
+			}
+			if e != nil && e.Status == StatusUnhealthy && e.LastFailureCode != tt.wantCode {
+				t.Errorf("entry code %q, want %q", e.LastFailureCode, tt.wantCode)
+			}
+			if e != nil && e.Status == StatusHealthy && e.LastFailureCode != "" {
+				t.Errorf("a healthy entry holds code %q", e.LastFailureCode)
+			}
+			if c := 0; e != nil {
+				c = e.ConsecutiveFailures
+				if c != tt.wantCount {
+					t.Errorf("consecutive failures %d, want %d", c, tt.wantCount)
+				}
 			}
 		})
+	}
+}
+
+// TestUpstreamFailuresOpenAtTheThreshold: the server's handshake works but
+// its upstream fails. Three failures in a row open it (the first two leave
+// it callable), a healthy probe does not clear it, one trial call goes
+// through after the backoff; its failure reopens with the next backoff,
+// its success closes the server. A tool's own errors never count.
+func TestUpstreamFailuresOpenAtTheThreshold(t *testing.T) {
+	f := newFixture(t, probe.Result{Verdict: probe.Healthy})
+	ctx := context.Background()
+	fail := func(text string) *Entry {
+		t.Helper()
+		_, e := f.c.RecordFailure(ctx, "notes", f.srv, text)
+		return e
+	}
+	for i := 0; i < 4; i++ {
+		fail("ENOENT: no such file or directory")
+	}
+	if d := f.decide(); !d.Allow {
+		t.Fatalf("tool errors blocked the server: %+v", d.Entry)
+	}
+	fail("upstream returned 503 Service Unavailable")
+	e := fail("GitHub API rate limit exceeded")
+	if e.Status != StatusHealthy || e.ConsecutiveFailures != 2 {
+		t.Fatalf("two failures must not open it: %+v", e)
+	}
+	f.c.RecordSuccess("notes", f.srv) // a call in between works: the count starts over
+	fail("upstream returned 503 Service Unavailable")
+	fail("upstream returned 503 Service Unavailable")
+	if d := f.decide(); !d.Allow {
+		t.Fatalf("two failures after a success must not open it: %+v", d.Entry)
+	}
+	e = fail("upstream returned 503 Service Unavailable")
+	if e.Status != StatusUnhealthy || e.Witness != WitnessCalls || e.LastFailureCode != CodeUnavailable || e.FailureCount != 1 {
+		t.Fatalf("the third failure must open it: %+v", e)
+	}
+	if d := f.decide(); d.Allow {
+		t.Fatalf("open: a call went through: %+v", d)
+	}
+	// After the backoff: no probe (the handshake cannot see it), one trial.
+	f.now = f.now.Add(31 * time.Second)
+	probes := f.prober.calls
+	d := f.decide()
+	if !d.Allow || !d.Trial || f.prober.calls != probes {
+		t.Fatalf("trial: %+v (probes %d → %d)", d, probes, f.prober.calls)
+	}
+	if d2 := f.decide(); d2.Allow {
+		t.Fatalf("a second call during the trial went through: %+v", d2)
+	}
+	e = fail("upstream returned 503 Service Unavailable")
+	if e.Status != StatusUnhealthy || e.FailureCount != 2 || e.NextRetryAt != MillisOf(f.now.Add(time.Minute)) {
+		t.Fatalf("a failed trial reopens with the next backoff: %+v", e)
+	}
+	f.now = f.now.Add(61 * time.Second)
+	if d := f.decide(); !d.Trial {
+		t.Fatalf("second trial: %+v", d)
+	}
+	f.c.RecordSuccess("notes", f.srv)
+	if d := f.decide(); !d.Allow || d.Entry.Status != StatusHealthy || d.Entry.RestoredBy != RestoredByPassive {
+		t.Fatalf("a working trial closes the server: %+v", d.Entry)
+	}
+}
+
+// TestPassiveHealthWithoutDefinition: a server nightwatch cannot read a
+// definition of gets its failures recorded, counted and blocked; its
+// client-side failures open it at once; a trial call ends the outage.
+func TestPassiveHealthWithoutDefinition(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	none := func() *mcpconfig.Server { return nil }
+	for i := 0; i < 3; i++ {
+		f.c.RecordFailure(ctx, "dyn", nil, "upstream returned 503 Service Unavailable")
+	}
+	if d := f.c.Decide(ctx, "dyn", none); d.Allow {
+		t.Fatalf("three upstream failures of a server without a definition: %+v", d.Entry)
+	}
+	_, e := f.c.RecordFailure(ctx, "gone", nil, "ECONNREFUSED: Unable to connect. Is the computer able to access the url?")
+	if e.Status != StatusUnhealthy || e.Witness != WitnessCalls {
+		t.Fatalf("refused: %+v", e)
+	}
+	f.now = f.now.Add(31 * time.Second)
+	if d := f.c.Decide(ctx, "gone", none); !d.Allow || !d.Trial {
+		t.Fatalf("after the backoff one trial: %+v", d)
+	}
+	if d := f.c.Decide(ctx, "gone", none); d.Allow {
+		t.Fatalf("only one trial: %+v", d)
+	}
+	f.c.RecordSuccess("gone", nil)
+	if d := f.c.Decide(ctx, "gone", none); !d.Allow || d.Unchecked {
+		t.Fatalf("closed by its trial, decided from the cache: %+v", d)
+	}
+	if f.prober.calls != 0 {
+		t.Errorf("a server without a definition was probed %d times", f.prober.calls)
+	}
+}
+
+// TestChecksDoNotUseUpTheTrial: the night's check before a launch (a
+// Checker without StartsTrials) says a half-open server may be called but
+// leaves the trial to the session's first real call.
+func TestChecksDoNotUseUpTheTrial(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 3; i++ {
+		f.c.RecordFailure(context.Background(), "notes", f.srv, "upstream returned 503 Service Unavailable")
+	}
+	f.now = f.now.Add(31 * time.Second)
+	night := *f.c
+	night.StartsTrials = false
+	for i := 0; i < 3; i++ {
+		if d := night.Decide(context.Background(), "notes", func() *mcpconfig.Server { return f.srv }); !d.Allow || d.Trial {
+			t.Fatalf("check %d: %+v", i, d)
+		}
+	}
+	if d := f.decide(); !d.Allow || !d.Trial {
+		t.Fatalf("the session's call must still be the trial: %+v", d)
+	}
+}
+
+// TestOneTrialAcrossProcesses: when the backoff of an outage only calls
+// can see runs out, 16 hooks (each its own Store, as processes are) ask at
+// once; exactly one call goes through.
+func TestOneTrialAcrossProcesses(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 3; i++ {
+		f.c.RecordFailure(context.Background(), "notes", f.srv, "upstream returned 503 Service Unavailable")
+	}
+	f.now = f.now.Add(31 * time.Second)
+	var allowed atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := *f.c
+			c.Store = &Store{Path: f.c.Store.Path}
+			if c.Decide(context.Background(), "notes", func() *mcpconfig.Server { return f.srv }).Allow {
+				allowed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if allowed.Load() != 1 {
+		t.Fatalf("%d trial calls went through, want exactly 1", allowed.Load())
+	}
+}
+
+// TestConcurrentCountsAreNotLost: 64 hooks record an upstream failure at
+// once (threshold high enough not to trip); the count is 64.
+func TestConcurrentCountsAreNotLost(t *testing.T) {
+	f := newFixture(t)
+	f.c.Settings.FailureThreshold = 1000
+	var wg sync.WaitGroup
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := *f.c
+			c.Store = &Store{Path: f.c.Store.Path}
+			c.RecordFailure(context.Background(), "notes", f.srv, "upstream returned 503 Service Unavailable")
+		}()
+	}
+	wg.Wait()
+	e, _ := f.c.Store.Read()
+	if got := e.Entry("notes").ConsecutiveFailures; got != 64 {
+		t.Fatalf("count %d after 64 concurrent failures, want 64", got)
+	}
+}
+
+// TestNewResolvesDefaults: the one constructor gives every field its
+// default, and a Checker built by hand (the supervisor's, until it calls
+// New) still decides with the default threshold.
+func TestNewResolvesDefaults(t *testing.T) {
+	c := New(&Store{Path: filepath.Join(t.TempDir(), "c.json")}, Settings{}, Options{})
+	if c.Settings != DefaultSettings() || c.Policy == nil || c.Now == nil || c.ProbeWait != DefaultProbeWait || c.Events == nil {
+		t.Fatalf("defaults not resolved: %+v", c)
+	}
+	d := c.Decide(context.Background(), "x", func() *mcpconfig.Server {
+		return &mcpconfig.Server{Name: "x", Transport: mcpconfig.Stdio}
+	})
+	if !d.Allow || !d.Unchecked {
+		t.Fatalf("without a prober a server is watched, not probed: %+v", d)
+	}
+	hand := &Checker{Store: &Store{Path: filepath.Join(t.TempDir(), "c.json")}}
+	for i := 0; i < 2; i++ {
+		hand.RecordFailure(context.Background(), "x", nil, "503 Service Unavailable")
+	}
+	if g, _ := hand.Gate("x"); g == GateBlock {
+		t.Fatal("a zero-value Checker opened at the second failure")
+	}
+	hand.RecordFailure(context.Background(), "x", nil, "503 Service Unavailable")
+	if g, _ := hand.Gate("x"); g != GateBlock {
+		t.Fatalf("a zero-value Checker did not open at the third failure: %s", g)
 	}
 }
 
@@ -330,5 +546,27 @@ func TestAuthRequiredWithTheClientsCredentials(t *testing.T) {
 				t.Errorf("RecordProbe: %+v", e)
 			}
 		})
+	}
+}
+
+// TestRecordClientStatus: a server the session's init reports failed or
+// needing auth is opened and announced; other statuses change nothing.
+func TestRecordClientStatus(t *testing.T) {
+	f := newFixture(t)
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	f.c.Events = &EventLog{Path: path}
+	if e := f.c.RecordClientStatus("notes", f.srv, "connected", ""); e != nil {
+		t.Fatalf("connected recorded: %+v", e)
+	}
+	e := f.c.RecordClientStatus("notes", f.srv, "failed", "Claude Code reported the server failed")
+	if e.Status != StatusUnhealthy || e.LastFailureCode != CodeTransport || e.Witness != WitnessProbe {
+		t.Fatalf("failed: %+v", e)
+	}
+	e = f.c.RecordClientStatus("web", &mcpconfig.Server{Name: "web", Transport: mcpconfig.HTTP}, "needs-auth", "needs auth")
+	if e.LastFailureCode != CodeAuth || e.Witness != WitnessCalls || e.ArticleCode() != Article401 {
+		t.Fatalf("needs-auth: %+v", e)
+	}
+	if lines := readLines(t, path); len(lines) != 2 || !strings.Contains(lines[0], `"by":"session-init"`) {
+		t.Fatalf("events: %v", lines)
 	}
 }

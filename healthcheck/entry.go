@@ -1,7 +1,10 @@
-// Package healthcheck holds each MCP server's health outside the model's
-// context: the cache entry, the two gates that decide a call without a probe
-// (healthy within TTL, unhealthy within backoff), and the transitions that
-// probes and real calls cause. Time is passed in; nothing here reads a clock.
+// Package healthcheck is the only place a server's health is decided: the
+// cache entry kept outside the model's context, the gates that decide a call
+// without a probe (healthy within TTL, unhealthy within backoff, one trial
+// call when half-open), passive outlier counting from real calls, the
+// failure classes with the reconnect policy beside them, and every
+// transition announced to the events file. The state machine's rules
+// (state.go) are pure: time is passed in.
 package healthcheck
 
 import (
@@ -12,14 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"time"
-)
-
-// Status is the state a server is in. The article's file knows two.
-type Status string
-
-const (
-	StatusHealthy   Status = "healthy"
-	StatusUnhealthy Status = "unhealthy"
 )
 
 // Millis is a time in Unix milliseconds, the article's unit. It reads
@@ -63,49 +58,22 @@ func (m *Millis) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// FailureCode says why a server was last marked unhealthy. The article
-// wrote HTTP status numbers (401, 503) or "transport"; nightwatch writes
-// words (auth, rate-limited, …) and reads both.
-type FailureCode string
-
-func (c *FailureCode) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	switch {
-	case bytes.Equal(b, []byte("null")):
-		*c = ""
-	case len(b) > 0 && b[0] == '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*c = FailureCode(s)
-	default:
-		var n json.Number
-		if err := json.Unmarshal(b, &n); err != nil {
-			return fmt.Errorf("lastFailureCode: %w", err)
-		}
-		*c = FailureCode(n.String())
-	}
-	return nil
-}
-
-func (c FailureCode) MarshalJSON() ([]byte, error) {
-	if c == "" {
-		return []byte("null"), nil
-	}
-	return json.Marshal(string(c))
-}
-
 // Entry is one server's record. The first nine fields are the article's
 // version-1 format; the rest are nightwatch's, and fields neither knows are
 // kept as they were.
 type Entry struct {
-	Status          Status      `json:"status"`
-	CheckedAt       Millis      `json:"checkedAt"`
-	ExpiresAt       Millis      `json:"expiresAt"`
-	FailureCount    int         `json:"failureCount"`
-	LastError       string      `json:"lastError"`
-	LastFailureCode FailureCode `json:"lastFailureCode"`
+	Status       Status `json:"status"`
+	CheckedAt    Millis `json:"checkedAt"`
+	ExpiresAt    Millis `json:"expiresAt"`
+	FailureCount int    `json:"failureCount"`
+	LastError    string `json:"lastError"`
+	// LastFailureCode is nightwatch's class of the last failure (auth,
+	// unavailable, …). On disk it is two fields: the article's
+	// lastFailureCode holds its ArticleCode (401, 403, 429, 503 or
+	// "transport") and failureClass holds the class itself. A file written
+	// by the previous release, which put the class in lastFailureCode,
+	// still loads.
+	LastFailureCode FailureCode `json:"-"`
 	NextRetryAt     Millis      `json:"nextRetryAt"`
 	LastRestoredAt  Millis      `json:"lastRestoredAt"`
 	Source          string      `json:"source,omitempty"`
@@ -120,20 +88,44 @@ type Entry struct {
 	Verdict   string `json:"verdict,omitempty"`
 	LatencyMs int64  `json:"latencyMs,omitempty"`
 	Transport string `json:"transport,omitempty"`
-	// TrialAt is when an auth-failed server was last let through for one
-	// trial call: a probe cannot see the session's credentials, so only a
-	// real call can show that re-authentication worked.
+	// TrialAt is when one trial call was last let through an open server
+	// (half-open): only a real call can show that an outage the probe
+	// cannot see (an upstream, a session's credentials) is over.
 	TrialAt Millis `json:"trialAt,omitempty"`
+	// ConsecutiveFailures counts failed calls in a row whose texts name a
+	// server or upstream condition (passive outlier detection, Envoy's
+	// consecutive_5xx). A successful call and every change of state reset
+	// it.
+	ConsecutiveFailures int `json:"consecutiveFailures,omitempty"`
+	// Witness says what saw the current outage, and so what may end it:
+	// WitnessProbe (a handshake sees it; a healthy probe clears it) or
+	// WitnessCalls (only real calls see it; only a trial call clears it).
+	Witness Witness `json:"witness,omitempty"`
+
+	// articleCode is the lastFailureCode read from the file, kept so that a
+	// hand-written 403 is not rewritten as 401.
+	articleCode ArticleCode
 
 	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// ArticleCode is the article's lastFailureCode for this entry.
+func (e *Entry) ArticleCode() ArticleCode {
+	if e.LastFailureCode == "" {
+		return ""
+	}
+	if e.articleCode != "" && ClassOfStored(string(e.articleCode)) == e.LastFailureCode {
+		return e.articleCode
+	}
+	return ArticleCodeOf(e.LastFailureCode, e.LastError)
 }
 
 var entryKnownKeys = map[string]bool{}
 
 func init() {
 	for _, k := range []string{"status", "checkedAt", "expiresAt", "failureCount", "lastError",
-		"lastFailureCode", "nextRetryAt", "lastRestoredAt", "source", "restoredBy",
-		"unhealthySince", "verdict", "latencyMs", "transport", "trialAt"} {
+		"lastFailureCode", "failureClass", "nextRetryAt", "lastRestoredAt", "source", "restoredBy",
+		"unhealthySince", "verdict", "latencyMs", "transport", "trialAt", "consecutiveFailures", "witness"} {
 		entryKnownKeys[k] = true
 	}
 }
@@ -164,6 +156,19 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 			delete(raw, k)
 		}
 	}
+	var codes struct {
+		Article ArticleCode `json:"lastFailureCode"`
+		Class   string      `json:"failureClass"`
+	}
+	for _, k := range []string{"lastFailureCode", "failureClass"} {
+		if v, ok := known[k]; ok {
+			one, _ := json.Marshal(map[string]json.RawMessage{k: v})
+			if err := json.Unmarshal(one, &codes); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			delete(known, k)
+		}
+	}
 	kb, _ := json.Marshal(known)
 	var f entryFields
 	if err := json.Unmarshal(kb, &f); err != nil {
@@ -171,6 +176,19 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 	}
 	*e = Entry(f)
 	e.LastError = lastError
+	// failureClass wins; without it (the article's file, or the previous
+	// release's) the class is read from lastFailureCode.
+	e.articleCode = codes.Article
+	if codes.Class != "" {
+		e.LastFailureCode = ClassOfStored(codes.Class)
+	} else {
+		e.LastFailureCode = ClassOfStored(string(codes.Article))
+	}
+	switch e.articleCode {
+	case Article401, Article403, Article429, Article503:
+	default:
+		e.articleCode = "" // derived again from the class when written
+	}
 	if len(raw) > 0 {
 		e.Extra = raw
 	}
@@ -180,9 +198,11 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 func (e Entry) MarshalJSON() ([]byte, error) {
 	type wire struct {
 		entryFields
-		LastError *string `json:"lastError"`
+		LastError       *string     `json:"lastError"`
+		LastFailureCode ArticleCode `json:"lastFailureCode"`
+		FailureClass    FailureCode `json:"failureClass,omitempty"`
 	}
-	w := wire{entryFields: entryFields(e)}
+	w := wire{entryFields: entryFields(e), LastFailureCode: e.ArticleCode(), FailureClass: e.LastFailureCode}
 	if e.LastError != "" {
 		w.LastError = &e.LastError
 	}

@@ -93,3 +93,77 @@ func TestStuck(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakerTransitions is the state machine as a table: each row is a
+// previous entry, one thing that happened at t0, and the state after.
+func TestBreakerTransitions(t *testing.T) {
+	s := DefaultSettings()
+	ms := MillisOf(t0)
+	upstream := Failure{Code: CodeUnavailable, Reason: "upstream returned 503"}
+	closed := func(count int) *Entry {
+		return &Entry{Status: StatusHealthy, ExpiresAt: ms + 60000, ConsecutiveFailures: count}
+	}
+	open := &Entry{Status: StatusUnhealthy, FailureCount: 1, NextRetryAt: ms + 1000, Witness: WitnessCalls}
+	halfOpen := &Entry{Status: StatusUnhealthy, FailureCount: 1, NextRetryAt: ms, Witness: WitnessCalls}
+	inTrial := &Entry{Status: StatusUnhealthy, FailureCount: 1, NextRetryAt: ms + 30000, TrialAt: ms, Witness: WitnessCalls}
+	tests := []struct {
+		name      string
+		prev      *Entry
+		happen    func(*Entry) Entry
+		state     State
+		gate      Gate
+		count     int
+		failures  int
+		retryWait time.Duration
+	}{
+		{"first upstream failure counts", nil, func(p *Entry) Entry { e, _ := s.CountFailure(p, t0, upstream); return e }, StateClosed, GateProbe, 1, 0, 0},
+		{"second counts", closed(1), func(p *Entry) Entry { e, _ := s.CountFailure(p, t0, upstream); return e }, StateClosed, GateAllow, 2, 0, 0},
+		{"third trips", closed(2), func(p *Entry) Entry { e, _ := s.CountFailure(p, t0, upstream); return e }, StateOpen, GateBlock, 0, 1, 30 * time.Second},
+		{"success resets", closed(2), func(p *Entry) Entry { return s.MarkHealthy(p, t0, RestoredByPassive) }, StateClosed, GateAllow, 0, 0, 0},
+		{"healthy probe keeps the count", closed(2), func(p *Entry) Entry { return s.MarkHealthy(p, t0, RestoredByProbe) }, StateClosed, GateAllow, 2, 0, 0},
+		{"open ignores stragglers", open, func(p *Entry) Entry { e, _ := s.CountFailure(p, t0, upstream); return e }, StateOpen, GateBlock, 0, 1, time.Second},
+		{"half-open asks for a trial", halfOpen, func(p *Entry) Entry { return *p }, StateHalfOpen, GateTrial, 0, 1, 0},
+		{"trial blocks the others", halfOpen, func(p *Entry) Entry { return s.StartTrial(*p, t0) }, StateOpen, GateBlock, 0, 1, 30 * time.Second},
+		{"failed trial reopens with the next backoff", inTrial, func(p *Entry) Entry { e, _ := s.CountFailure(p, t0, upstream); return e }, StateOpen, GateBlock, 0, 2, time.Minute},
+		{"working trial closes", inTrial, func(p *Entry) Entry { return s.MarkHealthy(p, t0, RestoredByPassive) }, StateClosed, GateAllow, 0, 0, 0},
+		{"the client's own failure opens at once", closed(0), func(p *Entry) Entry {
+			return s.MarkUnhealthy(p, t0, Failure{Code: CodeTransport})
+		}, StateOpen, GateBlock, 0, 1, 30 * time.Second},
+		{"a healthy probe does not clear an outage only calls see", open, func(p *Entry) Entry { return s.ProbeHealthy(p, t0, RestoredByProbe) }, StateOpen, GateBlock, 0, 1, time.Second},
+		{"a healthy probe clears an outage the handshake saw", &Entry{Status: StatusUnhealthy, FailureCount: 2, NextRetryAt: ms}, func(p *Entry) Entry { return s.ProbeHealthy(p, t0, RestoredByProbe) }, StateClosed, GateAllow, 0, 0, 0},
+		{"probe-witnessed half-open is probed", &Entry{Status: StatusUnhealthy, FailureCount: 1, NextRetryAt: ms}, func(p *Entry) Entry { return *p }, StateHalfOpen, GateProbe, 0, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var prev *Entry
+			if tt.prev != nil {
+				c := *tt.prev
+				prev = &c
+			}
+			e := tt.happen(prev)
+			if st := StateOf(&e, t0); st != tt.state {
+				t.Errorf("state %s, want %s", st, tt.state)
+			}
+			if g := GateOf(&e, t0); g != tt.gate {
+				t.Errorf("gate %s, want %s", g, tt.gate)
+			}
+			if e.ConsecutiveFailures != tt.count || e.FailureCount != tt.failures {
+				t.Errorf("count %d failures %d, want %d %d", e.ConsecutiveFailures, e.FailureCount, tt.count, tt.failures)
+			}
+			if tt.retryWait > 0 && e.NextRetryAt != MillisOf(t0.Add(tt.retryWait)) {
+				t.Errorf("next retry %s after t0, want %s", e.NextRetryAt.Time().Sub(t0), tt.retryWait)
+			}
+		})
+	}
+}
+
+func TestReadyToTrip(t *testing.T) {
+	for _, tt := range []struct {
+		threshold, count int
+		want             bool
+	}{{0, 2, false}, {0, 3, true}, {1, 1, true}, {5, 4, false}, {5, 5, true}} {
+		if got := (Settings{FailureThreshold: tt.threshold}).ReadyToTrip(tt.count); got != tt.want {
+			t.Errorf("threshold %d count %d: %v, want %v", tt.threshold, tt.count, got, tt.want)
+		}
+	}
+}

@@ -80,6 +80,8 @@ type handler struct {
 	logFile  *os.File
 	resolved *mcpconfig.Resolved
 	secrets  []string
+	// reconnector runs reconnect commands (the night uses the same Runner).
+	reconnector *reconnect.Runner
 }
 
 func newHandler(env Env, p *Payload) *handler {
@@ -106,25 +108,27 @@ func newHandler(env Env, p *Payload) *handler {
 		h.event = h.inferEvent()
 	}
 	h.store = &healthcheck.Store{Path: k.StatePath.V, Warn: h.say, Now: h.now}
-	settings := k.Settings()
-	h.checker = &healthcheck.Checker{
-		Store:    h.store,
-		Settings: settings,
-		Now:      h.now,
-		Probe:    h.probe,
-		Policy: func(code healthcheck.FailureCode, have bool) healthcheck.Action {
-			return healthcheck.Action(reconnect.DefaultPolicy(reconnect.Failure(code), have))
+	h.reconnector = &reconnect.Runner{
+		Getenv:  env.Getenv,
+		Timeout: k.ReconnectTimeout.V,
+		Dir:     p.Cwd,
+		Secrets: func(string) []string { return h.secrets },
+		Warn:    h.say,
+		Observe: func(server string, res healthcheck.ReconnectResult) {
+			h.log.Info().Str("server", server).Bool("ok", res.OK).Str("detail", res.Detail).Msg("reconnect")
 		},
-		HaveReconnect: func(server string) bool {
-			cmd, _ := reconnect.CommandFor(server, env.Getenv)
-			return cmd != ""
-		},
-		Reconnect: h.reconnect,
-		ProbeWait: k.ProbeTimeout.V + k.ReconnectTimeout.V + 2*time.Second,
-		Events:    &healthcheck.EventLog{Path: k.EventsPath.V, Warn: h.say},
-		Warn:      h.say,
-		Redact:    h.redact,
 	}
+	h.checker = healthcheck.New(h.store, k.Settings(), healthcheck.Options{
+		Now:           h.now,
+		Probe:         h.probe,
+		HaveReconnect: h.reconnector.Have,
+		Reconnect:     h.reconnector.Run,
+		ProbeWait:     k.ProbeTimeout.V + k.ReconnectTimeout.V + 2*time.Second,
+		EventsPath:    k.EventsPath.V,
+		Warn:          h.say,
+		Redact:        h.redact,
+		StartsTrials:  true, // the hook decides for a real call
+	})
 	return h
 }
 
@@ -173,10 +177,12 @@ func (h *handler) handle(ctx context.Context) int {
 	case PostToolUse:
 		h.checker.RecordSuccess(server, h.lookup(server))
 	case PostToolUseFailure:
-		cl, e := h.checker.RecordFailure(ctx, server, h.lookup(server), h.p.Error)
-		ev := h.log.Info().Str("server", server).Str("class", string(cl.Code))
+		srv := h.lookup(server)
+		cl, e := h.checker.RecordFailure(ctx, server, srv, h.p.Error)
+		ev := h.log.Info().Str("server", server).Str("class", string(cl.Code)).
+			Bool("counts", cl.Counts).Bool("opens", cl.MarksUnhealthy).Bool("definition", srv != nil)
 		if e != nil {
-			ev = ev.Str("status", string(e.Status))
+			ev = ev.Str("status", string(e.Status)).Int("consecutive", e.ConsecutiveFailures)
 		}
 		ev.Msg("call failed")
 	}
@@ -190,9 +196,20 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 	if d.Note != "" {
 		h.say("nightwatch: " + d.Note)
 	}
+	if d.Unchecked && h.p.ServerSource == "dynamic" {
+		// 2.1.332 says where the server came from: a --mcp-config file the
+		// hook is not told about.
+		h.say(fmt.Sprintf("nightwatch: %q comes from the session's --mcp-config; name the same file in %s so nightwatch can probe it",
+			server, knobs.EnvMCPConfig[0]))
+	}
 	if d.Allow {
-		h.log.Info().Str("server", server).Str("tool", tool).Bool("probed", d.Probed).Msg("allow")
+		h.log.Info().Str("server", server).Str("tool", tool).Bool("probed", d.Probed).Bool("trial", d.Trial).Msg("allow")
 		return ExitAllow
+	}
+	if d.Entry == nil {
+		// Blocked without a record (the cache could not be written while a
+		// trial was being started): say so rather than crash on it.
+		d.Entry = &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, LastError: "its health could not be saved"}
 	}
 	msg := BlockMessage(server, d.Entry, h.now())
 	if fo := h.env.Knobs.FailOpen; fo.V {
@@ -216,11 +233,22 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 	return ExitBlock
 }
 
-// identify finds the server a tool belongs to from the tool name Claude
-// Code built and the configured server names, never from tool_input. The
-// cache's names answer the common case without reading any config; the
-// config is read when a name could be ambiguous (it contains "__").
+// identify finds the server a tool belongs to, from what the client says
+// and never from tool_input (the model writes that): mcp_server.name when
+// the payload has it (2.1.332 and later), else the configured names that
+// fit the tool name Claude Code built, else the tool name's first "__"
+// segment. The cache's names answer the common case without reading any
+// config; the config is read when a name could be ambiguous (it contains
+// "__").
 func (h *handler) identify() (server, tool string) {
+	if h.p.Server != "" {
+		prefix := "mcp__" + mcpconfig.NormalizeName(h.p.Server) + "__"
+		if t, ok := strings.CutPrefix(h.p.ToolName, prefix); ok {
+			return h.p.Server, t
+		}
+		_, t, _ := mcpconfig.SplitToolName(h.p.ToolName)
+		return h.p.Server, t
+	}
 	var names []string
 	if f, err := h.store.Read(); err == nil {
 		for n := range f.Servers {
@@ -286,31 +314,4 @@ func (h *handler) probe(ctx context.Context, srv *mcpconfig.Server) probe.Result
 	h.log.Info().Str("server", srv.Name).Str("verdict", string(res.Verdict)).
 		Dur("latency", res.Latency).Str("reason", res.Reason).Msg("probe")
 	return res
-}
-
-func (h *handler) reconnect(ctx context.Context, server string) healthcheck.ReconnectResult {
-	command, source := reconnect.CommandFor(server, h.env.Getenv)
-	if command == "" {
-		return healthcheck.ReconnectResult{}
-	}
-	argv, err := reconnect.Split(command)
-	if err != nil {
-		h.say(fmt.Sprintf("nightwatch: %s cannot be read as a command: %v", source, err))
-		return healthcheck.ReconnectResult{Attempted: true, Detail: fmt.Sprintf("%s: %v", source, err)}
-	}
-	if syn := reconnect.ShellSyntax(command); len(syn) > 0 {
-		h.say(fmt.Sprintf("nightwatch: %s uses shell syntax (%s) that nightwatch does not interpret; write sh -c '…' yourself if you need a shell",
-			source, strings.Join(syn, ", ")))
-	}
-	out := reconnect.Run(ctx, reconnect.Expand(argv, server), reconnect.Options{
-		Timeout: h.env.Knobs.ReconnectTimeout.V, Dir: h.p.Cwd, Secrets: h.secrets})
-	detail := fmt.Sprintf("%s (%s)", strings.Join(out.Command, " "), out.Duration.Round(time.Millisecond))
-	if !out.OK {
-		detail += ": " + out.Err
-	}
-	if out.Output != "" {
-		detail += ": " + shorten(out.Output, 200)
-	}
-	h.log.Info().Str("server", server).Bool("ok", out.OK).Str("detail", detail).Msg("reconnect")
-	return healthcheck.ReconnectResult{Attempted: out.Attempted, OK: out.OK, Detail: detail}
 }

@@ -175,7 +175,7 @@ func TestBrokenExplicitConfigIsSaidEveryTime(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		r := invoke(t, payload("PreToolUse", "mcp__obsidian__search", ""), env)
 		if r.code != 0 || !strings.Contains(r.stderr, "/Users/~/.claude/settings.json") ||
-			!strings.Contains(r.stderr, "ECC_MCP_CONFIG_PATH") || !strings.Contains(r.stderr, "unchecked") {
+			!strings.Contains(r.stderr, "ECC_MCP_CONFIG_PATH") || !strings.Contains(r.stderr, "passive health only") {
 			t.Fatalf("call %d: %+v", i, r)
 		}
 	}

@@ -31,28 +31,32 @@ func condition(code healthcheck.FailureCode) string {
 	}
 }
 
-// BlockMessage is what the model reads when a call is blocked: which
-// server, why, until when, and what to do instead. One short paragraph, no
-// secrets (lastError was redacted before it was stored).
+// BlockMessage is what the model reads when a call is blocked: that the
+// block is deliberate, which server is down and why, until when, and what
+// to do instead. Claude Code 2.1.332 puts "PreToolUse:<tool> hook error: "
+// before it (2.1.197 showed it bare), so it says the hook did its job
+// rather than failed ("… so this call was blocked on purpose"). The server
+// name is quoted (Go syntax) and its tools are named by the normalized prefix Claude Code builds, so no
+// character of a hostile name reaches the model unescaped; lastError was
+// redacted before it was stored.
 func BlockMessage(server string, e *healthcheck.Entry, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "nightwatch: MCP server %q is %s", server, condition(e.LastFailureCode))
 	if why := strings.TrimSpace(e.LastError); why != "" {
-		fmt.Fprintf(&b, " (%s)", shorten(why, 200))
+		// Bun's fetch appends advice for the programmer, not the model.
+		why, _, _ = strings.Cut(why, " For more information, pass `verbose: true`")
+		fmt.Fprintf(&b, " (%s)", shorten(why, 160))
 	}
-	// The tools' prefix as Claude Code builds it: the raw name could hold
-	// characters (a newline, quotes) that no tool name has, and would print
-	// them unquoted into the model's context.
+	b.WriteString(", so this call was blocked on purpose")
 	prefix := mcpconfig.NormalizeName(server)
 	until := e.NextRetryAt.Time()
 	if until.After(now) {
-		fmt.Fprintf(&b, ", so its tools (mcp__%s__*) are blocked until %s, %s from now.",
+		fmt.Fprintf(&b, ". Its tools (mcp__%s__*) are blocked until %s, %s from now.",
 			prefix, until.UTC().Format(time.RFC3339), roundWait(until.Sub(now)))
 	} else {
-		fmt.Fprintf(&b, ", so its tools (mcp__%s__*) are blocked for now.", prefix)
+		fmt.Fprintf(&b, ". Its tools (mcp__%s__*) are blocked for now.", prefix)
 	}
-	fmt.Fprintf(&b, " Do not call them again before then: continue the task with other tools,"+
-		" and leave what needs %q for the end or report it as not done.", server)
+	fmt.Fprintf(&b, " Do not call them before then: continue with other tools, and report the part that needs %q as not done if it cannot wait.", server)
 	return b.String()
 }
 

@@ -24,6 +24,11 @@ type Payload struct {
 	ToolUseID string
 	// Error is PostToolUseFailure's error text (its first MaxErrorBytes).
 	Error string
+	// Server and ServerSource are mcp_server.name and .source, which
+	// Claude Code 2.1.332 and later put in every MCP hook payload: the
+	// server as the client knows it, set by the client, not the model.
+	Server       string
+	ServerSource string
 	// HasError and HasToolResponse say which keys were present, so the
 	// event can be inferred when hook_event_name is missing.
 	HasError        bool
@@ -152,12 +157,76 @@ func (d *decoder) field(p *Payload, key string) error {
 	if err != nil {
 		return err
 	}
+	if key == "mcp_server" {
+		switch c {
+		case '{':
+			return d.mcpServer(p)
+		case '"':
+			// Not a shape Claude Code writes; read as the name all the same
+			// (it is a top-level key, set by the client).
+			s, err := d.str(MaxFieldBytes)
+			p.Server = s
+			return err
+		}
+	}
 	if dst != nil && c == '"' {
 		s, err := d.str(limit)
 		*dst = s
 		return err
 	}
 	return d.skip(c)
+}
+
+// mcpServer reads the object {"name": …, "source": …} whose opening brace
+// was consumed; other keys are skipped.
+func (d *decoder) mcpServer(p *Payload) error {
+	c, err := d.nonSpace()
+	if err != nil || c == '}' {
+		return err
+	}
+	for {
+		if c != '"' {
+			return fmt.Errorf("expected a key, found %q", c)
+		}
+		key, err := d.str(256)
+		if err != nil {
+			return err
+		}
+		if c, err = d.nonSpace(); err != nil {
+			return err
+		} else if c != ':' {
+			return fmt.Errorf("expected ':' after key %q", key)
+		}
+		if c, err = d.nonSpace(); err != nil {
+			return err
+		}
+		var dst *string
+		switch key {
+		case "name":
+			dst = &p.Server
+		case "source":
+			dst = &p.ServerSource
+		}
+		if dst != nil && c == '"' {
+			if *dst, err = d.str(MaxFieldBytes); err != nil {
+				return err
+			}
+		} else if err := d.skip(c); err != nil {
+			return err
+		}
+		if c, err = d.nonSpace(); err != nil {
+			return err
+		}
+		if c == '}' {
+			return nil
+		}
+		if c != ',' {
+			return fmt.Errorf("expected ',' or '}' after %q", key)
+		}
+		if c, err = d.nonSpace(); err != nil {
+			return err
+		}
+	}
 }
 
 // str reads the rest of a string whose opening quote was consumed, keeping

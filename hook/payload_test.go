@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -116,6 +118,15 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(realFailure))
 	f.Add([]byte(`{"tool_input":{"a":[1,{"b":"x\"}y"}]},"tool_name":"mcp__a__b"}`))
 	f.Add([]byte(`{"cwd":"\ud83d\ude00","error":"\u0000"}`))
+	f.Add([]byte(`{"mcp_server":{"name":"a.b","source":"dynamic","x":[{}]},"tool_name":"mcp__a_b__c"}`))
+	f.Add([]byte(`{"mcp_server":"plain","mcp_server":{}}`))
+	if files, _ := filepath.Glob(filepath.Join("testdata", "payloads", "*.json")); len(files) > 0 {
+		for _, name := range files {
+			if b, err := os.ReadFile(name); err == nil {
+				f.Add(b)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Decode(bytes.NewReader(data))
 		var ref map[string]any
@@ -138,6 +149,18 @@ func FuzzDecode(f *testing.F) {
 		check("hook_event_name", p.Event, MaxFieldBytes)
 		check("cwd", p.Cwd, MaxFieldBytes)
 		check("error", p.Error, MaxErrorBytes)
+		if ms, ok := ref["mcp_server"].(map[string]any); ok {
+			// encoding/json keeps the last of repeated keys; so does Decode
+			// only when both are objects, hence the single-key check.
+			if n, ok := ms["name"].(string); ok && strings.Count(string(data), `"mcp_server"`) == 1 && strings.Count(string(data), `"name"`) == 1 {
+				check2 := func(got, want string) {
+					if len(want) <= MaxFieldBytes && got != want && !strings.ContainsRune(want, '\uFFFD') {
+						t.Errorf("mcp_server.name: got %q want %q", got, want)
+					}
+				}
+				check2(p.Server, n)
+			}
+		}
 	})
 }
 

@@ -67,6 +67,9 @@ type loadedFile struct {
 //  5. ~/.claude.json mcpServers (user)
 //  6. ~/.claude/settings.json
 //
+// With opts.ConfigDir (CLAUDE_CONFIG_DIR) the two home files are read from
+// there instead, as Claude Code reads them.
+//
 // When opts.Explicit is non-empty those files, in order, replace the search.
 func Resolve(opts Options) *Resolved {
 	r := &resolver{
@@ -99,9 +102,15 @@ func searchOrder(opts Options, cwd string) []source {
 		home, _ = os.UserHomeDir()
 	}
 	var sources []source
-	claudeJSON := ""
+	claudeJSON, userSettings := "", ""
 	if home != "" {
 		claudeJSON = filepath.Join(home, ".claude.json")
+		userSettings = filepath.Join(home, ".claude", "settings.json")
+	}
+	if opts.ConfigDir != "" {
+		dir := absOrSame(opts.ConfigDir)
+		claudeJSON = filepath.Join(dir, ".claude.json")
+		userSettings = filepath.Join(dir, "settings.json")
 	}
 	if claudeJSON != "" && cwd != "" {
 		sources = append(sources, source{path: claudeJSON, section: projectServers, scope: ScopeLocal})
@@ -116,7 +125,7 @@ func searchOrder(opts Options, cwd string) []source {
 	if claudeJSON != "" {
 		sources = append(sources,
 			source{path: claudeJSON, scope: ScopeUser},
-			source{path: filepath.Join(home, ".claude", "settings.json"), scope: ScopeUserSettings},
+			source{path: userSettings, scope: ScopeUserSettings},
 		)
 	}
 	return sources

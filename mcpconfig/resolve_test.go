@@ -611,3 +611,29 @@ func TestResolveNeverNil(t *testing.T) {
 		t.Error("nil Lookup")
 	}
 }
+
+// TestResolveFollowsClaudeConfigDir: with CLAUDE_CONFIG_DIR, Claude Code
+// reads .claude.json (user and local scopes) and settings.json from that
+// folder, not from the home folder; so does the search.
+func TestResolveFollowsClaudeConfigDir(t *testing.T) {
+	l := newLayout(t)
+	dir := filepath.Join(t.TempDir(), "claude-config")
+	writeJSON(t, l.claudeJSON(), servers("home", "stale"))
+	writeJSON(t, filepath.Join(dir, ".claude.json"), map[string]any{
+		"mcpServers": servers("moved-user", "user")["mcpServers"],
+		"projects":   map[string]any{l.cwd: servers("moved-local", "local")},
+	})
+	writeJSON(t, filepath.Join(dir, "settings.json"), servers("moved-settings", "settings"))
+	opts := l.options()
+	opts.ConfigDir = dir
+	r := Resolve(opts)
+	if r.Servers["stale"] != nil {
+		t.Errorf("read ~/.claude.json although CLAUDE_CONFIG_DIR moves it")
+	}
+	for name, scope := range map[string]Scope{"user": ScopeUser, "local": ScopeLocal, "settings": ScopeUserSettings} {
+		srv := r.Servers[name]
+		if srv == nil || srv.Scope != scope || !strings.HasPrefix(srv.Source, dir) {
+			t.Errorf("%s: %+v", name, srv)
+		}
+	}
+}

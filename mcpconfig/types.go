@@ -91,6 +91,10 @@ type Options struct {
 	Cwd string
 	// Home is the user's home directory.
 	Home string
+	// ConfigDir is Claude Code's CLAUDE_CONFIG_DIR when set: it moves
+	// ~/.claude.json to <ConfigDir>/.claude.json and ~/.claude/settings.json
+	// to <ConfigDir>/settings.json, and the search follows.
+	ConfigDir string
 	// Explicit, when non-empty, replaces the search with these files.
 	Explicit []string
 	// Getenv looks variables up for ${VAR} expansion (pass os.LookupEnv for

@@ -34,7 +34,17 @@ type StatusRow struct {
 	Configured   bool                   `json:"configured"`
 	RestoredBy   string                 `json:"restoredBy,omitempty"`
 	LastRestored time.Time              `json:"lastRestored,omitzero"`
+	// Consecutive is the count of upstream failures in a row, toward the
+	// failure threshold.
+	Consecutive int `json:"consecutiveFailures,omitempty"`
+	// PassiveOnly: nightwatch has no definition of the server (a session's
+	// --mcp-config, a plugin, a claude.ai connector), so it cannot probe
+	// it; real calls are its only witness.
+	PassiveOnly bool `json:"passiveOnly,omitempty"`
 }
+
+// PassiveOnlyNote is how status names a server without a definition.
+const PassiveOnlyNote = "passive only (no definition found)"
 
 // Status lists every server in the cache and every configured one.
 func Status(f *healthcheck.File, r *mcpconfig.Resolved, s healthcheck.Settings, now time.Time) []StatusRow {
@@ -56,6 +66,7 @@ func Status(f *healthcheck.File, r *mcpconfig.Resolved, s healthcheck.Settings, 
 			row.Failures = e.FailureCount
 			row.LastError = e.LastError
 			row.Code = string(e.LastFailureCode)
+			row.Consecutive = e.ConsecutiveFailures
 			row.Source = e.Source
 			row.CheckedAt = e.CheckedAt.Time()
 			row.Stuck = s.Stuck(e)
@@ -80,6 +91,7 @@ func Status(f *healthcheck.File, r *mcpconfig.Resolved, s healthcheck.Settings, 
 			}
 			row.Shadowed = r.Shadowed[n]
 		}
+		row.PassiveOnly = row.InCache && !row.Configured && row.Source == ""
 		rows = append(rows, row)
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Server < rows[j].Server })
@@ -111,8 +123,16 @@ func PrintStatus(w io.Writer, rows []StatusRow, now time.Time) {
 		for _, d := range r.Shadowed {
 			shadows = append(shadows, d.Source)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Server, status, r.Failures, next, age,
-			dash(short(r.LastError, 60)), dash(r.Source), dash(strings.Join(shadows, ", ")))
+		source := dash(r.Source)
+		if r.PassiveOnly {
+			source = PassiveOnlyNote
+		}
+		failures := fmt.Sprint(r.Failures)
+		if r.Consecutive > 0 {
+			failures += fmt.Sprintf(" (%d in a row)", r.Consecutive)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, status, failures, next, age,
+			dash(short(r.LastError, 60)), source, dash(strings.Join(shadows, ", ")))
 	}
 	_ = tw.Flush()
 }

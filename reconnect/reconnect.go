@@ -1,13 +1,14 @@
 // Package reconnect finds, parses and runs the command that brings a failed
-// MCP server back ("pm2 restart {server}"), and decides when running it
-// makes sense at all.
+// MCP server back ("pm2 restart {server}"): Runner is the one way the hook
+// and the night run it. When running it makes sense at all is the reconnect
+// policy's call, which lives beside the failure classes in healthcheck.
 //
 // It keeps the configuration of the Node original (ECC_MCP_RECONNECT_<KEY>,
 // ECC_MCP_RECONNECT_COMMAND, the {server} placeholder) and fixes its traps:
 // the command runs without a shell, so neither $(…) in the command nor a
 // hostile server name becomes code; it is bounded by a timeout that kills
 // its whole process group; its output is bounded and redacted; and a 429
-// never triggers a reconnect (DefaultPolicy).
+// never triggers a reconnect (healthcheck.DefaultPolicy).
 package reconnect
 
 import "strings"

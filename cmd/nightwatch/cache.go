@@ -25,12 +25,8 @@ func reportKnobProblems(k knobs.Knobs) {
 }
 
 func openChecker(k knobs.Knobs) *healthcheck.Checker {
-	return &healthcheck.Checker{
-		Store:    &healthcheck.Store{Path: k.StatePath.V, Warn: warnStderr},
-		Settings: k.Settings(),
-		Events:   &healthcheck.EventLog{Path: k.EventsPath.V, Warn: warnStderr},
-		Warn:     warnStderr,
-	}
+	return healthcheck.New(&healthcheck.Store{Path: k.StatePath.V, Warn: warnStderr}, k.Settings(),
+		healthcheck.Options{EventsPath: k.EventsPath.V, Warn: warnStderr})
 }
 
 func resolveHere(k knobs.Knobs) *mcpconfig.Resolved {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/operator"
@@ -69,8 +70,10 @@ or from --config files. Exit 0 when every server is reachable, 1 otherwise.`,
 			} else {
 				operator.PrintProbe(cmd.OutOrStdout(), rows)
 			}
-			for _, row := range rows {
-				if !row.Verdict.Reachable() {
+			// rows and servers are both in name order. One reachability
+			// rule: a 401 to a probe that sent the server's own token fails.
+			for i, row := range rows {
+				if !healthcheck.Reachable(servers[i], row.Result) {
 					return exitCode(1)
 				}
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -33,6 +34,7 @@ type knobFlags struct {
 	state, config, log, events                           string
 	ttl, backoff, maxBackoff, probeTimeout, reconnectTmo time.Duration
 	failOpen                                             bool
+	failureThreshold                                     int
 }
 
 func addKnobFlags(cmd *cobra.Command, f *knobFlags, hookOnly bool) {
@@ -43,6 +45,7 @@ func addKnobFlags(cmd *cobra.Command, f *knobFlags, hookOnly bool) {
 	fs.DurationVar(&f.backoff, "backoff", 0, "first wait after a failure, doubling per failure (NIGHTWATCH_BACKOFF; default 30s)")
 	fs.DurationVar(&f.maxBackoff, "max-backoff", 0, "cap of the backoff (NIGHTWATCH_MAX_BACKOFF; default 10m)")
 	fs.DurationVar(&f.probeTimeout, "probe-timeout", 0, "bound of one probe (NIGHTWATCH_PROBE_TIMEOUT; default 5s)")
+	fs.IntVar(&f.failureThreshold, "failure-threshold", 0, "failed calls in a row naming a server or upstream condition (5xx, 429, overloaded, refused, timed out) that open a server (NIGHTWATCH_FAILURE_THRESHOLD; default 3)")
 	if hookOnly {
 		fs.DurationVar(&f.reconnectTmo, "reconnect-timeout", 0, "bound of one reconnect command (NIGHTWATCH_RECONNECT_TIMEOUT; default 5s)")
 		fs.BoolVar(&f.failOpen, "fail-open", false, "let calls to unhealthy servers through, saying so each time; for debugging only (NIGHTWATCH_FAIL_OPEN)")
@@ -98,6 +101,13 @@ func loadKnobs(cmd *cobra.Command, f *knobFlags) knobs.Knobs {
 	dur("max-backoff", f.maxBackoff, &k.MaxBackoff)
 	dur("probe-timeout", f.probeTimeout, &k.ProbeTimeout)
 	dur("reconnect-timeout", f.reconnectTmo, &k.ReconnectTimeout)
+	if fs.Changed("failure-threshold") {
+		if f.failureThreshold < 1 {
+			k.Problems = append(k.Problems, fmt.Sprintf("--failure-threshold must be at least 1; using %d", k.FailureThreshold.V))
+		} else {
+			k.FailureThreshold.Set(f.failureThreshold, "--failure-threshold")
+		}
+	}
 	if fs.Changed("fail-open") {
 		k.FailOpen.Set(f.failOpen, "--fail-open")
 	}

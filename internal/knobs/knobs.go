@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 )
 
 // Knobs are the settings shared by the hook and the operator commands.
@@ -19,6 +21,10 @@ type Knobs struct {
 	MaxBackoff       Value[time.Duration]
 	ProbeTimeout     Value[time.Duration]
 	ReconnectTimeout Value[time.Duration]
+	// FailureThreshold is how many failed calls in a row, each naming a
+	// server or upstream condition, open a server (passive outlier
+	// detection).
+	FailureThreshold Value[int]
 	FailOpen         Value[bool]
 	// MCPConfig is the raw path list of NIGHTWATCH_MCP_CONFIG; empty means
 	// search the way Claude Code does.
@@ -52,6 +58,9 @@ var (
 	EnvProbeTimeout     = []string{"NIGHTWATCH_PROBE_TIMEOUT", "ECC_MCP_HEALTH_TIMEOUT_MS"}
 	EnvReconnectTimeout = []string{"NIGHTWATCH_RECONNECT_TIMEOUT", "ECC_MCP_RECONNECT_TIMEOUT_MS"}
 	EnvFailOpen         = []string{"NIGHTWATCH_FAIL_OPEN", "ECC_MCP_HEALTH_FAIL_OPEN"}
+	// EnvFailureThreshold has no alias: the article had no passive
+	// detection.
+	EnvFailureThreshold = []string{"NIGHTWATCH_FAILURE_THRESHOLD"}
 	EnvMCPConfig        = []string{"NIGHTWATCH_MCP_CONFIG", "ECC_MCP_CONFIG_PATH"}
 	EnvLog              = []string{"NIGHTWATCH_LOG"}
 	EnvEvents           = []string{"NIGHTWATCH_EVENTS"}
@@ -75,6 +84,7 @@ func FromEnv(getenv Getenv, home string) Knobs {
 		MaxBackoff:       Value[time.Duration]{10 * time.Minute, "default"},
 		ProbeTimeout:     Value[time.Duration]{5 * time.Second, "default"},
 		ReconnectTimeout: Value[time.Duration]{5 * time.Second, "default"},
+		FailureThreshold: Value[int]{healthcheck.DefaultFailureThreshold, "default"},
 		FailOpen:         Value[bool]{false, "default"},
 		MCPConfig:        Value[string]{"", "default"},
 		LogPath:          Value[string]{"", "default"},
@@ -93,6 +103,14 @@ func FromEnv(getenv Getenv, home string) Knobs {
 	k.duration(getenv, EnvMaxBackoff, &k.MaxBackoff)
 	k.duration(getenv, EnvProbeTimeout, &k.ProbeTimeout)
 	k.duration(getenv, EnvReconnectTimeout, &k.ReconnectTimeout)
+	if name, v, ok := first(getenv, EnvFailureThreshold); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			k.Problems = append(k.Problems, fmt.Sprintf("%s=%q is not a count between 1 and 1000; using %d", name, v, k.FailureThreshold.V))
+		} else {
+			k.FailureThreshold.Set(n, name)
+		}
+	}
 	if name, v, ok := first(getenv, EnvFailOpen); ok {
 		b, known := ParseBool(v)
 		if !known {

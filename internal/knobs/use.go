@@ -9,13 +9,21 @@ import (
 func (k Knobs) Settings() healthcheck.Settings {
 	s := healthcheck.DefaultSettings()
 	s.TTL, s.Backoff, s.MaxBackoff = k.TTL.V, k.Backoff.V, k.MaxBackoff.V
+	s.FailureThreshold = k.FailureThreshold.V
 	return s
 }
 
 // ConfigOptions says where to look for MCP server definitions: the
-// explicit list when one is set, else Claude Code's search from cwd.
+// explicit list when one is set (NIGHTWATCH_MCP_CONFIG), else Claude
+// Code's search from cwd, following CLAUDE_CONFIG_DIR.
 func (k Knobs) ConfigOptions(cwd, home string, getenv Getenv) mcpconfig.Options {
 	opts := mcpconfig.Options{Cwd: cwd, Home: home, Getenv: getenv}
+	if dir, ok := getenv("CLAUDE_CONFIG_DIR"); ok && dir != "" {
+		// Claude Code keeps .claude.json there instead of the home folder.
+		if p, err := ExpandPath(dir, home, getenv); err == nil {
+			opts.ConfigDir = p
+		}
+	}
 	if k.MCPConfig.V != "" {
 		opts.Explicit = mcpconfig.ExplicitPaths(k.MCPConfig.V, home, getenv)
 	}
