@@ -12,7 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/nightwatch-dev/nightwatch/internal/clirange"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -118,9 +117,6 @@ func TestNightServerDiesAndReconnectBringsItBack(t *testing.T) {
 }
 
 func testNightServerDiesAndReconnectBringsItBack(t *testing.T, version string) {
-	if clirange.Compare(version, "2.1.332") >= 0 {
-		t.Skip(`product defect: healthcheck/classify.go does not read 2.1.332's bare "Connection closed" (2.1.197: "MCP error -32000: Connection closed"), so the broken server is never marked down and j4 is not deferred (issue 9)`)
-	}
 	f := newNightFixture(t)
 	server := testkit.BuildTestServer(t)
 	control := filepath.Join(f.dir, "notes.mode")
