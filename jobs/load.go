@@ -55,6 +55,11 @@ func DefaultHealth() Health {
 		MaxBackoff:     10 * time.Minute,
 		ProbeTimeout:   5 * time.Second,
 		PrewarmTimeout: 2 * time.Minute,
+		// The hook's defaults (NIGHTWATCH_RECONNECT_TIMEOUT,
+		// NIGHTWATCH_FAILURE_THRESHOLD), so a night and a hook outside it
+		// decide alike.
+		ReconnectTimeout: 5 * time.Second,
+		FailureThreshold: 3,
 	}
 }
 
@@ -569,7 +574,8 @@ func (l *loader) health(b *Batch, f map[string]pair) {
 	if !ok {
 		return
 	}
-	hf := l.fields(p.val, "health", "ttl", "backoff", "max_backoff", "probe_timeout", "prewarm_timeout")
+	hf := l.fields(p.val, "health", "ttl", "backoff", "max_backoff", "probe_timeout", "prewarm_timeout",
+		"reconnect_timeout", "failure_threshold")
 	for _, d := range []struct {
 		key string
 		dst *time.Duration
@@ -579,10 +585,20 @@ func (l *loader) health(b *Batch, f map[string]pair) {
 		{"max_backoff", &b.Health.MaxBackoff},
 		{"probe_timeout", &b.Health.ProbeTimeout},
 		{"prewarm_timeout", &b.Health.PrewarmTimeout},
+		{"reconnect_timeout", &b.Health.ReconnectTimeout},
 	} {
 		if q, ok := hf[d.key]; ok {
 			if v, ok := l.duration(q.val, "health."+d.key); ok {
 				*d.dst = v
+			}
+		}
+	}
+	if q, ok := hf["failure_threshold"]; ok {
+		if v, line, ok := l.integer(q.val, "health.failure_threshold", 1); ok {
+			if v > 1000 {
+				l.problem(line, "health.failure_threshold", "must be 1000 or less, not %d", v)
+			} else {
+				b.Health.FailureThreshold = v
 			}
 		}
 	}

@@ -81,7 +81,7 @@ agent:
   command: claude
   args: ["--max-turns", 40, "--model", "${MODEL:-sonnet}"]
 defaults: {timeout: 30m, stall_timeout: 5m, retries: 2, on_unhealthy: skip, mcp_timeout: 45s, max_defer: 2h}
-health: {ttl: 1m, backoff: 10s, max_backoff: 5m, probe_timeout: 3s, prewarm_timeout: 90s}
+health: {ttl: 1m, backoff: 10s, max_backoff: 5m, probe_timeout: 3s, prewarm_timeout: 90s, reconnect_timeout: 20s, failure_threshold: 4}
 servers:
   notes:
     command: npx
@@ -171,7 +171,8 @@ func TestLoadFull(t *testing.T) {
 		Args:    []string{"--max-turns", "40", "--model", "sonnet"},
 	})
 	check("Defaults", b.Defaults, JobDefaults{Timeout: 30 * time.Minute, StallTimeout: 5 * time.Minute, Retries: 2, OnUnhealthy: Skip, MCPTimeout: 45 * time.Second, MaxDefer: 2 * time.Hour})
-	check("Health", b.Health, Health{TTL: time.Minute, Backoff: 10 * time.Second, MaxBackoff: 5 * time.Minute, ProbeTimeout: 3 * time.Second, PrewarmTimeout: 90 * time.Second})
+	check("Health", b.Health, Health{TTL: time.Minute, Backoff: 10 * time.Second, MaxBackoff: 5 * time.Minute, ProbeTimeout: 3 * time.Second, PrewarmTimeout: 90 * time.Second,
+		ReconnectTimeout: 20 * time.Second, FailureThreshold: 4})
 
 	if len(b.Servers) != 3 {
 		t.Fatalf("%d servers, want 3", len(b.Servers))
@@ -378,6 +379,12 @@ var invalidCases = []invalid{
 		line: 4, field: "defaults.retries", msg: "must be 0 or more"},
 	{name: "max_parallel below 1", yaml: head + "max_parallel: 0\n" + oneJob,
 		line: 3, field: "max_parallel", msg: "must be 1 or more"},
+	{name: "failure_threshold zero", yaml: head + "health: {failure_threshold: 0}\n" + oneJob,
+		line: 3, field: "health.failure_threshold", msg: "must be 1 or more"},
+	{name: "failure_threshold too large", yaml: head + "health: {failure_threshold: 5000}\n" + oneJob,
+		line: 3, field: "health.failure_threshold", msg: "1000 or less"},
+	{name: "reconnect_timeout not a duration", yaml: head + "health: {reconnect_timeout: soon}\n" + oneJob,
+		line: 3, field: "health.reconnect_timeout", msg: ""},
 	{name: "unknown on_unhealthy", yaml: head + "jobs:\n  - {name: a, prompt: hi, on_unhealthy: retry}\n",
 		line: 4, field: "jobs[0].on_unhealthy", msg: "not one of defer, skip, run"},
 	{name: "string where a list is expected", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    allowed_tools: Read\n",

@@ -88,6 +88,12 @@ type Health struct {
 	MaxBackoff     time.Duration
 	ProbeTimeout   time.Duration
 	PrewarmTimeout time.Duration
+	// ReconnectTimeout bounds one reconnect command, in the night's
+	// maintenance and in the hooks of its sessions alike.
+	ReconnectTimeout time.Duration
+	// FailureThreshold is how many failed calls in a row that name a
+	// server or upstream condition open a server (passive health).
+	FailureThreshold int
 }
 
 // Server is one MCP server of the batch.

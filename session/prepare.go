@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -271,10 +272,14 @@ func hookCommand(spec Spec, f Files) string {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--ttl", h.TTL}, {"--backoff", h.Backoff}, {"--max-backoff", h.MaxBackoff}, {"--probe-timeout", h.ProbeTimeout}} {
+	}{{"--ttl", h.TTL}, {"--backoff", h.Backoff}, {"--max-backoff", h.MaxBackoff}, {"--probe-timeout", h.ProbeTimeout},
+		{"--reconnect-timeout", h.ReconnectTimeout}} {
 		if d.v > 0 { // unset: the hook's default, not an invalid zero
 			args = append(args, d.flag, d.v.String())
 		}
+	}
+	if h.FailureThreshold > 0 {
+		args = append(args, "--failure-threshold", strconv.Itoa(h.FailureThreshold))
 	}
 	if spec.Batch.FailOpen {
 		args = append(args, "--fail-open")

@@ -92,24 +92,6 @@ func TestInitOutageReachesTheJournalAndTheReport(t *testing.T) {
 	}
 }
 
-// The words of an init failure are read by healthcheck.Classify as the
-// failure they stand for; if Classify changes, this says so.
-func TestInitFailureTextClassifies(t *testing.T) {
-	for status, want := range map[string]healthcheck.FailureCode{
-		"failed": healthcheck.CodeTransport, "needs-auth": healthcheck.CodeAuth,
-	} {
-		c := healthcheck.Classify(initFailureText("notes", status, "j"), "")
-		if !c.MarksUnhealthy || c.NeedsProbe || c.Code != want {
-			t.Errorf("%s: %+v, want %s without a probe", status, c, want)
-		}
-	}
-	for _, status := range []string{"connected", "pending", ""} {
-		if s := initFailureText("notes", status, "j"); s != "" {
-			t.Errorf("%s is no failure, got %q", status, s)
-		}
-	}
-}
-
 // Regression: maintenance decided reachability with its own rule and
 // recorded it with the Checker's: a 401 to a probe that carried the
 // server's own token was journaled as "answered again" (healthy) while the

@@ -219,24 +219,19 @@ func (n *night) observe(ctx context.Context, o observation) {
 		n.append(journal.Event{Type: journal.ToolUnavailable, Job: o.job, Attempt: o.attempt, Tool: o.tool})
 		n.log.Warn().Str("job", o.job).Str("tool", o.tool).Msg("the model called a tool the session does not have")
 	case o.server != "":
-		n.checker.RecordFailure(ctx, o.server, nil, initFailureText(o.server, o.status, o.job))
+		var srv *mcpconfig.Server
+		if bs := n.b.Server(o.server); bs != nil {
+			srv = &bs.MCP
+		}
+		n.checker.RecordClientStatus(o.server, srv, o.status, initReason(o.server, o.status, o.job))
 		n.absorbServerEvents()
 		n.log.Warn().Str("server", o.server).Str("job", o.job).Str("status", o.status).Msg("session could not use a server")
 	}
 }
 
-// initFailureText words an init event's failed or needs-auth as the error
-// text healthcheck.Classify reads as the matching failure: a connection
-// that could not be made (transport), or a server that wants
-// authentication (auth). "" for a status that is no failure.
-func initFailureText(server, status, job string) string {
-	switch status {
-	case "failed":
-		return fmt.Sprintf("Unable to connect to MCP server %q: Claude Code reported it failed when job %s started", server, job)
-	case "needs-auth":
-		return fmt.Sprintf("Streamable HTTP error: Error POSTing to endpoint: authentication required: Claude Code reported MCP server %q needs-auth when job %s started", server, job)
-	}
-	return ""
+// initReason says, in words, what a session's init event reported.
+func initReason(server, status, job string) string {
+	return fmt.Sprintf("Claude Code reported MCP server %q %s when job %s started", server, status, job)
 }
 
 // sessionObserver sends what a session's stream says to the loop, as it
@@ -250,8 +245,8 @@ type sessionObserver struct {
 }
 
 func (o *sessionObserver) ServerStatus(server, status string) {
-	if initFailureText(server, status, o.job) == "" {
-		return
+	if status != "failed" && status != "needs-auth" {
+		return // connected, pending: nothing the night acts on
 	}
 	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, server: server, status: status}}
 }

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
@@ -111,25 +110,15 @@ func (n *night) probe(ctx context.Context, srv *mcpconfig.Server) probe.Result {
 func (n *night) sessionEnviron() []string { return session.Environ(n.b, n.opts.Env) }
 
 func (n *night) newChecker() *healthcheck.Checker {
-	h := n.b.Health
-	settings := healthcheck.DefaultSettings()
-	settings.TTL, settings.Backoff, settings.MaxBackoff = h.TTL, h.Backoff, h.MaxBackoff
-	getenv := environ.Lookup(n.sessionEnviron())
-	return &healthcheck.Checker{
-		Store:    n.store,
-		Settings: settings,
-		Now:      n.now,
-		Probe:    n.probe,
-		Policy: func(code healthcheck.FailureCode, have bool) healthcheck.Action {
-			return healthcheck.Action(reconnect.DefaultPolicy(reconnect.Failure(code), have))
-		},
-		HaveReconnect: func(server string) bool { return n.reconnectCommand(server, getenv) != "" },
-		Reconnect: func(ctx context.Context, server string) healthcheck.ReconnectResult {
-			return n.reconnect(ctx, server, getenv)
-		},
-		ProbeWait: h.ProbeTimeout + 10*time.Second,
-		Events:    &healthcheck.EventLog{Path: statedir.Events(n.b.StateDir), Warn: n.warn},
-		Warn:      n.warn,
+	runner := n.reconnectRunner()
+	return healthcheck.New(n.store, settingsFor(n.b, healthcheck.Settings{}), healthcheck.Options{
+		Now:           n.now,
+		Probe:         n.probe,
+		HaveReconnect: runner.Have,
+		Reconnect:     runner.Run,
+		ProbeWait:     n.b.Health.ProbeTimeout + 10*time.Second,
+		EventsPath:    statedir.Events(n.b.StateDir),
+		Warn:          n.warn,
 		Redact: func(s string) string {
 			var secrets []string
 			for _, srv := range n.b.Servers {
@@ -137,39 +126,39 @@ func (n *night) newChecker() *healthcheck.Checker {
 			}
 			return redact.String(s, secrets...)
 		},
-	}
+		// The night's own checks never use up the one trial call a
+		// session's hook needs to clear an outage only calls can see.
+		StartsTrials: false,
+	})
 }
 
-// reconnectCommand is the batch's reconnect for server, else the
-// environment's (NIGHTWATCH_RECONNECT_<SERVER>, …) as the hook reads it.
-func (n *night) reconnectCommand(server string, getenv func(string) (string, bool)) string {
-	if srv := n.b.Server(server); srv != nil && srv.Reconnect != "" {
-		return srv.Reconnect
+// reconnectRunner is the one reconnect.Runner of the night: the batch's
+// servers.<name>.reconnect first, else the environment's
+// NIGHTWATCH_RECONNECT_<SERVER> as the sessions' hooks read it, with the
+// hooks' timeout, and every attempt journaled.
+func (n *night) reconnectRunner() *reconnect.Runner {
+	env := n.sessionEnviron()
+	return &reconnect.Runner{
+		Getenv: environ.Lookup(env),
+		Configured: func(server string) (string, string) {
+			if srv := n.b.Server(server); srv != nil && srv.Reconnect != "" {
+				return srv.Reconnect, "servers." + server + ".reconnect"
+			}
+			return "", ""
+		},
+		Timeout: n.b.Health.ReconnectTimeout,
+		Dir:     n.b.Dir,
+		Env:     env,
+		Secrets: func(server string) []string {
+			if srv := n.b.Server(server); srv != nil {
+				return srv.MCP.Secrets()
+			}
+			return nil
+		},
+		Warn: n.warn,
+		Observe: func(server string, res healthcheck.ReconnectResult) {
+			n.append(journal.Event{Type: journal.Maintenance, Server: server, Action: journal.Reconnect, Reason: res.Detail})
+			n.log.Info().Str("server", server).Bool("ok", res.OK).Str("command", res.Detail).Msg("reconnect")
+		},
 	}
-	cmd, _ := reconnect.CommandFor(server, getenv)
-	return cmd
-}
-
-func (n *night) reconnect(ctx context.Context, server string, getenv func(string) (string, bool)) healthcheck.ReconnectResult {
-	command := n.reconnectCommand(server, getenv)
-	if command == "" {
-		return healthcheck.ReconnectResult{}
-	}
-	argv, err := reconnect.Split(command)
-	if err != nil {
-		return healthcheck.ReconnectResult{Attempted: true, Detail: err.Error()}
-	}
-	var secrets []string
-	if srv := n.b.Server(server); srv != nil {
-		secrets = srv.MCP.Secrets()
-	}
-	out := reconnect.Run(ctx, reconnect.Expand(argv, server), reconnect.Options{
-		Timeout: n.b.Health.ProbeTimeout, Dir: n.b.Dir, Env: n.sessionEnviron(), Secrets: secrets})
-	detail := strings.Join(out.Command, " ")
-	if !out.OK {
-		detail += ": " + out.Err
-	}
-	n.append(journal.Event{Type: journal.Maintenance, Server: server, Action: journal.Reconnect, Reason: detail})
-	n.log.Info().Str("server", server).Bool("ok", out.OK).Str("command", strings.Join(out.Command, " ")).Msg("reconnect")
-	return healthcheck.ReconnectResult{Attempted: out.Attempted, OK: out.OK, Detail: detail}
 }

@@ -41,6 +41,10 @@ type PreflightRow struct {
 	// server answered within the prewarm timeout, an HTTP endpoint gave an
 	// answer that is not "come back later".
 	Prewarmed bool `json:"prewarmed"`
+	// Usable is the health check's verdict (healthcheck.Reachable): a 401
+	// to a probe that carried the server's own token answered, and is
+	// still down for the night.
+	Usable bool `json:"usable"`
 }
 
 // PreflightReport is the outcome of a preflight.
@@ -91,7 +95,7 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 	}
 	rep.Warnings = append(rep.Warnings, shadowWarnings(b, needed, opts)...)
 
-	checker := &healthcheck.Checker{Store: opts.Store, Settings: settingsFor(b, opts.Settings), Warn: opts.Warn}
+	checker := healthcheck.New(opts.Store, settingsFor(b, opts.Settings), healthcheck.Options{Warn: opts.Warn})
 	sessionEnviron := environ.Overlay(opts.Environ, b.Env)
 	probeTimeout, prewarmTimeout := timeoutsFor(b, opts.Getenv)
 
@@ -108,6 +112,7 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 			}
 			po := probe.Options{Timeout: probeTimeout, ListTools: true, Cwd: cwds[s.Name], Environ: sessionEnviron}
 			row, res := preflightOne(ctx, &srv, po, prewarmTimeout)
+			row.Usable = healthcheck.Reachable(&srv, res)
 			records[i] = healthcheck.ProbeRecord{Server: &srv, Result: res}
 			rep.Rows[i] = row
 		}()
@@ -118,7 +123,7 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 		checker.RecordProbes(records)
 	}
 	for _, r := range rep.Rows {
-		if !r.Verdict.Reachable() {
+		if !r.Usable {
 			rep.Healthy = false
 		}
 	}
@@ -284,6 +289,9 @@ func settingsFor(b *jobs.Batch, s healthcheck.Settings) healthcheck.Settings {
 	if b.Health.MaxBackoff > 0 {
 		s.MaxBackoff = b.Health.MaxBackoff
 	}
+	if b.Health.FailureThreshold > 0 {
+		s.FailureThreshold = b.Health.FailureThreshold
+	}
 	return s
 }
 
@@ -328,7 +336,7 @@ func PrintPreflight(w io.Writer, r PreflightReport) {
 	for i, row := range r.Rows {
 		rows[i] = operator.ProbeRow{Server: row.Server, Transport: mcpconfig.Transport(row.Transport),
 			Result: probe.Result{Verdict: row.Verdict, Latency: row.Latency, Tools: row.Tools, Reason: row.Reason}}
-		if !row.Verdict.Reachable() {
+		if !row.Usable {
 			down = append(down, row.Server)
 		}
 	}
