@@ -95,6 +95,9 @@ func Describe(out Outcome) string {
 	if !out.OK && out.Err != "" {
 		detail += ": " + out.Err
 	}
+	if out.KeptRunning {
+		detail += ": exited 0; a process it started in a session of its own kept running (a daemon)"
+	}
 	if o := strings.Join(strings.Fields(out.Output), " "); o != "" {
 		if len(o) > 200 {
 			cut := 200
