@@ -220,6 +220,11 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 		return Decision{Allow: true, Server: server, Unchecked: true, Probed: true,
 			Note: fmt.Sprintf("MCP server %q: %s; it has passive health only (its calls are watched)", server, res.Reason)}
 	}
+	if slowStart(srv, res, c.Settings.withDefaults().ClientStartup) {
+		return Decision{Allow: true, Server: server, Unchecked: true, Probed: true,
+			Note: fmt.Sprintf("MCP server %q did not answer a probe within %s, but Claude Code waits up to %s for a server to start (MCP_TIMEOUT); "+
+				"a probe this short cannot call it down, so the call goes ahead unchecked and its result is watched", server, res.TimedOutAfter, c.Settings.withDefaults().ClientStartup)}
+	}
 	return c.settle(ctx, srv, res, "probe")
 }
 
@@ -663,4 +668,11 @@ func (c *Checker) Reset(names []string, all, stuck bool) ([]string, error) {
 		c.Events.Append(Event{Time: c.now(), Kind: EventState, Server: name, To: "", By: "reset"})
 	}
 	return removed, err
+}
+
+// slowStart says whether a probe's failure is only that a stdio server had
+// not answered within a budget shorter than Claude Code's own start-up wait:
+// a slow server, not a dead one, as far as this probe can tell.
+func slowStart(srv *mcpconfig.Server, res probe.Result, clientStartup time.Duration) bool {
+	return srv.Transport == mcpconfig.Stdio && res.TimedOutAfter > 0 && res.TimedOutAfter < clientStartup
 }

@@ -570,3 +570,40 @@ func TestRecordClientStatus(t *testing.T) {
 		t.Fatalf("events: %v", lines)
 	}
 }
+
+// A stdio probe that ran out of a budget shorter than Claude Code's own
+// start-up wait (MCP_TIMEOUT) does not call the server down: it may only be
+// slow to start, and the session's client would have waited. The call goes
+// ahead, said out loud, and nothing is recorded. A budget as long as the
+// client's wait, or an HTTP timeout, is a real verdict.
+func TestSlowStdioStartIsNotDown(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		transport     mcpconfig.Transport
+		timedOutAfter time.Duration
+		clientStartup time.Duration
+		wantAllow     bool
+		wantRecorded  bool
+	}{
+		{"5s probe, client waits 30s", mcpconfig.Stdio, 5 * time.Second, 30 * time.Second, true, false},
+		{"probe as long as the client's wait", mcpconfig.Stdio, 30 * time.Second, 30 * time.Second, false, true},
+		{"client waits less (MCP_TIMEOUT=3000)", mcpconfig.Stdio, 5 * time.Second, 3 * time.Second, false, true},
+		{"an HTTP timeout is a verdict", mcpconfig.HTTP, 5 * time.Second, 30 * time.Second, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, probe.Result{Verdict: probe.Transport, Reason: "no answer to initialize within 5s (hang)", TimedOutAfter: tc.timedOutAfter})
+			f.srv.Transport = tc.transport
+			f.c.Settings.ClientStartup = tc.clientStartup
+			d := f.decide()
+			if d.Allow != tc.wantAllow {
+				t.Fatalf("Allow = %v, want %v: %+v", d.Allow, tc.wantAllow, d)
+			}
+			if tc.wantAllow && (!d.Unchecked || !strings.Contains(d.Note, "MCP_TIMEOUT")) {
+				t.Errorf("a call let through unchecked must say so: %+v", d)
+			}
+			if got := f.c.read().Entry("notes") != nil; got != tc.wantRecorded {
+				t.Errorf("recorded = %v, want %v", got, tc.wantRecorded)
+			}
+		})
+	}
+}

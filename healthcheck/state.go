@@ -97,7 +97,15 @@ type Settings struct {
 	// server or upstream condition, open a server (gobreaker's
 	// ReadyToTrip, Envoy's consecutive_5xx). 0 means DefaultFailureThreshold.
 	FailureThreshold int
+	// ClientStartup is how long Claude Code waits for an MCP server to
+	// connect (MCP_TIMEOUT, 30 s by default). A stdio probe that ran out of
+	// a shorter budget proves nothing against it: the server may only be
+	// slow to start, and Claude Code would have waited.
+	ClientStartup time.Duration
 }
+
+// DefaultClientStartup is Claude Code's MCP_TIMEOUT default.
+const DefaultClientStartup = 30 * time.Second
 
 // DefaultFailureThreshold opens a server at its third upstream failure in
 // a row: one or two are the noise of a busy upstream, three are a pattern.
@@ -107,7 +115,8 @@ const DefaultFailureThreshold = 3
 // doubling to 10 min; and three upstream failures in a row open a server.
 func DefaultSettings() Settings {
 	return Settings{TTL: 2 * time.Minute, Backoff: 30 * time.Second,
-		MaxBackoff: 10 * time.Minute, MaxRetryAfter: time.Hour, FailureThreshold: DefaultFailureThreshold}
+		MaxBackoff: 10 * time.Minute, MaxRetryAfter: time.Hour, FailureThreshold: DefaultFailureThreshold,
+		ClientStartup: DefaultClientStartup}
 }
 
 // withDefaults fills the zero fields, so a Settings built by hand (the
@@ -128,6 +137,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.FailureThreshold <= 0 {
 		s.FailureThreshold = d.FailureThreshold
+	}
+	if s.ClientStartup <= 0 {
+		s.ClientStartup = d.ClientStartup
 	}
 	return s
 }

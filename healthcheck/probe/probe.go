@@ -75,6 +75,11 @@ type Result struct {
 	// 2.9 s before it falls back to initialize.
 	SlowDiscover bool   `json:"slowDiscover,omitempty"`
 	ServerName   string `json:"serverName,omitempty"`
+	// TimedOutAfter is the probe's budget when a stdio server was still
+	// running but had not answered when it ran out (a hang, or a start
+	// slower than the budget); 0 otherwise. The Checker weighs it against
+	// how long Claude Code itself waits for a server to start.
+	TimedOutAfter time.Duration `json:"timedOutAfter,omitempty"`
 }
 
 // Era is the protocol era of a server, in the 2026-07-28 specification's

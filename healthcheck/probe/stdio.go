@@ -304,6 +304,9 @@ func (s *stdioServer) failure(err error, timeout time.Duration, secrets []string
 		what = err.Error()
 	}
 	res := Result{Verdict: Transport, Tools: -1}
+	if errors.Is(err, context.DeadlineExceeded) && s.garbage == "" {
+		res.TimedOutAfter = timeout
+	}
 	if s.garbage != "" {
 		// Something answered, but not with JSON-RPC: a CLI that is not an
 		// MCP server, or one that talks on the wrong stream.

@@ -25,7 +25,11 @@ type Knobs struct {
 	// server or upstream condition, open a server (passive outlier
 	// detection).
 	FailureThreshold Value[int]
-	FailOpen         Value[bool]
+	// ClientStartup is how long Claude Code waits for a server to connect:
+	// its own MCP_TIMEOUT (milliseconds), which a hook inside a session
+	// inherits.
+	ClientStartup Value[time.Duration]
+	FailOpen      Value[bool]
 	// MCPConfig is the raw path list of NIGHTWATCH_MCP_CONFIG; empty means
 	// search the way Claude Code does.
 	MCPConfig  Value[string]
@@ -61,9 +65,11 @@ var (
 	// EnvFailureThreshold has no alias: the article had no passive
 	// detection.
 	EnvFailureThreshold = []string{"NIGHTWATCH_FAILURE_THRESHOLD"}
-	EnvMCPConfig        = []string{"NIGHTWATCH_MCP_CONFIG", "ECC_MCP_CONFIG_PATH"}
-	EnvLog              = []string{"NIGHTWATCH_LOG"}
-	EnvEvents           = []string{"NIGHTWATCH_EVENTS"}
+	// EnvClientStartup is Claude Code's own variable, read, never set.
+	EnvClientStartup = []string{"MCP_TIMEOUT"}
+	EnvMCPConfig     = []string{"NIGHTWATCH_MCP_CONFIG", "ECC_MCP_CONFIG_PATH"}
+	EnvLog           = []string{"NIGHTWATCH_LOG"}
+	EnvEvents        = []string{"NIGHTWATCH_EVENTS"}
 	// EnvInputMaxBytes is accepted and ignored: nightwatch streams the
 	// payload and has no input cap to raise.
 	EnvInputMaxBytes = "ECC_HOOK_INPUT_MAX_BYTES"
@@ -85,6 +91,7 @@ func FromEnv(getenv Getenv, home string) Knobs {
 		ProbeTimeout:     Value[time.Duration]{5 * time.Second, "default"},
 		ReconnectTimeout: Value[time.Duration]{5 * time.Second, "default"},
 		FailureThreshold: Value[int]{healthcheck.DefaultFailureThreshold, "default"},
+		ClientStartup:    Value[time.Duration]{healthcheck.DefaultClientStartup, "default"},
 		FailOpen:         Value[bool]{false, "default"},
 		MCPConfig:        Value[string]{"", "default"},
 		LogPath:          Value[string]{"", "default"},
@@ -103,6 +110,7 @@ func FromEnv(getenv Getenv, home string) Knobs {
 	k.duration(getenv, EnvMaxBackoff, &k.MaxBackoff)
 	k.duration(getenv, EnvProbeTimeout, &k.ProbeTimeout)
 	k.duration(getenv, EnvReconnectTimeout, &k.ReconnectTimeout)
+	k.duration(getenv, EnvClientStartup, &k.ClientStartup)
 	if name, v, ok := first(getenv, EnvFailureThreshold); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {

@@ -10,6 +10,7 @@ func (k Knobs) Settings() healthcheck.Settings {
 	s := healthcheck.DefaultSettings()
 	s.TTL, s.Backoff, s.MaxBackoff = k.TTL.V, k.Backoff.V, k.MaxBackoff.V
 	s.FailureThreshold = k.FailureThreshold.V
+	s.ClientStartup = k.ClientStartup.V
 	return s
 }
 
