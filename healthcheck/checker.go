@@ -580,8 +580,12 @@ func (c *Checker) RecordClientStatus(server string, srv *mcpconfig.Server, statu
 
 // RecordProbe stores a probe's verdict as it is, without the reconnect
 // policy: `nightwatch probe` and preflight report what they see.
+//
+// A stdio probe that only ran out of a budget shorter than Claude Code's
+// start-up wait is not recorded (see slowStart): it cannot tell a slow
+// server from a dead one.
 func (c *Checker) RecordProbe(srv *mcpconfig.Server, res probe.Result) *Entry {
-	if res.Verdict == probe.Unsupported {
+	if res.Verdict == probe.Unsupported || slowStart(srv, res, c.Settings.withDefaults().ClientStartup) {
 		return nil
 	}
 	change, ev := probeTransition(c.Settings, srv, res)
@@ -608,7 +612,7 @@ func (c *Checker) RecordProbes(items []ProbeRecord) {
 	err := c.Store.Update(func(f *File) error {
 		changes = changes[:0]
 		for _, it := range items {
-			if it.Result.Verdict == probe.Unsupported {
+			if it.Result.Verdict == probe.Unsupported || slowStart(it.Server, it.Result, c.Settings.withDefaults().ClientStartup) {
 				continue
 			}
 			apply, ev := probeTransition(c.Settings, it.Server, it.Result)
