@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -17,18 +16,9 @@ import (
 )
 
 // ensureLockFile creates the lock file at path (0600) unless it exists,
-// never through a symlink: flock opens it with O_CREATE, which would
-// create a planted link's target. A symlink already there is refused.
-func ensureLockFile(path string) error {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symlink; refusing to lock through it", path)
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW, atomicfile.Mode)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
+// never through a symlink (flock opens it with O_CREATE, which would
+// create a planted link's target) and never waiting on a FIFO.
+func ensureLockFile(path string) error { return atomicfile.EnsureFile(path) }
 
 func tryLock(lk *flock.Flock, timeout time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
@@ -92,10 +92,10 @@ func newHandler(env Env, p *Payload) *handler {
 	}
 	h.log = zerolog.Nop()
 	if k.LogPath.V != "" {
-		// Its folder is created like the cache's (0700); O_NOFOLLOW: a
-		// planted symlink must not redirect the log to another file.
+		// Its folder is created like the cache's (0700); never through a
+		// planted symlink, never waiting on a FIFO.
 		_ = os.MkdirAll(filepath.Dir(k.LogPath.V), 0o700)
-		f, err := os.OpenFile(k.LogPath.V, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		f, err := atomicfile.OpenLog(k.LogPath.V)
 		if err != nil {
 			h.say(fmt.Sprintf("nightwatch: cannot open log file: %v", err))
 		} else {

@@ -44,5 +44,3 @@ func TestLoadRefusesAFIFOAtOnce(t *testing.T) {
 		})
 	}
 }
-
-func noEnv(string) (string, bool) { return "", false }

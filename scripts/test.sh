@@ -21,14 +21,16 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 
-echo "== builds for linux and darwin, amd64 and arm64"
-for os in linux darwin; do
+echo "== builds for linux, darwin and windows, amd64 and arm64"
+for os in linux darwin windows; do
   for arch in amd64 arm64; do
     CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -o /dev/null ./cmd/nightwatch
   done
 done
-# Every package and its tests must also compile for macOS (launchd users).
+# Every package and its tests must also compile for macOS (launchd users)
+# and Windows (Task Scheduler users).
 GOOS=darwin GOARCH=arm64 go vet ./...
+GOOS=windows GOARCH=amd64 go vet ./...
 
 echo "== go test -race"
 go test -race -count=1 -timeout 12m ./...

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,11 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -296,7 +295,7 @@ func TestSessionCommandArgs(t *testing.T) {
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("args =\n%q\nwant\n%q", cmd.Args, want)
 	}
-	if cmd.Dir != job.Cwd || cmd.Stdin != nil || cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid {
+	if cmd.Dir != job.Cwd || cmd.Stdin != nil || !inOwnGroup(cmd) {
 		t.Errorf("dir %q stdin %v sysprocattr %+v", cmd.Dir, cmd.Stdin, cmd.SysProcAttr)
 	}
 	for _, a := range cmd.Args {
@@ -565,7 +564,7 @@ func sessionTestGone(t *testing.T, pidFile string) bool {
 		if pid <= 0 {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if !proc.Alive(pid) {
 			continue
 		}
 		if runtime.GOOS == "linux" {

@@ -3,10 +3,10 @@ package supervisor
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/rs/zerolog"
 
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/journal"
 )
@@ -33,7 +33,7 @@ func killLeftovers(sessions []journal.Event, log zerolog.Logger) {
 		if id == "" || id != ev.StartID {
 			continue
 		}
-		if err := syscall.Kill(-ev.PID, syscall.SIGKILL); err == nil {
+		if err := proc.KillGroupID(ev.PID); err == nil {
 			log.Warn().Str("job", ev.Job).Int("pgid", ev.PID).Msg("killed a session left running by the previous supervisor")
 		}
 	}

@@ -7,11 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/gofrs/flock"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 )
 
@@ -52,14 +52,9 @@ func LockBatch(stateDir, batchName string) (unlock func(), err error) {
 	pidPath := path + ".pid"
 	// flock opens with O_CREATE, which would create a planted symlink's
 	// target: create the file here, never through a link.
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return nil, fmt.Errorf("lock batch %q: %s is a symlink; refusing to lock through it", batchName, path)
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW, atomicfile.Mode)
-	if err != nil {
+	if err := atomicfile.EnsureFile(path); err != nil {
 		return nil, fmt.Errorf("lock batch %q: %w", batchName, err)
 	}
-	_ = f.Close()
 	lk := flock.New(path, flock.SetPermissions(atomicfile.Mode))
 	ok, err := lk.TryLock()
 	if err != nil {
@@ -95,8 +90,7 @@ func holderPID(pidPath string) int {
 	if err != nil || pid <= 0 {
 		return 0
 	}
-	// Signal 0 checks existence; EPERM means it exists as another user.
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+	if !proc.Alive(pid) {
 		return 0
 	}
 	return pid

@@ -7,11 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/journal"
@@ -115,7 +115,7 @@ jobs:
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}
 	final := start()
@@ -153,7 +153,7 @@ jobs:
 		t.Errorf("the first job ran %d sessions; a done job must not run again", n)
 	}
 	for _, pid := range leftPids {
-		if err := syscall.Kill(pid, 0); err == nil && !zombie(pid) {
+		if proc.Alive(pid) && !zombie(pid) {
 			t.Errorf("session pid %d of a killed supervisor is still running", pid)
 		}
 	}

@@ -146,3 +146,26 @@ func CreateNew(path string) error {
 	syncDir(filepath.Dir(path))
 	return nil
 }
+
+// EnsureFile creates an empty file at path (0600) unless one is there,
+// never through a symlink and never waiting on a FIFO; what is there and is
+// not a regular file is refused. Lock files start this way: flock opens
+// its file with O_CREATE, which would create a planted link's target.
+func EnsureFile(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symlink; refusing to use it", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|noFollow|nonBlock, Mode)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
+	}
+	return nil
+}

@@ -51,3 +51,14 @@ func signalOf(ee *exec.ExitError) (string, bool) {
 	}
 	return "", false
 }
+
+// KillGroupID sends SIGKILL to the process group pgid: a session a dead
+// supervisor left running, found in its journal.
+func KillGroupID(pgid int) error { return syscall.Kill(-pgid, syscall.SIGKILL) }
+
+// Alive reports whether a process pid exists (signal 0; EPERM means it
+// exists as another user).
+func Alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -116,3 +116,30 @@ func groupAlive(cmd *exec.Cmd) bool {
 }
 
 func signalOf(*exec.ExitError) (string, bool) { return "", false }
+
+// KillGroupID terminates the process pid. The Job Object of a dead
+// supervisor's session was closed with it (kill-on-close), so its tree is
+// normally gone already; this ends a leader that somehow outlived it.
+func KillGroupID(pid int) error {
+	h, err := windows.OpenProcess(windows.PROCESS_TERMINATE, false, uint32(pid))
+	if err != nil {
+		return err
+	}
+	defer windows.CloseHandle(h)
+	return windows.TerminateProcess(h, 1)
+}
+
+// Alive reports whether a process pid is still running.
+func Alive(pid int) bool {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return false
+	}
+	defer windows.CloseHandle(h)
+	var code uint32
+	if err := windows.GetExitCodeProcess(h, &code); err != nil {
+		return false
+	}
+	const stillActive = 259
+	return code == stillActive
+}

@@ -1,3 +1,5 @@
+//go:build !linux
+
 package main
 
 // reportPeakRSS is Linux-only (it reads /proc); the benchmarks run there.
