@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
 )
 
 // editBatch rewrites the sandbox's batch file: old (which must be there)
