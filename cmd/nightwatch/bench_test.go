@@ -106,18 +106,29 @@ func BenchmarkHookProcess(b *testing.B) {
 		{"cache-hit", "mcp__up__search", 0},
 		{"cached-block", "mcp__down__search", 2},
 	}
+	// NIGHTWATCH_BENCH_BASELINE names another nightwatch binary (an older
+	// release, built by bench/hook-vs.sh) to run in the same loop, so the
+	// change in the hook's cost is a ratio measured in one run.
+	baseline := os.Getenv("NIGHTWATCH_BENCH_BASELINE")
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			in := fmt.Sprintf(benchPayload, c.tool)
 			_ = os.Remove(rssFile)
-			var hook, base time.Duration
+			var hook, base, old time.Duration
 			for b.Loop() {
 				hook += execOnce(b, nw, []string{"hook"}, env, in, c.code)
 				base += execOnce(b, empty, nil, env, "", 0)
+				if baseline != "" {
+					old += execOnce(b, baseline, []string{"hook"}, env, in, c.code)
+				}
 			}
 			b.ReportMetric(float64(hook.Microseconds())/float64(b.N), "hook-µs/op")
 			b.ReportMetric(float64(base.Microseconds())/float64(b.N), "empty-µs/op")
 			b.ReportMetric(float64(hook)/float64(base), "x-empty")
+			if baseline != "" {
+				b.ReportMetric(float64(old)/float64(base), "baseline-x-empty")
+				b.ReportMetric(float64(hook)/float64(old), "x-baseline")
+			}
 			b.ReportMetric(float64(peakRSS(b, rssFile))/1024, "peak-RSS-MiB")
 		})
 	}
