@@ -20,9 +20,10 @@ func ServerRule(server string) string { return mcpPrefix + server }
 
 // Allowed is what the job's session is allowed (its --allowedTools): the
 // job's allowed_tools when it sets them (an empty list allows nothing),
-// else one rule per server the job declares.
+// else one rule per server the job declares. (A Job built by hand with
+// AllowedTools and without AllowedToolsSet gets its AllowedTools.)
 func (j *Job) Allowed() []string {
-	if j.AllowedToolsSet {
+	if j.AllowedToolsSet || len(j.AllowedTools) > 0 {
 		return j.AllowedTools
 	}
 	out := make([]string, 0, len(j.Servers))
