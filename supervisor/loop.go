@@ -46,6 +46,10 @@ func (n *night) loop(ctx context.Context) error {
 		select {
 		case m := <-n.inbox:
 			if m.ended != nil {
+				if cancel := n.cancels[m.ended.job]; cancel != nil {
+					cancel(nil)
+					delete(n.cancels, m.ended.job)
+				}
 				n.do(ctx, n.plan.step(n.now(), *m.ended))
 				break
 			}
@@ -169,18 +173,27 @@ func describeDown(server string, e *healthcheck.Entry) string {
 // n.inbox. An attempt that cannot be prepared ends at once: failed is
 // true and ev is its end, for the plan.
 func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, failed bool) {
-	spec := session.Spec{Batch: n.b, Job: n.b.Job(a.job), RunID: n.runID, Attempt: a.attempt,
-		Binary: n.opts.Binary, Env: n.opts.Env}
+	job := n.b.Job(a.job)
+	spec := session.Spec{Batch: n.b, Job: job, RunID: n.runID, Attempt: a.attempt,
+		Binary: n.opts.Binary, Env: n.opts.Env, Feedback: a.feedback}
 	files, err := session.Prepare(spec)
 	if err != nil {
 		return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
 			outcome: session.Outcome{Status: session.Failed, Reason: "cannot prepare the session: " + err.Error()}}, true
 	}
-	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: files.Dir})
-	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Msg("started")
+	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: files.Dir,
+		Allowed: job.Allowed()})
+	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("allowed", job.Allowed()).Msg("started")
 	obs := &sessionObserver{to: n.inbox, job: a.job, attempt: a.attempt}
+	// The loop stops this attempt early (Abandon) when its session cannot
+	// use a server the job needs.
+	sctx, cancel := context.WithCancelCause(ctx)
+	if n.cancels == nil {
+		n.cancels = map[string]context.CancelCauseFunc{}
+	}
+	n.cancels[a.job] = cancel
 	go func() {
-		out := session.Run(ctx, spec, files, obs)
+		out := session.Run(sctx, spec, files, obs)
 		n.inbox <- message{ended: &evAttemptEnded{job: a.job, attempt: a.attempt, outcome: out}}
 	}()
 	return evAttemptEnded{}, false
@@ -205,6 +218,8 @@ type observation struct {
 	server, status string
 	tool           string // the model called a tool the session lacks
 	pgid           int    // the session's process group started
+	// unusable is a server of the job the session cannot use, and why.
+	unusable, why string
 }
 
 // observe records what a session saw. A server Claude Code could not
@@ -219,9 +234,23 @@ func (n *night) observe(ctx context.Context, o observation) {
 		n.append(journal.Event{Type: journal.ToolUnavailable, Job: o.job, Attempt: o.attempt, Tool: o.tool})
 		n.log.Warn().Str("job", o.job).Str("tool", o.tool).Msg("the model called a tool the session does not have")
 	case o.server != "":
+		// At merge: n.checker.RecordClientStatus(ctx, o.server, o.status, …)
+		// (healthcheck's, for the stream observer's init statuses) replaces
+		// this RecordFailure with a worded text.
 		n.checker.RecordFailure(ctx, o.server, nil, initFailureText(o.server, o.status, o.job))
 		n.absorbServerEvents()
 		n.log.Warn().Str("server", o.server).Str("job", o.job).Str("status", o.status).Msg("session could not use a server")
+	case o.unusable != "":
+		job := n.b.Job(o.job)
+		if job == nil || job.OnUnhealthy == jobs.Run {
+			n.log.Warn().Str("server", o.unusable).Str("job", o.job).Msg("the job runs without a server, by its on_unhealthy: run")
+			return
+		}
+		if cancel := n.cancels[o.job]; cancel != nil {
+			reason := fmt.Sprintf("server %s could not be used (%s)", o.unusable, o.why)
+			n.log.Warn().Str("server", o.unusable).Str("job", o.job).Str("why", o.why).Msg("stopping the attempt: it cannot use a server it needs")
+			cancel(session.Abandon{Reason: reason})
+		}
 	}
 }
 
@@ -235,6 +264,8 @@ func initFailureText(server, status, job string) string {
 		return fmt.Sprintf("Unable to connect to MCP server %q: Claude Code reported it failed when job %s started", server, job)
 	case "needs-auth":
 		return fmt.Sprintf("Streamable HTTP error: Error POSTing to endpoint: authentication required: Claude Code reported MCP server %q needs-auth when job %s started", server, job)
+	case session.StatusNotConnected:
+		return fmt.Sprintf("Unable to connect to MCP server %q: Claude Code said it is not connected during job %s", server, job)
 	}
 	return ""
 }
@@ -258,6 +289,12 @@ func (o *sessionObserver) ServerStatus(server, status string) {
 
 func (o *sessionObserver) ToolUnavailable(tool string) {
 	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, tool: tool}}
+}
+
+// ServerUnusable tells the loop the session cannot use one of its job's
+// servers, so that it stops the attempt.
+func (o *sessionObserver) ServerUnusable(server, why string) {
+	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, unusable: server, why: why}}
 }
 
 // SessionStarted records the session's process group in the journal, for
