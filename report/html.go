@@ -275,7 +275,7 @@ td.n { text-align: right; white-space: nowrap; }
 {{end}}</ul>{{else}}<p>No server was reported.</p>{{end}}
 
 <h2>Totals</h2>
-<p>{{.Totals.Jobs}} jobs ({{.Totals.Done}} done, {{.Totals.Failed}} failed, {{.Totals.Skipped}} skipped), {{.Totals.Attempts}} attempts, {{.Totals.Outages}} outages, {{.Totals.BlockedCalls}} calls blocked, {{usd .Totals.CostUSD}}, night {{span .Totals.Duration}}.</p>
+<p>{{.Totals.Jobs}} jobs ({{.Totals.Done}} done, {{.Totals.Verified}} verified, {{.Totals.Failed}} failed, {{.Totals.Skipped}} skipped), {{.Totals.Attempts}} attempts, {{.Totals.Outages}} outages, {{.Totals.BlockedCalls}} calls blocked, {{usd .Totals.CostUSD}}, night {{span .Totals.Duration}}.</p>
 {{if .Warnings}}<h2>Warnings</h2>
 <ul class="warn">{{range .Warnings}}<li>{{.}}</li>
 {{end}}</ul>{{end}}
