@@ -88,3 +88,31 @@ func checkAllowed(rule string, servers []string) error {
 	}
 	return fmt.Errorf("%q matches no tool of the job's servers (%s)", rule, declared)
 }
+
+// Unallowed are the job's servers whose tools no rule the session gets
+// can match: every call the model makes to them will be denied.
+func (j *Job) Unallowed() []string {
+	covered := map[string]bool{}
+	for _, rule := range j.Allowed() {
+		matched, _ := ruleServers(rule, j.Servers)
+		for _, s := range matched {
+			covered[s] = true
+		}
+	}
+	var out []string
+	for _, s := range j.Servers {
+		if !covered[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// AllowedSource says where Allowed comes from, for people: "its
+// allowed_tools" or "its servers".
+func (j *Job) AllowedSource() string {
+	if j.AllowedToolsSet || len(j.AllowedTools) > 0 {
+		return "its allowed_tools"
+	}
+	return "its servers"
+}
