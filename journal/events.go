@@ -113,8 +113,8 @@ type Event struct {
 	Folder string `json:"folder,omitempty"`
 	// StartID identifies the process PID started as (session-process),
 	// so that a reused pid is never mistaken for it.
-	StartID   string  `json:"startId,omitempty"`
-	Result    *Result `json:"result,omitempty"`
+	StartID string  `json:"startId,omitempty"`
+	Result  *Result `json:"result,omitempty"`
 	// Allowed are the tool rules the attempt's session was allowed
 	// (job-started).
 	Allowed []string `json:"allowed,omitempty"`
@@ -126,7 +126,7 @@ type Event struct {
 	// job that runs anyway (on_unhealthy: run) the servers it ran without.
 	Unusable []string `json:"unusable,omitempty"`
 	// Verify is the job's check of the attempt's work, when it ran.
-	Verify *Verify `json:"verify,omitempty"`
+	Verify    *Verify `json:"verify,omitempty"`
 	Batch     string  `json:"batch,omitempty"`
 	BatchFile string  `json:"batchFile,omitempty"`
 	PID       int     `json:"pid,omitempty"`
