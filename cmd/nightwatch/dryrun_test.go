@@ -67,3 +67,49 @@ jobs:
 		t.Errorf("the dry run created the state folder")
 	}
 }
+
+// status, probe and reset given a batch file work on that batch's cache
+// and servers, from any folder.
+func TestOperatorCommandsTakeABatch(t *testing.T) {
+	bin := testkit.BuildNightwatch(t)
+	dir := t.TempDir()
+	batch := filepath.Join(dir, "night.yaml")
+	yaml := fmt.Sprintf("version: 1\nname: ops\nstate_dir: ./state\nservers:\n  notes: {command: %s}\n  dead: {type: http, url: \"http://127.0.0.1:1/mcp\"}\n"+
+		"jobs:\n  - {name: a, servers: [notes, dead], prompt: hi}\n", q(testkit.BuildTestServer(t)))
+	if err := os.WriteFile(batch, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + elsewhere}
+		cmd.Dir = elsewhere
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	cache := filepath.Join(dir, "state", "cache.json")
+	out, code := run("probe", batch)
+	if code != 1 || !strings.Contains(out, "notes") || !strings.Contains(out, "dead") {
+		t.Errorf("probe night.yaml: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(cache); err != nil {
+		t.Errorf("probe night.yaml did not record in the batch's cache: %v", err)
+	}
+	out, code = run("status", batch)
+	if code != 0 || !strings.Contains(out, "cache: "+cache) || !strings.Contains(out, batch) || !strings.Contains(out, "unhealthy") {
+		t.Errorf("status night.yaml: exit %d\n%s", code, out)
+	}
+	out, code = run("reset", batch, "dead")
+	if code != 0 || !strings.Contains(out, "reset: dead") {
+		t.Errorf("reset night.yaml dead: exit %d\n%s", code, out)
+	}
+	out, _ = run("status", batch)
+	if strings.Contains(out, "unhealthy") {
+		t.Errorf("after the reset:\n%s", out)
+	}
+}
