@@ -12,7 +12,6 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
-	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -145,7 +144,7 @@ func (n *night) unhealthyServers(ctx context.Context, job *jobs.Job) string {
 	}
 	var down []string
 	for _, srv := range n.b.ServersOf(job) {
-		d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
+		d := n.decide(ctx, srv)
 		if d.Allow {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
@@ -37,7 +38,7 @@ func (n *night) maintain(ctx context.Context) {
 		stuck := n.checker.Settings.Stuck(e)
 		switch {
 		case due:
-			d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
+			d := n.decide(ctx, srv)
 			n.maintenance(srv.Name, journal.Retry, "retry time came: probed with the reconnect policy", d.Entry)
 		case (stuck || waitedFor[srv.Name]) && e.LastFailureCode != healthcheck.CodeRateLimited:
 			// The backoff protects servers from hooks; the supervisor
@@ -155,6 +156,14 @@ func (n *night) reconnect(ctx context.Context, server string, getenv func(string
 	if command == "" {
 		return healthcheck.ReconnectResult{}
 	}
+	// The Checker reconnects a server a probe found down before it records
+	// it down; an outage that a reconnect repaired at once is still an
+	// outage of the night (decide closes it).
+	if !n.down[server] {
+		n.append(journal.Event{Type: journal.ServerState, Server: server, Status: journal.Unhealthy, By: "probe",
+			Reason: "a probe found it down; reconnecting"})
+		n.reconnecting[server] = true
+	}
 	argv, err := reconnect.Split(command)
 	if err != nil {
 		return healthcheck.ReconnectResult{Attempted: true, Detail: err.Error()}
@@ -172,4 +181,20 @@ func (n *night) reconnect(ctx context.Context, server string, getenv func(string
 	n.append(journal.Event{Type: journal.Maintenance, Server: server, Action: journal.Reconnect, Reason: detail})
 	n.log.Info().Str("server", server).Bool("ok", out.OK).Str("command", strings.Join(out.Command, " ")).Msg("reconnect")
 	return healthcheck.ReconnectResult{Attempted: out.Attempted, OK: out.OK, Detail: detail}
+}
+
+// decide is the Checker's Decide for srv. When the Checker repaired the
+// server by a reconnect within it (reconnect journaled it down), the
+// server is journaled back up by the reconnect.
+func (n *night) decide(ctx context.Context, srv *jobs.Server) healthcheck.Decision {
+	d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
+	if n.reconnecting[srv.Name] {
+		delete(n.reconnecting, srv.Name)
+		n.absorbServerEvents()
+		if d.Allow && n.down[srv.Name] {
+			n.append(journal.Event{Type: journal.ServerState, Server: srv.Name, Status: journal.Healthy,
+				By: healthcheck.RestoredByReconnect, Reason: "back after its reconnect command"})
+		}
+	}
+	return d
 }

@@ -114,6 +114,10 @@ type night struct {
 	inbox chan message
 	// cancels stop the running attempts, by job; only the loop touches it.
 	cancels map[string]context.CancelCauseFunc
+	// down are the servers the journal last said were unhealthy;
+	// reconnecting those journaled down by a reconnect, until decide
+	// knows how it went.
+	down, reconnecting map[string]bool
 }
 
 func (n *night) now() time.Time {
@@ -127,7 +131,7 @@ func (n *night) now() time.Time {
 // journal and the plan come with openJournal.
 func newNight(b *jobs.Batch, opts NightOptions) *night {
 	n := &night{b: b, opts: opts, log: newLogger(opts.LogWriter),
-		inbox: make(chan message, inboxSize)}
+		inbox: make(chan message, inboxSize), down: map[string]bool{}, reconnecting: map[string]bool{}}
 	n.store = &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: n.warn}
 	n.checker = n.newChecker()
 	// The events file lives as long as the state folder; this night's
@@ -291,6 +295,9 @@ func (n *night) openJournal() (bool, error) {
 
 func (n *night) append(ev journal.Event) {
 	ev.Run = n.runID
+	if ev.Type == journal.ServerState {
+		n.down[ev.Server] = ev.Status == journal.Unhealthy
+	}
 	if err := n.journal.Append(ev); err != nil {
 		// The night goes on; a lost journal line is said, not hidden.
 		n.log.Error().Err(err).Str("type", string(ev.Type)).Msg("cannot write the journal")
