@@ -73,8 +73,8 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 		case actRecord:
 			n.record(a)
 		case actCheckHealth:
-			down := n.unhealthyServers(ctx, n.b.Job(a.job))
-			acts = append(n.plan.step(n.now(), evHealth{job: a.job, down: down}), acts...)
+			down, servers := n.unhealthyServers(ctx, n.b.Job(a.job))
+			acts = append(n.plan.step(n.now(), evHealth{job: a.job, down: down, servers: servers}), acts...)
 		case actLaunch:
 			if ev, failed := n.launch(ctx, a); failed {
 				acts = append(n.plan.step(n.now(), ev), acts...)
@@ -136,21 +136,22 @@ func (n *night) reportProgress() {
 }
 
 // unhealthyServers returns "" when every server of job may be called, or
-// which one is down since when and why. A server whose verdict has
+// which one is down since when and why, and the names of those down. A server whose verdict has
 // expired is probed now (with the reconnect policy).
-func (n *night) unhealthyServers(ctx context.Context, job *jobs.Job) string {
+func (n *night) unhealthyServers(ctx context.Context, job *jobs.Job) (string, []string) {
 	if job == nil {
-		return ""
+		return "", nil
 	}
-	var down []string
+	var down, names []string
 	for _, srv := range n.b.ServersOf(job) {
 		d := n.decide(ctx, srv)
 		if d.Allow {
 			continue
 		}
 		down = append(down, describeDown(srv.Name, d.Entry))
+		names = append(names, srv.Name)
 	}
-	return strings.Join(down, "; ")
+	return strings.Join(down, "; "), names
 }
 
 func describeDown(server string, e *healthcheck.Entry) string {

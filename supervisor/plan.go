@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,6 +92,9 @@ type jobPlan struct {
 	bounces int
 	// feedback is told the next attempt (what the last verify said).
 	feedback string
+	// runsWithout are the servers that were down when its running attempt
+	// started anyway (on_unhealthy: run).
+	runsWithout []string
 }
 
 // maxBounces is how many attempts of a job may be stopped for an unusable
@@ -109,6 +113,8 @@ type evWake struct{}
 type evHealth struct {
 	job  string
 	down string
+	// servers are the names of those down.
+	servers []string
 }
 
 // evTick: the maintenance interval passed.
@@ -248,7 +254,7 @@ func (p *plan) step(now time.Time, ev event) []action {
 			return nil
 		}
 		p.asked = ""
-		acts := p.healthKnown(now, p.jobs[ev.job], ev.down)
+		acts := p.healthKnown(now, p.jobs[ev.job], ev.down, ev.servers)
 		p.scan++
 		return append(acts, p.scanReady(now)...)
 	case evAttemptEnded:
@@ -346,7 +352,7 @@ func (p *plan) needsMet(jp *jobPlan) (ready bool, blocked string) {
 
 // healthKnown starts, defers or skips a job whose needs are met, by its
 // servers' health and its on_unhealthy.
-func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string) []action {
+func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers []string) []action {
 	if down != "" && jp.job.OnUnhealthy != jobs.Run {
 		if jp.job.OnUnhealthy == jobs.Skip {
 			return []action{p.skip(jp, down)}
@@ -364,6 +370,10 @@ func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string) []action {
 			level: logInfo, msg: "deferred"}}
 	}
 	jp.deferring = ""
+	jp.runsWithout = nil
+	if down != "" { // on_unhealthy: run, by choice
+		jp.runsWithout = downServers
+	}
 	jp.attempts++
 	jp.phase = phaseRunning
 	jp.startedAt = now
@@ -394,6 +404,11 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	switch {
 	case out.Status == session.Done:
 		jp.phase, jp.reason, jp.feedback = phaseDone, "", ""
+		for _, s := range jp.runsWithout {
+			if !slices.Contains(base.Unusable, s) {
+				base.Unusable = append(base.Unusable, s)
+			}
+		}
 		if len(base.Unusable) > 0 { // on_unhealthy: run, by choice
 			jp.reason = "ran without " + strings.Join(base.Unusable, ", ")
 			base.Reason = jp.reason

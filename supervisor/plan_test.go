@@ -46,7 +46,11 @@ func (d *planDriver) do(acts []action) {
 		switch a := a.(type) {
 		case actCheckHealth:
 			d.checks = append(d.checks, a.job)
-			acts = append(d.p.step(d.now, evHealth{job: a.job, down: d.health[a.job]}), acts...)
+			var servers []string
+			if d.health[a.job] != "" {
+				servers = []string{"notes"}
+			}
+			acts = append(d.p.step(d.now, evHealth{job: a.job, down: d.health[a.job], servers: servers}), acts...)
 		case actLaunch:
 			d.launches = append(d.launches, fmt.Sprintf("%s#%d", a.job, a.attempt))
 			d.feedbacks = append(d.feedbacks, a.feedback)
@@ -421,6 +425,18 @@ func TestPlanRules(t *testing.T) {
 				if r := d.records[0]; !slices.Equal(r.Unusable, []string{"notes"}) || r.Status != journal.Done {
 					d.t.Errorf("job-finished = %+v", r)
 				}
+			},
+			records:  []string{"job-finished a: ran without notes"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
+		},
+		{
+			name:  "run anyway: a job started while its server was down says it ran without it",
+			batch: planBatch(nil, planJob("a", onUnhealthy(jobs.Run))),
+			script: func(d *planDriver) {
+				d.health["a"] = down
+				d.wake(0)
+				d.end("a", session.Done, 0)
 			},
 			records:  []string{"job-finished a: ran without notes"},
 			phases:   map[string]string{"a": "done"},
