@@ -100,3 +100,53 @@ func TestReportTellsTheWholeNight(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Recorded journals, each with what its report must say: the demo's real
+// night (scripts/demo.sh, Claude Code 2.1.332), the hand-written one
+// above, and a journal of the release before issue 10 (no server-final
+// lines: the cache gives the servers' states, as it did then).
+func TestReportsOfRecordedJournals(t *testing.T) {
+	for _, tc := range []struct {
+		journal                         string
+		done, verified, failed, skipped int
+		outages, blocked                int
+		status                          map[string]string // server → state shown
+		statusFrom                      string
+		markdown                        []string
+	}{
+		{journal: "demo-night.jsonl", done: 4, verified: 1, outages: 1,
+			status: map[string]string{"notes": "healthy", "search": "healthy"}, statusFrom: "night",
+			markdown: []string{"| research | ✅ done |", "deferred", "search: down", "back by reconnect", "at the end: healthy"}},
+		{journal: "done-means-done.jsonl", done: 2, verified: 2, failed: 1, skipped: 1, outages: 2, blocked: 1,
+			status: map[string]string{"memory": "unhealthy", "web": "healthy"}, statusFrom: "night",
+			markdown: []string{"denied: mcp__web__echo", "could not use: memory"}},
+		{journal: "../../journal/testdata/v0-finished.jsonl", done: 2, failed: 1, skipped: 1, outages: 1, blocked: 1,
+			markdown: []string{"4 jobs: 2 done, 1 failed, 1 skipped"}},
+	} {
+		t.Run(tc.journal, func(t *testing.T) {
+			n, err := Build(filepath.Join("testdata", tc.journal), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt := n.Totals
+			if tt.Done != tc.done || tt.Verified != tc.verified || tt.Failed != tc.failed || tt.Skipped != tc.skipped ||
+				tt.Outages != tc.outages || tt.BlockedCalls != tc.blocked {
+				t.Errorf("totals = %+v", tt)
+			}
+			for _, s := range n.Servers {
+				if want, ok := tc.status[s.Name]; ok && (s.Status != want || s.StatusFrom != tc.statusFrom) {
+					t.Errorf("%s: %s from %q, want %s from %q", s.Name, s.Status, s.StatusFrom, want, tc.statusFrom)
+				}
+			}
+			var md bytes.Buffer
+			if err := n.Markdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.markdown {
+				if !strings.Contains(md.String(), want) {
+					t.Errorf("markdown lacks %q:\n%s", want, md.String())
+				}
+			}
+		})
+	}
+}
