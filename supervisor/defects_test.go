@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -135,8 +136,22 @@ func TestMaintenanceJournalsTheCheckersVerdict(t *testing.T) {
 					w.WriteHeader(tc.status)
 					return
 				}
+				// A legacy server: server/discover is an unknown method
+				// (the probe then falls back to initialize, as 2.1.332 does).
+				var req struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				_ = json.NewDecoder(r.Body).Decode(&req)
 				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"t","version":"1"}}}`)
+				switch {
+				case req.Method == "server/discover":
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
+				case len(req.ID) == 0: // a notification
+					w.WriteHeader(http.StatusAccepted)
+				default:
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"t","version":"1"}}}`, req.ID)
+				}
 			}))
 			defer api.Close()
 			dir := t.TempDir()
