@@ -11,7 +11,7 @@ import (
 
 var jobFields = []string{
 	"name", "prompt", "prompt_file", "servers", "cwd", "needs",
-	"timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "allowed_tools",
+	"timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "allowed_tools", "verify",
 }
 
 // jobRefs keeps the lines of a job's references for the checks that need
@@ -92,6 +92,7 @@ func (l *loader) job(b *Batch, i int, n *yaml.Node) (*Job, jobRefs) {
 	s := b.Defaults
 	l.jobSettings(f, field, &s)
 	j.Timeout, j.StallTimeout, j.Retries, j.OnUnhealthy, j.MCPTimeout = s.Timeout, s.StallTimeout, s.Retries, s.OnUnhealthy, s.MCPTimeout
+	j.Verify = s.Verify
 
 	if p, ok := f["allowed_tools"]; ok {
 		tools := l.strList(p.val, field+".allowed_tools", true)
@@ -102,9 +103,11 @@ func (l *loader) job(b *Batch, i int, n *yaml.Node) (*Job, jobRefs) {
 			if strings.HasPrefix(it.value, "-") || strings.TrimSpace(it.value) == "" {
 				l.problem(it.line, fmt.Sprintf("%s.allowed_tools[%d]", field, i),
 					"%q is not a tool rule (it would be read as a flag of claude's command line)", it.value)
+			} else if err := checkAllowed(it.value, j.Servers); err != nil {
+				l.problem(it.line, fmt.Sprintf("%s.allowed_tools[%d]", field, i), "%v", err)
 			}
 		}
-		j.AllowedTools = values(tools)
+		j.AllowedTools, j.AllowedToolsSet = values(tools), true
 	}
 	return j, refs
 }

@@ -518,7 +518,7 @@ func (l *loader) defaults(b *Batch, f map[string]pair) {
 	if !ok {
 		return
 	}
-	df := l.fields(p.val, "defaults", "timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "max_defer")
+	df := l.fields(p.val, "defaults", "timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "max_defer", "verify")
 	l.jobSettings(df, "defaults", &b.Defaults)
 	// max_defer is batch-wide: it is read here and not by jobSettings,
 	// because a Job has no field for it.
@@ -555,6 +555,9 @@ func (l *loader) jobSettings(f map[string]pair, field string, s *JobDefaults) {
 				s.Retries = v
 			}
 		}
+	}
+	if p, ok := f["verify"]; ok {
+		s.Verify = l.verify(p, field+".verify")
 	}
 	if p, ok := f["on_unhealthy"]; ok {
 		if v, line, ok := l.str(p.val, field+".on_unhealthy"); ok {

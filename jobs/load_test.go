@@ -224,8 +224,8 @@ func TestLoadFull(t *testing.T) {
 		Retries:      0,
 		OnUnhealthy:  Run,
 		MCPTimeout:   2 * time.Minute,
-		AllowedTools: []string{"mcp__notes__*", "Read"},
-		Line:         39,
+		AllowedTools: []string{"mcp__notes__*", "Read"}, AllowedToolsSet: true,
+		Line: 39,
 	})
 	check("job 1", *b.Jobs[1], Job{
 		Name:         "report.v2",
@@ -335,6 +335,18 @@ const head = "version: 1\nname: n\n" // lines 1-2 of most cases
 const oneJob = "jobs:\n  - {name: a, prompt: hi}\n"
 
 var invalidCases = []invalid{
+	{name: "allowed_tools typo of a server", yaml: head + "servers:\n  files: {command: npx}\njobs:\n  - name: a\n    prompt: hi\n    servers: [files]\n    allowed_tools: [\"mcp__file__*\"]\n",
+		line: 9, field: "jobs[0].allowed_tools[0]", msg: `"mcp__file__*" matches no tool of the job's servers (the job's servers are files)`},
+	{name: "allowed_tools of an undeclared server", yaml: head + "servers:\n  files: {command: npx}\n  web: {command: npx}\njobs:\n  - name: a\n    prompt: hi\n    servers: [files]\n    allowed_tools: [mcp__files, mcp__web__echo]\n",
+		line: 10, field: "jobs[0].allowed_tools[1]", msg: `"mcp__web__echo" matches no tool`},
+	{name: "verify empty", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    verify: []\n",
+		line: 6, field: "jobs[0].verify", msg: "want the program"},
+	{name: "verify unknown key", yaml: head + "defaults:\n  verify: {command: [claude], timout: 1m}\n" + oneJob,
+		line: 4, field: "defaults.verify.timout", msg: "unknown field"},
+	{name: "verify program not found", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    verify: {command: [no-such-checker, x]}\n",
+		line: 6, field: "jobs[0].verify.command[0]", msg: "not found in PATH"},
+	{name: "verify a string", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    verify: go test\n",
+		line: 6, field: "jobs[0].verify", msg: "must be a command list"},
 	{name: "mcp_timeout without a unit", yaml: head + "defaults: {mcp_timeout: 30}\n" + oneJob,
 		line: 3, field: "defaults.mcp_timeout", msg: "needs a unit"},
 	{name: "job mcp_timeout zero", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    mcp_timeout: 0s\n",
@@ -640,6 +652,49 @@ func TestLoadTestdata(t *testing.T) {
 			}
 		case tc.msg != "" && (err == nil || !strings.Contains(err.Error(), tc.msg)):
 			t.Errorf("%s: err = %v, want %q", tc.file, err, tc.msg)
+		}
+	}
+}
+
+func TestAllowedTools(t *testing.T) {
+	sb := newSandbox(t)
+	path := writeFile(t, sb.dir, "n.yaml", head+`servers:
+  files: {command: npx}
+  web: {command: npx}
+defaults: {verify: [claude, --check]}
+jobs:
+  - {name: both, prompt: hi, servers: [files, web]}
+  - {name: own, prompt: hi, servers: [files, web], allowed_tools: ["mcp__files__read*", "mcp__w*", Read], verify: {command: [npx, ok], timeout: 1m}}
+  - {name: none, prompt: hi, servers: [files], allowed_tools: [], verify: ~}
+`)
+	b, err := Load(path, environ(sb.env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		job  string
+		want []string
+	}{
+		{"both", []string{"mcp__files", "mcp__web"}},
+		{"own", []string{"mcp__files__read*", "mcp__w*", "Read"}},
+		{"none", []string{}},
+	} {
+		if got := b.Job(tc.job).Allowed(); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%s: Allowed() = %q, want %q", tc.job, got, tc.want)
+		}
+	}
+	if v := b.Job("both").Verify; v == nil || v.Command[0] != filepath.Join(sb.bin, "claude") || v.Command[1] != "--check" || v.Timeout != DefaultVerifyTimeout {
+		t.Errorf("both: the default verify: %+v", v)
+	}
+	if v := b.Job("own").Verify; v == nil || v.Timeout != time.Minute || v.Command[1] != "ok" {
+		t.Errorf("own: its verify: %+v", v)
+	}
+	if v := b.Job("none").Verify; v != nil {
+		t.Errorf("none: verify ~ should turn the default off: %+v", v)
+	}
+	for tool, want := range map[string]string{"mcp__web__echo": "web", "mcp__web": "web", "Read": "", "mcp__a_b__c__d": "a_b"} {
+		if got := ToolServer(tool); got != want {
+			t.Errorf("ToolServer(%q) = %q, want %q", tool, got, want)
 		}
 	}
 }

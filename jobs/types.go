@@ -76,6 +76,8 @@ type JobDefaults struct {
 	// MCPTimeout is how long Claude Code waits for an MCP server to
 	// connect (its MCP_TIMEOUT), default 30 s.
 	MCPTimeout time.Duration
+	// Verify is every job's check unless it sets its own.
+	Verify *Verify
 	// MaxDefer is how long a job may wait for its servers once nothing
 	// else can run, before it is skipped with the reason (default 1h).
 	MaxDefer time.Duration
@@ -126,7 +128,22 @@ type Job struct {
 	OnUnhealthy  OnUnhealthy
 	// MCPTimeout becomes the session's MCP_TIMEOUT: how long Claude Code
 	// waits for the job's servers to connect.
-	MCPTimeout   time.Duration
-	AllowedTools []string
-	Line         int
+	MCPTimeout time.Duration
+	// AllowedTools are the job's own allowed_tools; AllowedToolsSet says
+	// the job wrote the field (an empty list then allows nothing). Allowed
+	// is what the session gets.
+	AllowedTools    []string
+	AllowedToolsSet bool
+	// Verify is the check run after a success result; nil: none.
+	Verify *Verify
+	Line   int
+}
+
+// Verify is a job's check of its own work: a command (argv, no shell) run
+// in the job's cwd after the session reported success. A non-zero exit
+// makes the attempt failed.
+type Verify struct {
+	Command []string      // the program (absolute) and its arguments
+	Timeout time.Duration // > 0
+	Line    int
 }

@@ -28,7 +28,9 @@ const (
 	// SessionProcess: the attempt's process group (PID) and the leader's
 	// StartID, so that a supervisor started after a crash can end it.
 	SessionProcess Type = "session-process"
-	// JobDeferred: Job waits for its servers; Reason says which.
+	// JobDeferred: Job waits for its servers; Reason says which. With
+	// Attempt set, that attempt was stopped because the session could not
+	// use Unusable, and the job waits for them again.
 	JobDeferred Type = "job-deferred"
 	// JobRetried: the attempt failed and another follows; Result, Reason.
 	JobRetried Type = "job-retried"
@@ -45,6 +47,10 @@ const (
 	CallBlocked Type = "call-blocked"
 	// Maintenance: the supervisor's Action on Server between jobs.
 	Maintenance Type = "maintenance"
+	// ServerFinal: Server's state (Status, Code, Reason) at the end of the
+	// night, written just before run-finished, so the report shows the
+	// night's end and not the cache as it is when the report is read.
+	ServerFinal Type = "server-final"
 	// RunFinished closes the run; a journal without it is resumed.
 	RunFinished Type = "run-finished"
 	// NotifyFailed: the end-of-night notification failed, Reason why.
@@ -53,7 +59,7 @@ const (
 
 // Types is every type this release writes.
 var Types = []Type{RunStarted, RunResumed, JobStarted, SessionProcess, JobDeferred, JobRetried,
-	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, Maintenance, RunFinished, NotifyFailed}
+	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, Maintenance, ServerFinal, RunFinished, NotifyFailed}
 
 // Status is a job's end (done, failed, skipped) or a server's state
 // (healthy, unhealthy; "" for an entry that was removed).
@@ -96,8 +102,9 @@ type Event struct {
 	Reason  string    `json:"reason,omitempty"`
 	Server  string    `json:"server,omitempty"`
 	Tool    string    `json:"tool,omitempty"`
-	// By says what saw a server's change: probe, reconnect, passive (a
-	// real call), call-failure, reset.
+	// By says what saw a server's change: preflight, probe, reconnect,
+	// passive (a real call), call-failure, init (a session's init event),
+	// reset.
 	By string `json:"by,omitempty"`
 	// Code is the failure code of an unhealthy server (auth, transport, …).
 	Code   string `json:"code,omitempty"`
@@ -106,8 +113,20 @@ type Event struct {
 	Folder string `json:"folder,omitempty"`
 	// StartID identifies the process PID started as (session-process),
 	// so that a reused pid is never mistaken for it.
-	StartID   string  `json:"startId,omitempty"`
-	Result    *Result `json:"result,omitempty"`
+	StartID string  `json:"startId,omitempty"`
+	Result  *Result `json:"result,omitempty"`
+	// Allowed are the tool rules the attempt's session was allowed
+	// (job-started).
+	Allowed []string `json:"allowed,omitempty"`
+	// Denied are tools of the job's own servers a permission rule refused
+	// (job-retried, job-finished).
+	Denied []string `json:"denied,omitempty"`
+	// Unusable are the job's servers the session could not use
+	// (job-deferred after an attempt, job-retried, job-finished); for a
+	// job that runs anyway (on_unhealthy: run) the servers it ran without.
+	Unusable []string `json:"unusable,omitempty"`
+	// Verify is the job's check of the attempt's work, when it ran.
+	Verify    *Verify `json:"verify,omitempty"`
 	Batch     string  `json:"batch,omitempty"`
 	BatchFile string  `json:"batchFile,omitempty"`
 	PID       int     `json:"pid,omitempty"`
@@ -125,6 +144,15 @@ type Result struct {
 	TerminalReason string  `json:"terminal_reason"`
 	ExitCode       int     `json:"exit_code"`
 	KilledBy       string  `json:"killed_by"`
+}
+
+// Verify is how a job's verify command judged an attempt.
+type Verify struct {
+	Command  []string `json:"command"`
+	OK       bool     `json:"ok"`
+	ExitCode int      `json:"exitCode"`
+	// Output is the tail of what it printed, redacted.
+	Output string `json:"output,omitempty"`
 }
 
 // UnmarshalJSON reads a result leniently: a field of an unexpected type is

@@ -24,6 +24,9 @@ func TestLegacyJournalReadsIntoFields(t *testing.T) {
 		if typ == RunResumed {
 			continue // the finished fixture was never resumed
 		}
+		if typ == ServerFinal {
+			continue // newer than the v0 release (issue 10)
+		}
 		if len(byType[typ]) == 0 {
 			t.Errorf("the fixture has no %s line: regenerate it with every type", typ)
 		}

@@ -221,7 +221,7 @@ svg text.outage-label { fill: #a32b2b; font-weight: 600; }
 .done { fill: #2e9e5b; background: #2e9e5b; }
 .failed { fill: #d64545; background: #d64545; }
 .retried { fill: #e89a2c; background: #e89a2c; }
-.interrupted, .unfinished, .skipped { fill: #8a8f98; background: #8a8f98; }
+.interrupted, .unfinished, .skipped, .stopped { fill: #8a8f98; background: #8a8f98; }
 .defer { fill: #fff; stroke: #e89a2c; stroke-width: 2; }
 .skip { fill: #8a8f98; }
 .legend { display: flex; flex-wrap: wrap; gap: 14px; margin: 8px 0 0; padding: 0; list-style: none; font-size: 13px; }
@@ -256,7 +256,7 @@ td.n { text-align: right; white-space: nowrap; }
 <li><span class="done"></span>done</li>
 <li><span class="retried"></span>failed, retried</li>
 <li><span class="failed"></span>failed</li>
-<li><span class="unfinished"></span>interrupted or unfinished</li>
+<li><span class="unfinished"></span>interrupted, unfinished, or stopped: a server it needed was unusable</li>
 <li><span class="dot"></span>deferred</li>
 <li><span class="band"></span>server down</li>
 </ul>
@@ -275,7 +275,7 @@ td.n { text-align: right; white-space: nowrap; }
 {{end}}</ul>{{else}}<p>No server was reported.</p>{{end}}
 
 <h2>Totals</h2>
-<p>{{.Totals.Jobs}} jobs ({{.Totals.Done}} done, {{.Totals.Failed}} failed, {{.Totals.Skipped}} skipped), {{.Totals.Attempts}} attempts, {{.Totals.Outages}} outages, {{.Totals.BlockedCalls}} calls blocked, {{usd .Totals.CostUSD}}, night {{span .Totals.Duration}}.</p>
+<p>{{.Totals.Jobs}} jobs ({{.Totals.Done}} done, {{.Totals.Verified}} verified, {{.Totals.Failed}} failed, {{.Totals.Skipped}} skipped), {{.Totals.Attempts}} attempts, {{.Totals.Outages}} outages, {{.Totals.BlockedCalls}} calls blocked, {{usd .Totals.CostUSD}}, night {{span .Totals.Duration}}.</p>
 {{if .Warnings}}<h2>Warnings</h2>
 <ul class="warn">{{range .Warnings}}<li>{{.}}</li>
 {{end}}</ul>{{end}}

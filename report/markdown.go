@@ -18,7 +18,11 @@ const maxReason = 160
 // "6 jobs: 5 done, 1 skipped · $0.42 · 02:00–05:47 · 1 outage".
 func (n *Night) Verdict() string {
 	t := n.Totals
-	counts := []string{fmt.Sprintf("%d done", t.Done)}
+	done := fmt.Sprintf("%d done", t.Done)
+	if t.Verified > 0 {
+		done += fmt.Sprintf(" (%d verified)", t.Verified)
+	}
+	counts := []string{done}
 	if t.Failed > 0 {
 		counts = append(counts, fmt.Sprintf("%d failed", t.Failed))
 	}
@@ -80,8 +84,12 @@ func (n *Night) Markdown(w io.Writer) error {
 	}
 
 	t := n.Totals
+	jobsDone := plural(t.Jobs, "job")
+	if n.hasFinal { // a journal of this release: the night's own counts
+		jobsDone += fmt.Sprintf(", %d done, %d verified", t.Done, t.Verified)
+	}
 	p("\n## Totals\n\n%s, %s, %s, %s blocked, $%.2f, night %s.\n",
-		plural(t.Jobs, "job"), plural(t.Attempts, "attempt"), plural(t.Outages, "outage"),
+		jobsDone, plural(t.Attempts, "attempt"), plural(t.Outages, "outage"),
 		plural(t.BlockedCalls, "call"), t.CostUSD, span(t.Duration))
 
 	if len(n.Warnings) > 0 {
@@ -107,6 +115,22 @@ func jobNotes(j Job) []string {
 	}
 	if j.Reason != "" {
 		notes = append(notes, short(j.Reason))
+	}
+	if len(j.Denied) > 0 {
+		notes = append(notes, "denied: "+strings.Join(j.Denied, ", "))
+	}
+	if len(j.Unusable) > 0 {
+		notes = append(notes, "could not use: "+strings.Join(j.Unusable, ", "))
+	}
+	if len(j.RanWithout) > 0 && !strings.HasPrefix(j.Reason, "ran without") {
+		notes = append(notes, "ran without: "+strings.Join(j.RanWithout, ", "))
+	}
+	if v := j.Verify; v != nil {
+		if v.OK {
+			notes = append(notes, "verified: "+strings.Join(v.Command, " "))
+		} else {
+			notes = append(notes, fmt.Sprintf("verify failed (exit %d): %s", v.ExitCode, short(v.Output)))
+		}
 	}
 	return notes
 }
@@ -137,8 +161,11 @@ func serverLine(s Server) string {
 	if s.BlockedCalls > 0 {
 		out += "; " + plural(s.BlockedCalls, "call") + " blocked"
 	}
-	if s.Status != "" {
+	switch {
+	case s.Status != "" && s.StatusFrom == "cache":
 		out += " · now " + s.Status
+	case s.Status != "":
+		out += " · at the end: " + s.Status
 	}
 	return out
 }

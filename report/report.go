@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 
@@ -35,6 +36,8 @@ type Night struct {
 	// Warnings are things the reader should know about the inputs: a torn
 	// last line, a cache that could not be read.
 	Warnings []string `json:"warnings,omitempty"`
+
+	hasFinal bool // the journal has server-final lines
 }
 
 // Job is one job of the night, in the order the journal first names it.
@@ -52,6 +55,19 @@ type Job struct {
 	Turns     int           `json:"turns"`
 	CostUSD   float64       `json:"costUsd"`
 	Deferrals []Deferral    `json:"deferrals,omitempty"`
+	// Allowed are the tool rules its last session was allowed.
+	Allowed []string `json:"allowed,omitempty"`
+	// Denied are tools of its own servers a permission rule refused, over
+	// all its attempts.
+	Denied []string `json:"denied,omitempty"`
+	// Unusable are the servers its sessions could not use; RanWithout
+	// those it was done without, by its on_unhealthy: run.
+	Unusable   []string `json:"unusable,omitempty"`
+	RanWithout []string `json:"ranWithout,omitempty"`
+	// Verify is its last attempt's check, when one ran; Verified is true
+	// when the job is done and that check passed.
+	Verify   *journal.Verify `json:"verify,omitempty"`
+	Verified bool            `json:"verified,omitempty"`
 
 	tries []attempt // for the timeline and the notes; not part of the API
 }
@@ -79,7 +95,13 @@ type Server struct {
 	Name         string   `json:"name"`
 	Outages      []Outage `json:"outages,omitempty"`
 	BlockedCalls int      `json:"blockedCalls"`
-	Status       string   `json:"status,omitempty"` // from the cache, when given
+	// Status is the server's state at the end of the night (healthy,
+	// unhealthy, "" unknown), from the journal's server-final lines; for
+	// a journal of an older release without them, from the cache.
+	Status string `json:"status,omitempty"`
+	// StatusFrom says where Status came from: "night" (the journal) or
+	// "cache" (read when the report was made).
+	StatusFrom string `json:"statusFrom,omitempty"`
 }
 
 // Outage is one stretch of time a server was unhealthy.
@@ -96,10 +118,12 @@ type Outage struct {
 
 // Totals sum up the night.
 type Totals struct {
-	Jobs         int           `json:"jobs"`
-	Done         int           `json:"done"`
-	Failed       int           `json:"failed"`
-	Skipped      int           `json:"skipped"`
+	Jobs    int `json:"jobs"`
+	Done    int `json:"done"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+	// Verified are the jobs done whose verify passed.
+	Verified     int           `json:"verified,omitempty"`
 	Attempts     int           `json:"attempts"`
 	BlockedCalls int           `json:"blockedCalls"`
 	Outages      int           `json:"outages"`
@@ -139,7 +163,7 @@ func Build(journalPath, cachePath string) (*Night, error) {
 		n.RunID = statedir.RunID(journalPath)
 	}
 	n.Warnings = append(n.Warnings, warnings...)
-	if cachePath != "" {
+	if cachePath != "" && !n.hasFinal {
 		if err := n.addCache(cachePath); err != nil {
 			n.Warnings = append(n.Warnings, err.Error())
 		}
@@ -194,17 +218,32 @@ func fromEvents(events []journal.Event) *Night {
 			j := b.job(ev.Job)
 			j.tries = append(j.tries, attempt{n: ev.Attempt, from: ev.Time, outcome: StatusUnfinished})
 			j.Status = StatusUnfinished
+			if ev.Allowed != nil {
+				j.Allowed = ev.Allowed
+			}
 		case journal.JobDeferred:
 			j := b.job(ev.Job)
+			if ev.Attempt > 0 {
+				// An attempt stopped because its session could not use a
+				// server: it ended, and the job waits again.
+				b.endTry(ev, "stopped")
+				j.Unusable = addNew(j.Unusable, ev.Unusable...)
+			}
 			j.Deferrals = append(j.Deferrals, Deferral{At: ev.Time, Reason: clean(ev.Reason)})
 			if j.Status == "" {
 				j.Status = StatusUnfinished
 			}
 		case journal.JobRetried:
-			b.endTry(ev, "retried")
+			j := b.endTry(ev, "retried")
+			b.attemptFacts(j, ev)
 		case journal.JobFinished:
 			j := b.endTry(ev, string(ev.Status))
 			j.Status, j.Reason = string(ev.Status), clean(ev.Reason)
+			b.attemptFacts(j, ev)
+			if ev.Status == journal.Done {
+				j.RanWithout = ev.Unusable
+				j.Verified = ev.Verify != nil && ev.Verify.OK
+			}
 		case journal.JobSkipped:
 			j := b.job(ev.Job)
 			j.Status, j.Reason = string(journal.Skipped), clean(ev.Reason)
@@ -220,6 +259,10 @@ func fromEvents(events []journal.Event) *Night {
 			b.server(ev.Server).BlockedCalls++
 		case journal.Maintenance:
 			b.maintenance(ev)
+		case journal.ServerFinal:
+			s := b.server(ev.Server)
+			s.Status, s.StatusFrom = string(ev.Status), "night"
+			n.hasFinal = true
 		}
 	}
 	if n.Started.IsZero() {
@@ -279,6 +322,30 @@ func (b *builder) endTry(ev journal.Event, outcome string) *Job {
 		a.cost = ev.Result.CostUSD
 	}
 	return j
+}
+
+// attemptFacts keeps what an attempt's end says beyond its result: the
+// denials, the servers it could not use, its verify.
+func (b *builder) attemptFacts(j *Job, ev journal.Event) {
+	j.Denied = addNew(j.Denied, ev.Denied...)
+	if ev.Status != journal.Done {
+		j.Unusable = addNew(j.Unusable, ev.Unusable...)
+	}
+	if ev.Verify != nil {
+		v := *ev.Verify
+		v.Output = clean(v.Output)
+		j.Verify = &v
+	}
+}
+
+// addNew appends the values not yet in list.
+func addNew(list []string, vals ...string) []string {
+	for _, v := range vals {
+		if !slices.Contains(list, v) {
+			list = append(list, v)
+		}
+	}
+	return list
 }
 
 func (b *builder) server(name string) *Server {
@@ -389,7 +456,7 @@ func (n *Night) addCache(path string) error {
 		if i == len(n.Servers) || n.Servers[i].Name != name {
 			n.Servers = append(n.Servers[:i], append([]Server{{Name: name}}, n.Servers[i:]...)...)
 		}
-		n.Servers[i].Status = string(e.Status)
+		n.Servers[i].Status, n.Servers[i].StatusFrom = string(e.Status), "cache"
 	}
 	return nil
 }
@@ -400,6 +467,9 @@ func (n *Night) total() {
 		switch j.Status {
 		case string(journal.Done):
 			t.Done++
+			if j.Verified {
+				t.Verified++
+			}
 		case string(journal.Failed):
 			t.Failed++
 		case string(journal.Skipped):

@@ -4,16 +4,32 @@
 #   1. preflight the example batch (examples/batches.yaml): validate it,
 #      pre-warm and probe every server its jobs need, record the verdicts;
 #   2. probe the servers of examples/mcp.json, where "calendar" is broken on
-#      purpose: it needs an API key its config does not pass (the launchd trap).
+#      purpose: it needs an API key its config does not pass (the launchd trap);
+#   3. with npm: a real example night (examples/demo-night.yaml) of the pinned
+#      Claude Code CLI, installed from the project's lock file (npm ci in
+#      testdata/npm, as the tests do), with a scripted stand-in for the
+#      model (bin/nwfakeapi, the test suite's fake Messages API): an outage
+#      in the middle, a deferred job, a reconnect, the morning report.
+#      Without npm, the demo ends after step 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin .nightwatch
-go build -o bin/ ./cmd/nightwatch ./examples/servers/notes ./examples/servers/search
+go build -o bin/ ./cmd/nightwatch ./examples/servers/notes ./examples/servers/search ./internal/testkit/cmd/nwfakeapi
 
 export SEARCH_PORT="${SEARCH_PORT:-18931}" SEARCH_TOKEN="${SEARCH_TOKEN:-demo-search-token}"
 ./bin/search -addr "127.0.0.1:${SEARCH_PORT}" 2>.nightwatch/search.log &
 search_pid=$!
-trap 'kill "$search_pid" 2>/dev/null || true' EXIT
+echo "$search_pid" > .nightwatch/demo-search.pid
+api_pid=
+cleanup() {
+  # Everything the demo started, the search server a reconnect restarted
+  # included: a later run finds search down and starts it by its reconnect.
+  kill "$search_pid" 2>/dev/null || true
+  [ -s .nightwatch/search.pid ] && kill "$(cat .nightwatch/search.pid)" 2>/dev/null || true
+  [ -n "$api_pid" ] && kill "$api_pid" 2>/dev/null || true
+  rm -f .nightwatch/search.pid .nightwatch/demo-search.pid .nightwatch/search-down-until
+}
+trap cleanup EXIT
 for _ in $(seq 50); do
   (exec 3<>"/dev/tcp/127.0.0.1/${SEARCH_PORT}") 2>/dev/null && break
   sleep 0.1
@@ -35,4 +51,55 @@ if [ "$code" -ne 1 ]; then
 fi
 echo
 echo "demo: preflight passed; 'calendar' is down as expected (its config lacks NOTES_API_KEY)."
-echo "      With Claude Code installed: ./bin/nightwatch run examples/batches.yaml"
+
+if ! command -v npm >/dev/null 2>&1; then
+  echo "      npm is not installed, so the example night is left out."
+  echo "      With Claude Code installed: ./bin/nightwatch run examples/batches.yaml"
+  exit 0
+fi
+
+# The pinned CLI, installed from the lock file (about 250 MB, once).
+version=$(sed -n 's/.*"claude-code-\([0-9.]*\)".*/\1/p' testdata/npm/package.json | sort -t. -k1,1n -k2,2n -k3,3n | tail -n 1)
+claude="$PWD/testdata/npm/node_modules/claude-code-$version/bin/claude.exe"
+if [ ! -x "$claude" ]; then
+  echo
+  echo "== npm ci (testdata/npm: the pinned Claude Code CLIs, from package-lock.json)"
+  if ! (cd testdata/npm && npm ci --no-audit --no-fund); then
+    echo "demo: npm ci failed (offline?), so the example night is left out; the steps above passed." >&2
+    exit 0
+  fi
+fi
+
+echo
+echo "== an example night: Claude Code $version, the two example servers, and a STAND-IN for the model"
+echo "   The model is bin/nwfakeapi, the test suite's fake Messages API: it makes exactly the"
+echo "   tool calls its prompt's CALL lines name. It is not Claude and needs no API key."
+url_file=.nightwatch/demo-api.url
+rm -f "$url_file"
+./bin/nwfakeapi -url-file "$url_file" >/dev/null 2>.nightwatch/demo-api.log &
+api_pid=$!
+for _ in $(seq 50); do [ -s "$url_file" ] && break; sleep 0.1; done
+export DEMO_API_URL DEMO_CLAUDE="$claude" DEMO_HOME="$PWD/.nightwatch/demo-home"
+DEMO_API_URL=$(cat "$url_file")
+mkdir -p "$DEMO_HOME"
+echo "   stand-in model at $DEMO_API_URL"
+echo
+echo "== nightwatch run examples/demo-night.yaml"
+set +e
+./bin/nightwatch run examples/demo-night.yaml --fresh --maintenance-interval 1s
+code=$?
+set -e
+echo
+if [ "$code" -ne 0 ]; then
+  echo "demo: the example night did not end with every job done (exit $code); its log is under .nightwatch/demo/logs" >&2
+  exit 1
+fi
+report=$(ls -t .nightwatch/demo/reports/*.md | head -n 1)
+echo "== the morning report ($report)"
+echo
+cat "$report"
+echo
+echo "demo: the night is over. The outage (search stopped by the outage job's check), research deferred"
+echo "      until the reconnect brought search back, and every job's end are in the morning report:"
+echo "      $PWD/$report (and .html)"
+echo "      With Claude Code and a real API key: ./bin/nightwatch run examples/batches.yaml"

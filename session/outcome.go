@@ -40,20 +40,85 @@ type Outcome struct {
 	PermissionDenials []Denial `json:"permission_denials,omitempty"`
 	// PermissionDenied are the system/permission_denied events, in order.
 	PermissionDenied []PermissionDenied `json:"permission_denied,omitempty"`
+	// Denied are the tools of the job's own servers that a permission
+	// rule refused (not nightwatch's hook), once each, in order.
+	Denied []string `json:"denied,omitempty"`
+	// Unusable are the job's servers the session could not use.
+	Unusable []Unusable `json:"unusable,omitempty"`
+	// Verify is the job's check of its work, when it ran.
+	Verify *VerifyResult `json:"verify,omitempty"`
 
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended"`
 }
 
+// Unusable is a server of the job the session could not use, and why
+// ("failed at start", "needs-auth at start", "not connected", "its tools
+// were missing: mcp__x__y").
+type Unusable struct {
+	Server string `json:"server"`
+	Why    string `json:"why"`
+}
+
+// UnusableObserver is an Observer that also wants to hear, as soon as it
+// is known, that the session cannot use one of its job's servers: the
+// supervisor stops such an attempt early (Abandon).
+type UnusableObserver interface {
+	ServerUnusable(server, why string)
+}
+
+// Abandon is the cause the supervisor cancels a session's context with
+// when the attempt cannot do its work (a server it needs is unusable):
+// the session ends with KilledBy "abandoned" and Reason as the reason.
+type Abandon struct{ Reason string }
+
+func (a Abandon) Error() string { return a.Reason }
+
 // streamState is what the stream said so far.
 type streamState struct {
 	obs           Observer
+	job           *jobs.Job
 	sessionID     string
 	result        *ResultEvent
 	serversFailed []string
 	tools         []string
 	servers       []Server
 	denied        []PermissionDenied
+	notGranted    []string
+	unusable      []Unusable
+}
+
+// own says whether tool belongs to one of the job's servers.
+func (s *streamState) own(tool string) (server string, ok bool) {
+	server = jobs.ToolServer(tool)
+	return server, server != "" && s.job != nil && slices.Contains(s.job.Servers, server)
+}
+
+// initStatus is the status init gave server; "" when init did not list it.
+func (s *streamState) initStatus(server string) string {
+	for _, srv := range s.servers {
+		if srv.Name == server {
+			return srv.Status
+		}
+	}
+	return ""
+}
+
+// markUnusable records, once per server, that the session cannot use a
+// server of its job, and tells the observer.
+func (s *streamState) markUnusable(server, why string) {
+	if s.job == nil || !slices.Contains(s.job.Servers, server) {
+		return
+	}
+	for _, u := range s.unusable {
+		if u.Server == server {
+			return
+		}
+	}
+	s.unusable = append(s.unusable, Unusable{Server: server, Why: why})
+	if uo, ok := s.obs.(UnusableObserver); ok {
+		uo.ServerUnusable(server, why)
+	}
 }
 
 func (s *streamState) line(b []byte) {
@@ -67,6 +132,7 @@ func (s *streamState) line(b []byte) {
 			s.obs.ServerStatus(srv.Name, srv.Status)
 			if (srv.Status == "failed" || srv.Status == "needs-auth") && !slices.Contains(s.serversFailed, srv.Name) {
 				s.serversFailed = append(s.serversFailed, srv.Name)
+				s.markUnusable(srv.Name, srv.Status+" at start")
 			}
 		}
 	}
@@ -74,6 +140,21 @@ func (s *streamState) line(b []byte) {
 		s.obs.ToolUnavailable(tool)
 		if !slices.Contains(s.tools, tool) {
 			s.tools = append(s.tools, tool)
+		}
+		// A missing tool of a server that connected is the model's
+		// mistake (no such tool on it); of a server that did not connect,
+		// or that init did not list, the server is what is missing.
+		if server, ok := s.own(tool); ok && s.initStatus(server) != "connected" {
+			s.markUnusable(server, "its tools were missing: "+tool)
+		}
+	}
+	for _, server := range l.NotConnected {
+		s.obs.ServerStatus(server, StatusNotConnected)
+		s.markUnusable(server, "not connected")
+	}
+	for _, tool := range l.ToolsNotGranted {
+		if !slices.Contains(s.notGranted, tool) {
+			s.notGranted = append(s.notGranted, tool)
 		}
 	}
 	if l.PermissionDenied != nil {
@@ -89,6 +170,26 @@ func (s *streamState) fill(out *Outcome) {
 	out.ServersFailed = s.serversFailed
 	out.ToolsUnavailable = s.tools
 	out.Servers, out.PermissionDenied = s.servers, s.denied
+	out.Unusable = s.unusable
+	// A denial by a permission rule: the CLI's "not granted" text (both
+	// versions), or 2.1.332's permission_denied event unless a hook's ask
+	// caused it. A call nightwatch's hook blocked is neither: its server
+	// was down, which the health layer, not this, answers for.
+	seen := map[string]bool{}
+	deny := func(tool string) {
+		if _, ok := s.own(tool); ok && !seen[tool] {
+			seen[tool] = true
+			out.Denied = append(out.Denied, tool)
+		}
+	}
+	for _, tool := range s.notGranted {
+		deny(tool)
+	}
+	for _, d := range s.denied {
+		if d.DecisionReasonType != "hook" {
+			deny(d.ToolName)
+		}
+	}
 	if r := s.result; r != nil {
 		out.PermissionDenials = r.PermissionDenials
 		out.Subtype, out.IsError, out.NumTurns = r.Subtype, r.IsError, r.NumTurns
@@ -121,6 +222,8 @@ func judge(out *Outcome, r *ResultEvent, job *jobs.Job, waitErr error, stderrLin
 		reason = fmt.Sprintf("killed after %s timeout", shortDuration(job.Timeout))
 	case out.KilledBy == "stall":
 		reason = fmt.Sprintf("no output for %s (stall)", shortDuration(job.StallTimeout))
+	case out.KilledBy == KilledAbandoned:
+		reason = "stopped early: " + out.Reason
 	case out.KilledBy != "":
 		reason = "stopped by the supervisor"
 	case r == nil:
@@ -138,6 +241,12 @@ func judge(out *Outcome, r *ResultEvent, job *jobs.Job, waitErr error, stderrLin
 		reason = exit + ": the result is an error: " + r.Result
 	case out.ExitCode != 0:
 		reason = withStderr(exit + " after a success result")
+	}
+	if reason == "" && len(out.Denied) > 0 {
+		reason = "permission denied: " + strings.Join(out.Denied, ", ") + " (not allowed for this job)"
+	}
+	if reason == "" && len(out.Unusable) > 0 && job.OnUnhealthy != jobs.Run {
+		reason = unusableReason(out.Unusable)
 	}
 	if reason == "" {
 		out.Status, out.Reason = Done, ""
@@ -173,4 +282,21 @@ func lastLine(path string) string {
 	data, _ := io.ReadAll(io.LimitReader(fh, tail))
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	return text.OneLine(lines[len(lines)-1], 200)
+}
+
+// KilledAbandoned is Outcome.KilledBy for a session the supervisor
+// stopped because it could not do its work (Abandon).
+const KilledAbandoned = "abandoned"
+
+// StatusNotConnected is the status ServerStatus reports for a server a
+// tool result said is not connected, mid-session.
+const StatusNotConnected = "not-connected"
+
+// unusableReason words the servers a session could not use.
+func unusableReason(us []Unusable) string {
+	parts := make([]string, len(us))
+	for i, u := range us {
+		parts[i] = fmt.Sprintf("server %s could not be used (%s)", u.Server, u.Why)
+	}
+	return strings.Join(parts, "; ")
 }

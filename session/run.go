@@ -28,22 +28,23 @@ import (
 func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 	b, job := spec.Batch, spec.Job
 	args := []string{"-p"}
-	viaStdin := strings.HasPrefix(job.Prompt, "-") || len(job.Prompt) > promptArgMax
+	prompt := spec.prompt()
+	viaStdin := strings.HasPrefix(prompt, "-") || len(prompt) > promptArgMax
 	if !viaStdin {
-		args = append(args, job.Prompt)
+		args = append(args, prompt)
 	}
 	args = append(args, "--settings", f.Settings, "--mcp-config", f.MCPConfig, "--strict-mcp-config",
 		"--output-format", "stream-json", "--verbose")
 	args = append(args, b.Agent.Args...)
-	if len(job.AllowedTools) > 0 {
+	if allowed := job.Allowed(); len(allowed) > 0 {
 		args = append(args, "--allowedTools")
-		args = append(args, job.AllowedTools...)
+		args = append(args, allowed...)
 	}
 	cmd := exec.CommandContext(ctx, b.Agent.Command, args...)
 	cmd.Dir = job.Cwd
 	cmd.Env = commandEnviron(spec)
 	if viaStdin {
-		cmd.Stdin = strings.NewReader(job.Prompt)
+		cmd.Stdin = strings.NewReader(prompt)
 	}
 	// Otherwise stdin stays /dev/null: `claude -p` appends piped stdin to
 	// the prompt, and the supervisor's stdin is nobody's input.
@@ -139,7 +140,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	if po, ok := obs.(ProcessObserver); ok {
 		po.SessionStarted(cmd.Process.Pid) // the leader's pid is the group's id
 	}
-	st := &streamState{obs: obs}
+	st := &streamState{obs: obs, job: spec.Job}
 	readDone := make(chan error, 1)
 	go func() {
 		err := ReadLines(activityReader{pr, &lastOutput}, stream, st.line)
@@ -166,6 +167,10 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 			out.KilledBy = "timeout"
 		case errors.Is(cause, errStall):
 			out.KilledBy = "stall"
+		case errors.As(cause, new(Abandon)):
+			var ab Abandon
+			errors.As(cause, &ab)
+			out.KilledBy, out.Reason = KilledAbandoned, ab.Reason
 		default:
 			out.KilledBy = "stopped"
 		}
@@ -174,6 +179,12 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))
 	if copyErr != nil && out.Status != Done {
 		out.Reason += " (" + copyErr.Error() + ")"
+	}
+	if out.Status == Done && spec.Job.Verify != nil {
+		out.Verify = runVerify(ctx, spec)
+		if !out.Verify.OK {
+			out.Status, out.Reason = Failed, out.Verify.reason()
+		}
 	}
 }
 

@@ -41,6 +41,17 @@ type Spec struct {
 	Attempt int    // 1-based
 	Binary  string // absolute path of the nightwatch binary whose hook is injected
 	Env     []string
+	// Feedback is told the model after the job's prompt: what the last
+	// attempt's verify said. "" for none.
+	Feedback string
+}
+
+// prompt is the attempt's prompt: the job's, then the feedback.
+func (s Spec) prompt() string {
+	if s.Feedback == "" {
+		return s.Job.Prompt
+	}
+	return s.Job.Prompt + "\n\n" + s.Feedback
 }
 
 // Files are the paths of one attempt. Dir, Settings, MCPConfig,

@@ -505,10 +505,60 @@ func testSessionRealClaude(t *testing.T, version string) {
 		if !slices.Equal(obs.tools, []string{"mcp__broken__echo"}) || !slices.Equal(out.ToolsUnavailable, obs.tools) {
 			t.Errorf("tools unavailable: observer %v, outcome %v", obs.tools, out.ToolsUnavailable)
 		}
-		// The CLI itself finished normally: the job's verdict is the
-		// result's, the server's is the observer's.
-		if out.Status != "done" {
+		// The CLI itself finished normally, but the job could not do its
+		// work: never done (issue 10), and the server is named.
+		if out.Status != "failed" || out.Reason != "server broken could not be used (failed at start)" ||
+			!slices.Equal(out.Unusable, []Unusable{{Server: "broken", Why: "failed at start"}}) {
+			t.Errorf("outcome %s %q unusable %+v", out.Status, out.Reason, out.Unusable)
+		}
+	})
+
+	t.Run("default-allowed-tools", func(t *testing.T) {
+		t.Parallel()
+		// No allowed_tools: the session is allowed its servers' tools by
+		// the rule mcp__<server>, which both versions accept.
+		job := sessionTestJob("default", "SESSION sess-default\n"+`CALL mcp__notes__echo {"message":"allowed by default"}`, "notes")
+		spec := newSpec(t, job, notes())
+		out, _, _ := sessionTestRun(t, context.Background(), spec)
+		if out.Status != "done" || len(out.Denied) != 0 {
+			t.Errorf("outcome %s %q denied %q", out.Status, out.Reason, out.Denied)
+		}
+		if got := api.SessionToolResults("sess-default"); len(got) != 1 || got[0].IsError || !strings.Contains(got[0].Content, "allowed by default") {
+			t.Errorf("the model saw %+v", got)
+		}
+	})
+
+	t.Run("denied", func(t *testing.T) {
+		t.Parallel()
+		job := sessionTestJob("denied", "SESSION sess-denied\n"+`CALL mcp__notes__echo {"message":"x"}`, "notes")
+		job.AllowedTools, job.AllowedToolsSet = []string{"Read"}, true
+		out, _, _ := sessionTestRun(t, context.Background(), newSpec(t, job, notes()))
+		if out.Status != "failed" || out.Reason != "permission denied: mcp__notes__echo (not allowed for this job)" {
 			t.Errorf("outcome %s %q", out.Status, out.Reason)
+		}
+	})
+
+	t.Run("verify", func(t *testing.T) {
+		t.Parallel()
+		job := sessionTestJob("verify", "SESSION sess-verify\n"+`CALL mcp__notes__echo {"message":"x"}`, "notes")
+		job.AllowedTools = []string{"mcp__notes"}
+		spec := newSpec(t, job, notes())
+		check := filepath.Join(job.Cwd, "check.sh")
+		if err := os.WriteFile(check, []byte("#!/bin/sh\npwd\necho \"NOTES_API_KEY=$NOTES_API_KEY\"\necho 'FAIL: 2 of 9'\nexit 3\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		job.Verify = &jobs.Verify{Command: []string{check}, Timeout: 10 * time.Second}
+		out, _, _ := sessionTestRun(t, context.Background(), spec)
+		v := out.Verify
+		if out.Status != "failed" || v == nil || v.OK || v.ExitCode != 3 || !strings.HasPrefix(out.Reason, "verify failed (exit 3): ") ||
+			!strings.Contains(out.Reason, "FAIL: 2 of 9") || !strings.Contains(v.Output, job.Cwd) {
+			t.Fatalf("outcome %s %q verify %+v", out.Status, out.Reason, v)
+		}
+		if strings.Contains(v.Output, "sk-session-test") || strings.Contains(out.Reason, "sk-session-test") {
+			t.Errorf("the check's output leaks the server's secret: %q", v.Output)
+		}
+		if fb := v.Feedback(); !strings.Contains(fb, "FAIL: 2 of 9") || !strings.Contains(fb, "exited 3") {
+			t.Errorf("feedback %q", fb)
 		}
 	})
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -27,6 +28,17 @@ const maxParsedLine = 64 << 20
 // noSuchTool is the CLI's text for a call to a tool the session does not
 // have: `<tool_use_error>Error: No such tool available: mcp__x__y</tool_use_error>`.
 const noSuchTool = "No such tool available"
+
+// notGranted is the CLI's text for a call a permission rule refused under
+// -p: "Claude requested permissions to use mcp__x__y, but you haven't
+// granted it yet." (both versions). A hook's deny reads otherwise, so this
+// tells a permission denial from a call nightwatch's hook blocked, which
+// both land in the result's permission_denials.
+const notGranted = "requested permissions to use"
+
+// notConnectedRe finds the server a tool result says is not connected
+// ("MCP server \"x\" is not connected", "Server 'x' is not connected").
+var notConnectedRe = regexp.MustCompile(`(?i)server ["'` + "`" + `]?([A-Za-z0-9_.-]+)["'` + "`" + `]? is not connected`)
 
 // Server is one entry of the init event's mcp_servers list.
 type Server struct {
@@ -81,6 +93,8 @@ type Line struct {
 	SessionID        string            // from init
 	Servers          []Server          // from init
 	ToolsUnavailable []string          // tools a user event's tool_result says do not exist
+	ToolsNotGranted  []string          // tools a user event's tool_result says a permission rule refused
+	NotConnected     []string          // servers a user event's tool_result says are not connected
 	PermissionDenied *PermissionDenied // a system/permission_denied event
 	Result           *ResultEvent      // the result event
 }
@@ -123,10 +137,23 @@ func ParseLine(line []byte) Line {
 			return Line{}
 		}
 		return Line{Result: &r}
-	case ev.Type == "user" && bytes.Contains(line, []byte(noSuchTool)):
+	case ev.Type == "user" && (bytes.Contains(line, []byte(noSuchTool)) || bytes.Contains(line, []byte(notGranted)) ||
+		bytes.Contains(line, []byte("is not connected"))):
 		// The cheap Contains check above keeps the common case (large tool
 		// results that are fine) from being decoded twice.
-		return Line{ToolsUnavailable: unavailableTools(ev.Message)}
+		var l Line
+		for _, text := range resultTexts(ev.Message) {
+			if name, ok := nameAfter(text, noSuchTool+":"); ok {
+				l.ToolsUnavailable = append(l.ToolsUnavailable, name)
+			}
+			if name, ok := nameAfter(text, notGranted); ok {
+				l.ToolsNotGranted = append(l.ToolsNotGranted, name)
+			}
+			if m := notConnectedRe.FindStringSubmatch(text); m != nil {
+				l.NotConnected = append(l.NotConnected, m[1])
+			}
+		}
+		return l
 	}
 	return Line{}
 }
@@ -141,9 +168,9 @@ func decodeLenient(data []byte, v any) bool {
 	return err == nil || errors.As(err, &typeErr)
 }
 
-// unavailableTools returns the tool names of the tool_result blocks in a
-// user message that say the tool does not exist.
-func unavailableTools(message json.RawMessage) []string {
+// resultTexts returns the texts of the tool_result blocks in a user
+// message.
+func resultTexts(message json.RawMessage) []string {
 	var msg struct {
 		Content json.RawMessage `json:"content"`
 	}
@@ -157,18 +184,13 @@ func unavailableTools(message json.RawMessage) []string {
 	if !decodeLenient(msg.Content, &blocks) {
 		return nil
 	}
-	var tools []string
+	var texts []string
 	for _, b := range blocks {
-		if b.Type != "tool_result" {
-			continue
-		}
-		for _, text := range blockTexts(b.Content) {
-			if name, ok := toolAfterMarker(text); ok {
-				tools = append(tools, name)
-			}
+		if b.Type == "tool_result" {
+			texts = append(texts, blockTexts(b.Content)...)
 		}
 	}
-	return tools
+	return texts
 }
 
 // blockTexts returns the text of a tool_result's content, which is either
@@ -194,13 +216,13 @@ func blockTexts(content json.RawMessage) []string {
 	return out
 }
 
-// toolAfterMarker finds "No such tool available: <name>" in text and
-// returns the name. Claude Code's tool names (mcp__server__tool included)
+// nameAfter finds marker ("No such tool available:") in text and returns
+// the tool name after it. Claude Code's tool names (mcp__server__tool included)
 // use only letters, digits, '_' and '-'; the CLI may follow the name with
 // a hint sentence (". X is not available inside subagents…") or the
 // closing </tool_use_error>, which this cuts off.
-func toolAfterMarker(text string) (string, bool) {
-	_, rest, ok := strings.Cut(text, noSuchTool+":")
+func nameAfter(text, marker string) (string, bool) {
+	_, rest, ok := strings.Cut(text, marker)
 	if !ok {
 		return "", false
 	}

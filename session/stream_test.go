@@ -7,9 +7,12 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
 // Lines as the pinned Claude Code CLI (2.1.197) printed them in the
@@ -291,4 +294,68 @@ func FuzzStreamLine(f *testing.F) {
 			t.Fatalf("lines %q, want %q", lines, want)
 		}
 	})
+}
+
+// What a session could not do, from its stream: a permission rule's
+// denial of its own server's tool (2.1.197's text, 2.1.332's event; a
+// hook's ask and another server's tool are not), and the servers it could
+// not use (init failed, a missing tool of a server that did not connect,
+// "not connected"; a missing tool of a connected server is the model's).
+func TestStreamStateDenialsAndUnusable(t *testing.T) {
+	job := &jobs.Job{Name: "j", Servers: []string{"web", "notes", "dead", "gone"}}
+	user := func(text string) string {
+		return `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":` +
+			strconv.Quote(text) + `}],"is_error":true}]}}`
+	}
+	lines := []string{
+		`{"type":"system","subtype":"init","session_id":"s","mcp_servers":[{"name":"web","status":"connected"},{"name":"notes","status":"connected"},{"name":"dead","status":"failed"}]}`,
+		user("Claude requested permissions to use mcp__web__echo, but you haven't granted it yet."),
+		user("Claude requested permissions to use mcp__other__x, but you haven't granted it yet."),
+		`{"type":"system","subtype":"permission_denied","tool_name":"mcp__notes__echo","tool_use_id":"t2","message":"m"}`,
+		`{"type":"system","subtype":"permission_denied","tool_name":"mcp__notes__ask","decision_reason_type":"hook"}`,
+		user("<tool_use_error>Error: No such tool available: mcp__notes__nope</tool_use_error>"),
+		user("<tool_use_error>Error: No such tool available: mcp__dead__echo</tool_use_error>"),
+		user(`MCP server "gone" is not connected`),
+		`{"type":"result","subtype":"success","is_error":false,"num_turns":2,"permission_denials":[{"tool_name":"mcp__web__echo"}]}`,
+	}
+	var obs recordingObserver
+	st := &streamState{obs: &obs, job: job}
+	for _, l := range lines {
+		st.line([]byte(l))
+	}
+	var out Outcome
+	st.fill(&out)
+	if !slices.Equal(out.Denied, []string{"mcp__web__echo", "mcp__notes__echo"}) {
+		t.Errorf("Denied = %q", out.Denied)
+	}
+	want := []Unusable{{"dead", "failed at start"}, {"gone", "not connected"}}
+	if !slices.Equal(out.Unusable, want) {
+		t.Errorf("Unusable = %+v, want %+v", out.Unusable, want)
+	}
+	if !slices.Equal(obs.unusable, []string{"dead", "gone"}) {
+		t.Errorf("the observer heard %q", obs.unusable)
+	}
+	judge(&out, st.result, job, nil, "")
+	if out.Status != Failed || out.Reason != "permission denied: mcp__web__echo, mcp__notes__echo (not allowed for this job)" {
+		t.Errorf("judged %s %q", out.Status, out.Reason)
+	}
+	out.Denied = nil
+	judge(&out, st.result, job, nil, "")
+	if out.Status != Failed || !strings.Contains(out.Reason, "server dead could not be used (failed at start)") {
+		t.Errorf("judged %s %q", out.Status, out.Reason)
+	}
+	run := *job
+	run.OnUnhealthy = jobs.Run
+	judge(&out, st.result, &run, nil, "")
+	if out.Status != Done {
+		t.Errorf("on_unhealthy run: judged %s %q, want done (it ran without them by choice)", out.Status, out.Reason)
+	}
+}
+
+type recordingObserver struct{ unusable []string }
+
+func (*recordingObserver) ServerStatus(string, string) {}
+func (*recordingObserver) ToolUnavailable(string)      {}
+func (o *recordingObserver) ServerUnusable(server, _ string) {
+	o.unusable = append(o.unusable, server)
 }

@@ -85,8 +85,14 @@ func TestInitOutageReachesTheJournalAndTheReport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if night.Totals.Outages != 1 {
-				t.Errorf("the report shows %d outages, want 1: %+v", night.Totals.Outages, night.Servers)
+			// The agent says so on every attempt while probes find the
+			// server healthy: each attempt is an outage, the job is
+			// never done and fails after maxBounces stopped attempts.
+			if night.Totals.Outages != maxBounces+1 {
+				t.Errorf("the report shows %d outages, want %d: %+v", night.Totals.Outages, maxBounces+1, night.Servers)
+			}
+			if s.Done != 0 || s.Jobs[0].Status != StatusFailed || !strings.Contains(s.Jobs[0].Reason, "could not use") {
+				t.Errorf("job a = %+v, want failed: it could not use its server", s.Jobs[0])
 			}
 		})
 	}

@@ -46,6 +46,10 @@ func (n *night) loop(ctx context.Context) error {
 		select {
 		case m := <-n.inbox:
 			if m.ended != nil {
+				if cancel := n.cancels[m.ended.job]; cancel != nil {
+					cancel(nil)
+					delete(n.cancels, m.ended.job)
+				}
 				n.do(ctx, n.plan.step(n.now(), *m.ended))
 				break
 			}
@@ -70,8 +74,8 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 		case actRecord:
 			n.record(a)
 		case actCheckHealth:
-			down := n.unhealthyServers(ctx, n.b.Job(a.job))
-			acts = append(n.plan.step(n.now(), evHealth{job: a.job, down: down}), acts...)
+			down, servers := n.unhealthyServers(ctx, n.b.Job(a.job))
+			acts = append(n.plan.step(n.now(), evHealth{job: a.job, down: down, servers: servers}), acts...)
 		case actLaunch:
 			if ev, failed := n.launch(ctx, a); failed {
 				acts = append(n.plan.step(n.now(), ev), acts...)
@@ -133,21 +137,22 @@ func (n *night) reportProgress() {
 }
 
 // unhealthyServers returns "" when every server of job may be called, or
-// which one is down since when and why. A server whose verdict has
+// which one is down since when and why, and the names of those down. A server whose verdict has
 // expired is probed now (with the reconnect policy).
-func (n *night) unhealthyServers(ctx context.Context, job *jobs.Job) string {
+func (n *night) unhealthyServers(ctx context.Context, job *jobs.Job) (string, []string) {
 	if job == nil {
-		return ""
+		return "", nil
 	}
-	var down []string
+	var down, names []string
 	for _, srv := range n.b.ServersOf(job) {
-		d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
+		d := n.decide(ctx, srv)
 		if d.Allow {
 			continue
 		}
 		down = append(down, describeDown(srv.Name, d.Entry))
+		names = append(names, srv.Name)
 	}
-	return strings.Join(down, "; ")
+	return strings.Join(down, "; "), names
 }
 
 func describeDown(server string, e *healthcheck.Entry) string {
@@ -169,18 +174,27 @@ func describeDown(server string, e *healthcheck.Entry) string {
 // n.inbox. An attempt that cannot be prepared ends at once: failed is
 // true and ev is its end, for the plan.
 func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, failed bool) {
-	spec := session.Spec{Batch: n.b, Job: n.b.Job(a.job), RunID: n.runID, Attempt: a.attempt,
-		Binary: n.opts.Binary, Env: n.opts.Env}
+	job := n.b.Job(a.job)
+	spec := session.Spec{Batch: n.b, Job: job, RunID: n.runID, Attempt: a.attempt,
+		Binary: n.opts.Binary, Env: n.opts.Env, Feedback: a.feedback}
 	files, err := session.Prepare(spec)
 	if err != nil {
 		return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
 			outcome: session.Outcome{Status: session.Failed, Reason: "cannot prepare the session: " + err.Error()}}, true
 	}
-	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: files.Dir})
-	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Msg("started")
+	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: files.Dir,
+		Allowed: job.Allowed()})
+	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("allowed", job.Allowed()).Msg("started")
 	obs := &sessionObserver{to: n.inbox, job: a.job, attempt: a.attempt}
+	// The loop stops this attempt early (Abandon) when its session cannot
+	// use a server the job needs.
+	sctx, cancel := context.WithCancelCause(ctx)
+	if n.cancels == nil {
+		n.cancels = map[string]context.CancelCauseFunc{}
+	}
+	n.cancels[a.job] = cancel
 	go func() {
-		out := session.Run(ctx, spec, files, obs)
+		out := session.Run(sctx, spec, files, obs)
 		n.inbox <- message{ended: &evAttemptEnded{job: a.job, attempt: a.attempt, outcome: out}}
 	}()
 	return evAttemptEnded{}, false
@@ -205,6 +219,8 @@ type observation struct {
 	server, status string
 	tool           string // the model called a tool the session lacks
 	pgid           int    // the session's process group started
+	// unusable is a server of the job the session cannot use, and why.
+	unusable, why string
 }
 
 // observe records what a session saw. A server Claude Code could not
@@ -223,14 +239,34 @@ func (n *night) observe(ctx context.Context, o observation) {
 		if bs := n.b.Server(o.server); bs != nil {
 			srv = &bs.MCP
 		}
-		n.checker.RecordClientStatus(o.server, srv, o.status, initReason(o.server, o.status, o.job))
+		status := o.status
+		if status == session.StatusNotConnected {
+			// The model met "is not connected": Claude Code lost the
+			// server, as when it failed to connect at start.
+			status = "failed"
+		}
+		n.checker.RecordClientStatus(o.server, srv, status, initReason(o.server, o.status, o.job))
 		n.absorbServerEvents()
 		n.log.Warn().Str("server", o.server).Str("job", o.job).Str("status", o.status).Msg("session could not use a server")
+	case o.unusable != "":
+		job := n.b.Job(o.job)
+		if job == nil || job.OnUnhealthy == jobs.Run {
+			n.log.Warn().Str("server", o.unusable).Str("job", o.job).Msg("the job runs without a server, by its on_unhealthy: run")
+			return
+		}
+		if cancel := n.cancels[o.job]; cancel != nil {
+			reason := fmt.Sprintf("server %s could not be used (%s)", o.unusable, o.why)
+			n.log.Warn().Str("server", o.unusable).Str("job", o.job).Str("why", o.why).Msg("stopping the attempt: it cannot use a server it needs")
+			cancel(session.Abandon{Reason: reason})
+		}
 	}
 }
 
-// initReason says, in words, what a session's init event reported.
+// initReason says, in words, what a session reported of a server.
 func initReason(server, status, job string) string {
+	if status == session.StatusNotConnected {
+		return fmt.Sprintf("Claude Code said MCP server %q is not connected during job %s", server, job)
+	}
 	return fmt.Sprintf("Claude Code reported MCP server %q %s when job %s started", server, status, job)
 }
 
@@ -245,7 +281,7 @@ type sessionObserver struct {
 }
 
 func (o *sessionObserver) ServerStatus(server, status string) {
-	if status != "failed" && status != "needs-auth" {
+	if status != "failed" && status != "needs-auth" && status != session.StatusNotConnected {
 		return // connected, pending: nothing the night acts on
 	}
 	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, server: server, status: status}}
@@ -253,6 +289,12 @@ func (o *sessionObserver) ServerStatus(server, status string) {
 
 func (o *sessionObserver) ToolUnavailable(tool string) {
 	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, tool: tool}}
+}
+
+// ServerUnusable tells the loop the session cannot use one of its job's
+// servers, so that it stops the attempt.
+func (o *sessionObserver) ServerUnusable(server, why string) {
+	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, unusable: server, why: why}}
 }
 
 // SessionStarted records the session's process group in the journal, for

@@ -10,6 +10,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
@@ -36,7 +37,7 @@ func (n *night) maintain(ctx context.Context) {
 		stuck := n.checker.Settings.Stuck(e)
 		switch {
 		case due:
-			d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
+			d := n.decide(ctx, srv)
 			n.maintenance(srv.Name, journal.Retry, "retry time came: probed with the reconnect policy", d.Entry)
 		case (stuck || waitedFor[srv.Name]) && e.LastFailureCode != healthcheck.CodeRateLimited:
 			// The backoff protects servers from hooks; the supervisor
@@ -115,7 +116,17 @@ func (n *night) newChecker() *healthcheck.Checker {
 		Now:           n.now,
 		Probe:         n.probe,
 		HaveReconnect: runner.Have,
-		Reconnect:     runner.Run,
+		Reconnect: func(ctx context.Context, server string) healthcheck.ReconnectResult {
+			// The Checker reconnects a server a probe found down before it
+			// records it down; an outage that a reconnect repaired at once
+			// is still an outage of the night (decide closes it).
+			if runner.Have(server) && !n.down[server] {
+				n.append(journal.Event{Type: journal.ServerState, Server: server, Status: journal.Unhealthy, By: "probe",
+					Reason: "a probe found it down; reconnecting"})
+				n.reconnecting[server] = true
+			}
+			return runner.Run(ctx, server)
+		},
 		ProbeWait:     n.b.Health.ProbeTimeout + 10*time.Second,
 		EventsPath:    statedir.Events(n.b.StateDir),
 		Warn:          n.warn,
@@ -161,4 +172,20 @@ func (n *night) reconnectRunner() *reconnect.Runner {
 			n.log.Info().Str("server", server).Bool("ok", res.OK).Str("command", res.Detail).Msg("reconnect")
 		},
 	}
+}
+
+// decide is the Checker's Decide for srv. When the Checker repaired the
+// server by a reconnect within it (reconnect journaled it down), the
+// server is journaled back up by the reconnect.
+func (n *night) decide(ctx context.Context, srv *jobs.Server) healthcheck.Decision {
+	d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
+	if n.reconnecting[srv.Name] {
+		delete(n.reconnecting, srv.Name)
+		n.absorbServerEvents()
+		if d.Allow && n.down[srv.Name] {
+			n.append(journal.Event{Type: journal.ServerState, Server: srv.Name, Status: journal.Healthy,
+				By: healthcheck.RestoredByReconnect, Reason: "back after its reconnect command"})
+		}
+	}
+	return d
 }

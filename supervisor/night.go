@@ -112,6 +112,12 @@ type night struct {
 	// order (a session's process group before its end); its buffer lets a
 	// session go on reading its stream while the loop is busy probing.
 	inbox chan message
+	// cancels stop the running attempts, by job; only the loop touches it.
+	cancels map[string]context.CancelCauseFunc
+	// down are the servers the journal last said were unhealthy;
+	// reconnecting those journaled down by a reconnect, until decide
+	// knows how it went.
+	down, reconnecting map[string]bool
 }
 
 func (n *night) now() time.Time {
@@ -125,7 +131,7 @@ func (n *night) now() time.Time {
 // journal and the plan come with openJournal.
 func newNight(b *jobs.Batch, opts NightOptions) *night {
 	n := &night{b: b, opts: opts, log: newLogger(opts.LogWriter),
-		inbox: make(chan message, inboxSize)}
+		inbox: make(chan message, inboxSize), down: map[string]bool{}, reconnecting: map[string]bool{}}
 	n.store = &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: n.warn}
 	n.checker = n.newChecker()
 	// The events file lives as long as the state folder; this night's
@@ -182,6 +188,10 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		for _, w := range report.Warnings {
 			n.log.Warn().Msg(w)
 		}
+		n.journalPreflight(report)
+	}
+	for _, j := range b.Jobs {
+		n.log.Info().Str("job", j.Name).Strs("allowed", j.Allowed()).Msg("the session will be allowed")
 	}
 
 	err = n.loop(ctx)
@@ -190,6 +200,8 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	if err != nil {
 		return summary, err
 	}
+	n.absorbServerEvents()
+	n.journalFinalStates()
 	n.append(journal.Event{Type: journal.RunFinished, Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
 		summary.Done, summary.Failed, summary.Skipped)})
 	var extra string
@@ -283,6 +295,9 @@ func (n *night) openJournal() (bool, error) {
 
 func (n *night) append(ev journal.Event) {
 	ev.Run = n.runID
+	if ev.Type == journal.ServerState {
+		n.down[ev.Server] = ev.Status == journal.Unhealthy
+	}
 	if err := n.journal.Append(ev); err != nil {
 		// The night goes on; a lost journal line is said, not hidden.
 		n.log.Error().Err(err).Str("type", string(ev.Type)).Msg("cannot write the journal")
@@ -290,3 +305,39 @@ func (n *night) append(ev journal.Event) {
 }
 
 func (n *night) warn(msg string) { n.log.Warn().Msg(msg) }
+
+// journalPreflight records each server's preflight verdict as a state
+// change seen by the preflight: a server already down before the first job
+// is an outage of the night like any other.
+func (n *night) journalPreflight(r PreflightReport) {
+	for _, row := range r.Rows {
+		ev := journal.Event{Type: journal.ServerState, Server: row.Server, Status: journal.Healthy, By: "preflight"}
+		if !row.Verdict.Reachable() {
+			ev.Status, ev.Code, ev.Reason = journal.Unhealthy, string(row.Verdict), row.Reason
+		}
+		n.append(ev)
+	}
+}
+
+// journalFinalStates records every batch server's state as the night ends,
+// from the health cache: the report shows these, not the cache as it is
+// when someone reads the report.
+func (n *night) journalFinalStates() {
+	f, err := n.store.Read()
+	if err != nil {
+		n.warn(err.Error())
+		return
+	}
+	for _, srv := range n.b.Servers {
+		ev := journal.Event{Type: journal.ServerFinal, Server: srv.Name}
+		if e := f.Entry(srv.Name); e != nil {
+			switch e.Status {
+			case healthcheck.StatusHealthy:
+				ev.Status = journal.Healthy
+			case healthcheck.StatusUnhealthy:
+				ev.Status, ev.Code, ev.Reason = journal.Unhealthy, string(e.LastFailureCode), e.LastError
+			}
+		}
+		n.append(ev)
+	}
+}

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -20,6 +22,16 @@ import (
 //	   │  └──servers back── deferred ◄──down─┘  └─failed, retries left──► waiting to retry ──pause over──► (as pending)
 //	   │                      │                 └─failed, none left──► failed
 //	   └──need failed/skipped, down+skip, deadline, cost, max_defer──► skipped
+//
+// How an attempt's failure is judged (attemptEnded):
+//   - a permission rule denied a tool of the job's own servers: failed, not
+//     retried (the same settings deny again);
+//   - the session could not use a server the job needs: back to deferred,
+//     as if the server had been down at the start (skipped for
+//     on_unhealthy: skip; failed after maxBounces such attempts, for a
+//     server that probes healthy but no session can use);
+//   - anything else (verify included): retried while retries last, the
+//     next prompt told what verify said.
 
 // phase is where a job is in the night.
 type phase int
@@ -75,7 +87,19 @@ type jobPlan struct {
 	reason        string // why it failed or was skipped
 	last          *session.Outcome
 	startedAt     time.Time
+	// bounces are attempts stopped because a server was unusable: they do
+	// not count against retries.
+	bounces int
+	// feedback is told the next attempt (what the last verify said).
+	feedback string
+	// runsWithout are the servers that were down when its running attempt
+	// started anyway (on_unhealthy: run).
+	runsWithout []string
 }
+
+// maxBounces is how many attempts of a job may be stopped for an unusable
+// server before the job fails.
+const maxBounces = 3
 
 // event is what happened, told to the plan.
 type event interface{ isEvent() }
@@ -89,6 +113,8 @@ type evWake struct{}
 type evHealth struct {
 	job  string
 	down string
+	// servers are the names of those down.
+	servers []string
 }
 
 // evTick: the maintenance interval passed.
@@ -117,8 +143,9 @@ type actCheckHealth struct{ job string }
 
 // actLaunch: start attempt of job; answer with evAttemptEnded when it ends.
 type actLaunch struct {
-	job     string
-	attempt int
+	job      string
+	attempt  int
+	feedback string // for the prompt: what the last attempt's verify said
 }
 
 // actRecord: append ev to the journal and log msg at level.
@@ -227,7 +254,7 @@ func (p *plan) step(now time.Time, ev event) []action {
 			return nil
 		}
 		p.asked = ""
-		acts := p.healthKnown(now, p.jobs[ev.job], ev.down)
+		acts := p.healthKnown(now, p.jobs[ev.job], ev.down, ev.servers)
 		p.scan++
 		return append(acts, p.scanReady(now)...)
 	case evAttemptEnded:
@@ -325,7 +352,7 @@ func (p *plan) needsMet(jp *jobPlan) (ready bool, blocked string) {
 
 // healthKnown starts, defers or skips a job whose needs are met, by its
 // servers' health and its on_unhealthy.
-func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string) []action {
+func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers []string) []action {
 	if down != "" && jp.job.OnUnhealthy != jobs.Run {
 		if jp.job.OnUnhealthy == jobs.Skip {
 			return []action{p.skip(jp, down)}
@@ -343,11 +370,15 @@ func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string) []action {
 			level: logInfo, msg: "deferred"}}
 	}
 	jp.deferring = ""
+	jp.runsWithout = nil
+	if down != "" { // on_unhealthy: run, by choice
+		jp.runsWithout = downServers
+	}
 	jp.attempts++
 	jp.phase = phaseRunning
 	jp.startedAt = now
 	p.running++
-	return []action{actLaunch{job: jp.job.Name, attempt: jp.attempts}}
+	return []action{actLaunch{job: jp.job.Name, attempt: jp.attempts, feedback: jp.feedback}}
 }
 
 // attemptEnded judges the end of an attempt: done, another attempt after a
@@ -367,16 +398,51 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	jp.last = &out
 	p.cost += out.CostUSD
 	result := resultOf(out)
-	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: result}
+	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: result, Denied: out.Denied,
+		Unusable: unusableServers(out.Unusable), Verify: verifyOf(out.Verify)}
 	var rec actRecord
 	switch {
 	case out.Status == session.Done:
-		jp.phase, jp.reason = phaseDone, ""
+		jp.phase, jp.reason, jp.feedback = phaseDone, "", ""
+		for _, s := range jp.runsWithout {
+			if !slices.Contains(base.Unusable, s) {
+				base.Unusable = append(base.Unusable, s)
+			}
+		}
+		if len(base.Unusable) > 0 { // on_unhealthy: run, by choice
+			jp.reason = "ran without " + strings.Join(base.Unusable, ", ")
+			base.Reason = jp.reason
+		}
 		base.Type, base.Status = journal.JobFinished, journal.Done
 		rec = actRecord{ev: base, level: logInfo, msg: "done"}
-	case jp.attempts <= jp.job.Retries:
-		pause := p.rules.retryPause * time.Duration(jp.attempts)
+	case len(out.Denied) > 0:
+		jp.phase, jp.reason = phaseFailed, out.Reason
+		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, out.Reason
+		rec = actRecord{ev: base, level: logError, msg: "failed; not retried: the same permissions deny again"}
+	case len(out.Unusable) > 0 && jp.job.OnUnhealthy != jobs.Run:
+		jp.bounces++
+		switch {
+		case jp.job.OnUnhealthy == jobs.Skip:
+			rec = p.skip(jp, out.Reason).(actRecord)
+			rec.ev.Attempt, rec.ev.Unusable = ev.attempt, base.Unusable
+		case jp.bounces > maxBounces:
+			jp.phase = phaseFailed
+			jp.reason = fmt.Sprintf("%d attempts could not use their servers: %s", jp.bounces, out.Reason)
+			base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, jp.reason
+			rec = actRecord{ev: base, level: logError, msg: "failed"}
+		default:
+			if jp.deferredSince.IsZero() {
+				jp.deferredSince = now
+			}
+			jp.phase, jp.deferring = phaseDeferred, out.Reason
+			jp.deferrals++
+			base.Type, base.Reason, base.Result = journal.JobDeferred, out.Reason, result
+			rec = actRecord{ev: base, level: logWarn, msg: "stopped: the session could not use its servers; waits for them"}
+		}
+	case jp.attempts-jp.bounces <= jp.job.Retries:
+		pause := p.rules.retryPause * time.Duration(jp.attempts-jp.bounces)
 		jp.phase, jp.notBefore = phaseWaitingRetry, now.Add(pause)
+		jp.feedback = out.Verify.Feedback()
 		base.Type, base.Reason = journal.JobRetried, out.Reason
 		rec = actRecord{ev: base, level: logWarn, msg: fmt.Sprintf("attempt failed; will retry in %s", pause)}
 	default:
@@ -396,6 +462,23 @@ func resultOf(o session.Outcome) *journal.Result {
 	return &journal.Result{Subtype: o.Subtype, IsError: o.IsError, NumTurns: o.NumTurns,
 		CostUSD: o.CostUSD, DurationMS: o.DurationMS, SessionID: o.SessionID,
 		TerminalReason: o.TerminalReason, ExitCode: o.ExitCode, KilledBy: o.KilledBy}
+}
+
+// unusableServers are the names of the servers a session could not use.
+func unusableServers(us []session.Unusable) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, u.Server)
+	}
+	return out
+}
+
+// verifyOf is the journal's copy of a verify result.
+func verifyOf(v *session.VerifyResult) *journal.Verify {
+	if v == nil {
+		return nil
+	}
+	return &journal.Verify{Command: v.Command, OK: v.OK, ExitCode: v.ExitCode, Output: v.Output}
 }
 
 // giveUpWaiting skips deferred jobs that can never run: nothing is running

@@ -27,6 +27,7 @@ type planDriver struct {
 	health    map[string]string
 	checks    []string
 	launches  []string // "job#attempt"
+	feedbacks []string // each launch's feedback
 	records   []journal.Event
 	maintains int
 	finished  bool
@@ -45,9 +46,14 @@ func (d *planDriver) do(acts []action) {
 		switch a := a.(type) {
 		case actCheckHealth:
 			d.checks = append(d.checks, a.job)
-			acts = append(d.p.step(d.now, evHealth{job: a.job, down: d.health[a.job]}), acts...)
+			var servers []string
+			if d.health[a.job] != "" {
+				servers = []string{"notes"}
+			}
+			acts = append(d.p.step(d.now, evHealth{job: a.job, down: d.health[a.job], servers: servers}), acts...)
 		case actLaunch:
 			d.launches = append(d.launches, fmt.Sprintf("%s#%d", a.job, a.attempt))
+			d.feedbacks = append(d.feedbacks, a.feedback)
 		case actRecord:
 			d.records = append(d.records, a.ev)
 		case actMaintain:
@@ -81,6 +87,30 @@ func (d *planDriver) end(job, status string, cost float64) {
 	d.feed(evAttemptEnded{job: job, attempt: jp.attempts, outcome: out})
 	d.feed(evWake{})
 }
+
+// endWith ends job's running attempt with out, then wakes the plan.
+func (d *planDriver) endWith(job string, out session.Outcome) {
+	d.t.Helper()
+	jp := d.p.jobs[job]
+	if jp.phase != phaseRunning {
+		d.t.Fatalf("end %s: it is %s, not running", job, jp.phase)
+	}
+	d.feed(evAttemptEnded{job: job, attempt: jp.attempts, outcome: out})
+	d.feed(evWake{})
+}
+
+// Outcomes of the rules that read more than the status.
+var (
+	planDenied = session.Outcome{Status: session.Failed, Denied: []string{"mcp__notes__echo"},
+		Reason: "permission denied: mcp__notes__echo (not allowed for this job)"}
+	planUnusable = session.Outcome{Status: session.Failed, KilledBy: session.KilledAbandoned,
+		Unusable: []session.Unusable{{Server: "notes", Why: "failed at start"}},
+		Reason:   "stopped early: server notes could not be used (failed at start)"}
+	planRanWithout = session.Outcome{Status: session.Done,
+		Unusable: []session.Unusable{{Server: "notes", Why: "failed at start"}}}
+	planVerifyFailed = session.Outcome{Status: session.Failed, Reason: "verify failed (exit 1): FAIL x",
+		Verify: &session.VerifyResult{Command: []string{"/bin/check"}, ExitCode: 1, Output: "FAIL x"}}
+)
 
 func (d *planDriver) phases() map[string]string {
 	out := map[string]string{}
@@ -328,6 +358,109 @@ func TestPlanRules(t *testing.T) {
 			launches: []string{"a#1"},
 			records:  []string{"job-retried a: cannot prepare the session: disk full"},
 			phases:   map[string]string{"a": "waiting to retry"},
+		},
+		{
+			name:  "denied: a permission denial fails the job at once, retries left or not",
+			batch: planBatch(nil, planJob("a", retries(2)), planJob("b", needs("a"))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", planDenied)
+			},
+			launches: []string{"a#1"},
+			records: []string{"job-finished a: permission denied: mcp__notes__echo (not allowed for this job)",
+				"job-skipped b: it needs a, which failed"},
+			phases:   map[string]string{"a": "failed", "b": "skipped"},
+			finished: true,
+		},
+		{
+			name:  "unusable: the job goes back to wait for its server, the attempt not counted against retries",
+			batch: planBatch(nil, planJob("a", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.health["a"] = down
+				d.endWith("a", planUnusable)
+				if jp := d.p.jobs["a"]; jp.phase != phaseDeferred || jp.deferrals != 2 {
+					d.t.Errorf("after the stopped attempt: %s, %d deferrals", jp.phase, jp.deferrals)
+				}
+				d.health["a"] = ""
+				d.wake(10 * time.Second)
+				d.end("a", session.Done, 0)
+			},
+			launches: []string{"a#1", "a#2"},
+			records: []string{"job-deferred a: stopped early: server notes could not be used (failed at start)",
+				"job-deferred a: " + down, "job-finished a:"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
+		},
+		{
+			name:  "unusable: never done, and failed after maxBounces stopped attempts",
+			batch: planBatch(nil, planJob("a", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				for range maxBounces + 1 {
+					d.endWith("a", planUnusable)
+				}
+			},
+			launches: []string{"a#1", "a#2", "a#3", "a#4"},
+			phases:   map[string]string{"a": "failed"},
+			finished: true,
+		},
+		{
+			name:  "unusable: on_unhealthy skip skips the job",
+			batch: planBatch(nil, planJob("a", onUnhealthy(jobs.Skip))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", planUnusable)
+			},
+			records:  []string{"job-skipped a: stopped early: server notes could not be used (failed at start)"},
+			phases:   map[string]string{"a": "skipped"},
+			finished: true,
+		},
+		{
+			name:  "run anyway: a job done without a server says which",
+			batch: planBatch(nil, planJob("a", onUnhealthy(jobs.Run))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", planRanWithout)
+				if r := d.records[0]; !slices.Equal(r.Unusable, []string{"notes"}) || r.Status != journal.Done {
+					d.t.Errorf("job-finished = %+v", r)
+				}
+			},
+			records:  []string{"job-finished a: ran without notes"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
+		},
+		{
+			name:  "run anyway: a job started while its server was down says it ran without it",
+			batch: planBatch(nil, planJob("a", onUnhealthy(jobs.Run))),
+			script: func(d *planDriver) {
+				d.health["a"] = down
+				d.wake(0)
+				d.end("a", session.Done, 0)
+			},
+			records:  []string{"job-finished a: ran without notes"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
+		},
+		{
+			name:  "verify: a failed check is retried, and the retry is told what it said",
+			batch: planBatch(nil, planJob("a", retries(1))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", planVerifyFailed)
+				d.wake(30 * time.Second)
+				d.end("a", session.Done, 0)
+				if len(d.feedbacks) != 2 || d.feedbacks[0] != "" || !strings.Contains(d.feedbacks[1], "FAIL x") {
+					d.t.Errorf("feedbacks = %q", d.feedbacks)
+				}
+				if v := d.records[0].Verify; v == nil || v.OK || v.Output != "FAIL x" {
+					d.t.Errorf("job-retried verify = %+v", v)
+				}
+			},
+			launches: []string{"a#1", "a#2"},
+			records:  []string{"job-retried a: verify failed (exit 1): FAIL x", "job-finished a:"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
 		},
 	}
 	for _, tc := range tests {

@@ -54,6 +54,18 @@ type PreflightReport struct {
 	// Healthy is true when every server a job needs is reachable; it
 	// drives the command's exit code.
 	Healthy bool `json:"healthy"`
+	// Jobs say what each job's session will be allowed.
+	Jobs []PreflightJob `json:"jobs,omitempty"`
+}
+
+// PreflightJob is what one job's session will be allowed.
+type PreflightJob struct {
+	Job     string   `json:"job"`
+	Allowed []string `json:"allowed"`
+	// From is "its servers" or "its allowed_tools".
+	From string `json:"from"`
+	// Unallowed are declared servers no rule allows a tool of.
+	Unallowed []string `json:"unallowed,omitempty"`
 }
 
 // PreflightOptions are the dependencies of Preflight.
@@ -94,6 +106,14 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 		}
 	}
 	rep.Warnings = append(rep.Warnings, shadowWarnings(b, needed, opts)...)
+	for _, j := range b.Jobs {
+		pj := PreflightJob{Job: j.Name, Allowed: j.Allowed(), From: j.AllowedSource(), Unallowed: j.Unallowed()}
+		rep.Jobs = append(rep.Jobs, pj)
+		if len(pj.Unallowed) > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("job %q allows no tool of %s: every call to it will be denied and the job will fail",
+				j.Name, strings.Join(pj.Unallowed, ", ")))
+		}
+	}
 
 	checker := healthcheck.New(opts.Store, settingsFor(b, opts.Settings), healthcheck.Options{Warn: opts.Warn})
 	sessionEnviron := environ.Overlay(opts.Environ, b.Env)
@@ -345,6 +365,13 @@ func PrintPreflight(w io.Writer, r PreflightReport) {
 		operator.PrintProbe(&buf, rows)
 	} else {
 		buf.WriteString("no job needs an MCP server\n")
+	}
+	for _, j := range r.Jobs {
+		allowed := strings.Join(j.Allowed, ", ")
+		if allowed == "" {
+			allowed = "no tool rule"
+		}
+		fmt.Fprintf(&buf, "job %s: the session is allowed %s (from %s)\n", j.Job, allowed, j.From)
 	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(&buf, "warning: %s\n", warn)

@@ -230,9 +230,17 @@ func TestPreflightWarnings(t *testing.T) {
 		t.Errorf("fail-open batch warnings:\n%s", all)
 	}
 
+	// What each job's session will be allowed, and a job whose own rules
+	// leave out its server.
+	b.Jobs = append(b.Jobs, &jobs.Job{Name: "narrow", Prompt: "hi", Servers: []string{"notes"}, Cwd: cwd,
+		AllowedTools: []string{"Read"}, AllowedToolsSet: true})
+	rep = Preflight(context.Background(), b, opts)
 	var out bytes.Buffer
 	PrintPreflight(&out, rep)
-	for _, want := range []string{"SERVER", "TRANSPORT", "VERDICT", "LATENCY", "TOOLS", "REASON", "notes", "warning: fail-open is on"} {
+	for _, want := range []string{"SERVER", "TRANSPORT", "VERDICT", "LATENCY", "TOOLS", "REASON", "notes", "warning: fail-open is on",
+		"job use-notes: the session is allowed mcp__notes (from its servers)",
+		"job narrow: the session is allowed Read (from its allowed_tools)",
+		`warning: job "narrow" allows no tool of notes: every call to it will be denied`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

@@ -25,6 +25,9 @@ func PrintSummary(w io.Writer, s *NightSummary) {
 			}
 		}
 		reason := j.Reason
+		if o := j.Outcome; o != nil && j.Status == StatusDone && o.Verify != nil && o.Verify.OK {
+			reason = text.JoinNonEmpty("; ", reason, "verified")
+		}
 		if reason == "" {
 			reason = "-"
 		}

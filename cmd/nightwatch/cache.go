@@ -42,19 +42,34 @@ func newStatusCmd() *cobra.Command {
 	var f knobFlags
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status",
+		Use:   "status [night.yaml]",
 		Short: "Show each MCP server's health from the cache, with where it is defined",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Long: `Show each MCP server's health from the cache, with where it is defined. With a batch file,
+the batch's cache and servers, as its night sees them.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			k := loadKnobs(cmd, &f)
 			reportKnobProblems(k)
+			var resolved *mcpconfig.Resolved
+			if len(args) == 1 {
+				if !batchArg(args) {
+					return fmt.Errorf("%s is not a batch file (night.yaml)", args[0])
+				}
+				var err error
+				if k, resolved, _, err = withBatch(args[0], k); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					return exitCode(2)
+				}
+			} else {
+				resolved = resolveHere(k)
+			}
 			c := openChecker(k)
 			file, err := c.Store.Read()
 			if err != nil {
 				warnStderr("nightwatch: " + err.Error())
 			}
 			now := time.Now()
-			rows := operator.Status(file, resolveHere(k), c.Settings, now)
+			rows := operator.Status(file, resolved, c.Settings, now)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -74,14 +89,24 @@ func newResetCmd() *cobra.Command {
 	var f knobFlags
 	var all, stuck bool
 	cmd := &cobra.Command{
-		Use:   "reset <server>... | --all | --stuck",
+		Use:   "reset [night.yaml] <server>... | --all | --stuck",
 		Short: "Remove servers from the health cache so the next call probes them again",
+		Long: `Remove servers from the health cache so the next call probes them again. With a batch file
+first, the batch's cache.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			k := loadKnobs(cmd, &f)
+			reportKnobProblems(k)
+			if batchArg(args) {
+				var err error
+				if k, _, _, err = withBatch(args[0], k); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					return exitCode(2)
+				}
+				args = args[1:]
+			}
 			if len(args) == 0 && !all && !stuck {
 				return errors.New("name the servers to reset, or give --all or --stuck")
 			}
-			k := loadKnobs(cmd, &f)
-			reportKnobProblems(k)
 			removed, err := openChecker(k).Reset(args, all, stuck)
 			if err != nil {
 				return err

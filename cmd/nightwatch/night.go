@@ -17,6 +17,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/session"
 	"github.com/nightwatch-dev/nightwatch/supervisor"
 )
 
@@ -133,8 +134,27 @@ func morningReport(b *jobs.Batch, s *supervisor.NightSummary) string {
 	return fmt.Sprintf("report: %s (and .md)", path)
 }
 
+// printDryRun prints what each job's first attempt would run, and runs
+// nothing.
+func printDryRun(w io.Writer, b *jobs.Batch) error {
+	bin, err := selfPath()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "dry run of %s: nothing is started or written; secrets are masked\n\n", b.File)
+	for _, j := range b.Jobs {
+		p, err := session.DryRun(session.Spec{Batch: b, Job: j, RunID: "dry-run", Attempt: 1, Binary: bin, Env: os.Environ()})
+		if err != nil {
+			return err
+		}
+		p.Print(w)
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
 func newRunCmd() *cobra.Command {
-	var fresh bool
+	var fresh, dryRun bool
 	var maintenance time.Duration
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -150,6 +170,13 @@ holds the batch's lock.`,
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return exitCode(2)
+			}
+			if dryRun {
+				if err := printDryRun(cmd.OutOrStdout(), b); err != nil {
+					fmt.Fprintln(os.Stderr, "nightwatch:", err)
+					return exitCode(2)
+				}
+				return nil
 			}
 			opts, err := nightOptions(fresh)
 			if err != nil {
@@ -186,6 +213,7 @@ holds the batch's lock.`,
 		},
 	}
 	cmd.Flags().BoolVar(&fresh, "fresh", false, "start a new run even if the last one did not finish")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print each job's exact claude command, allowed tools, MCP config and environment names (secrets masked); run nothing")
 	cmd.Flags().DurationVar(&maintenance, "maintenance-interval", 10*time.Second, "how often unhealthy servers are re-probed while jobs wait")
 	return cmd
 }

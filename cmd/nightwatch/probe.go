@@ -10,24 +10,40 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/operator"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 func newProbeCmd() *cobra.Command {
 	var f knobFlags
 	var asJSON, noRecord bool
 	cmd := &cobra.Command{
-		Use:   "probe [server...]",
+		Use:   "probe [night.yaml] [server...]",
 		Short: "Probe MCP servers now with a real handshake, print a table and update the cache",
 		Long: `Probe every configured MCP server (or the named ones) with a real MCP handshake and
 tools/list, print server, transport, verdict, latency, tool count and reason, and record the
 verdicts in the health cache. Servers come from Claude Code's search from the current folder,
-or from --config files. Exit 0 when every server is reachable, 1 otherwise.`,
+or from --config files; with a batch file first, the batch's servers, probed as its sessions
+start them (its env and folder), with its cache. Exit 0 when every server is reachable, 1 otherwise.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k := loadKnobs(cmd, &f)
 			reportKnobProblems(k)
-			r := resolveHere(k)
+			cwd, _ := os.Getwd()
+			var r *mcpconfig.Resolved
+			var environ []string
+			if batchArg(args) {
+				var b *jobs.Batch
+				var err error
+				if k, r, b, err = withBatch(args[0], k); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					return exitCode(2)
+				}
+				args, cwd, environ = args[1:], b.Dir, session.Environ(b, os.Environ())
+			} else {
+				r = resolveHere(k)
+			}
 			if k.MCPConfig.V != "" && len(r.Problems) > 0 {
 				return fmt.Errorf("cannot read the MCP config given by %s", k.MCPConfig.Source)
 			}
@@ -58,9 +74,8 @@ or from --config files. Exit 0 when every server is reachable, 1 otherwise.`,
 			if noRecord {
 				record = nil
 			}
-			cwd, _ := os.Getwd()
 			rows := operator.ProbeAll(cmd.Context(), servers,
-				probe.Options{Timeout: k.ProbeTimeout.V, ListTools: true, Cwd: cwd}, record)
+				probe.Options{Timeout: k.ProbeTimeout.V, ListTools: true, Cwd: cwd, Environ: environ}, record)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

@@ -1,0 +1,95 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
+)
+
+// Plan is what an attempt would run, for `nightwatch run --dry-run`:
+// nothing is written and nothing started, and no secret is in it.
+type Plan struct {
+	Job string `json:"job"`
+	// Argv is the exact command, the hook's files at the paths the attempt
+	// would use.
+	Argv    []string `json:"argv"`
+	Dir     string   `json:"dir"`
+	Allowed []string `json:"allowed"`
+	// AllowedFrom is "its servers" or "its allowed_tools".
+	AllowedFrom string `json:"allowedFrom"`
+	// MCPConfig is the session's MCP config, secrets masked.
+	MCPConfig string `json:"mcpConfig"`
+	// EnvNames are the names of the session's environment variables.
+	EnvNames []string `json:"envNames"`
+	Verify   []string `json:"verify,omitempty"`
+}
+
+// DryRun is the plan of spec's attempt. A job whose MCP config cannot be
+// built (a required variable unset) is an error naming it.
+func DryRun(spec Spec) (Plan, error) {
+	if err := checkSpec(spec); err != nil {
+		return Plan{}, err
+	}
+	b, job := spec.Batch, spec.Job
+	dir := statedir.Attempt(b.StateDir, spec.RunID, job.Name, spec.Attempt)
+	f := Files{Dir: dir, Settings: filepath.Join(dir, statedir.AttemptSettings),
+		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig)}
+	env := Environ(b, spec.Env)
+	cfg, err := mcpConfig(b, job, env)
+	if err != nil {
+		return Plan{}, fmt.Errorf("job %s: MCP config: %w", job.Name, err)
+	}
+	var secrets []string
+	for _, srv := range b.ServersOf(job) {
+		secrets = append(secrets, srv.MCP.Secrets()...)
+		for _, k := range srv.RequiresEnv {
+			if v, ok := lookup(env, k); ok {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	cmd := Command(context.Background(), spec, f)
+	p := Plan{Job: job.Name, Dir: cmd.Dir, Allowed: job.Allowed(), AllowedFrom: job.AllowedSource(),
+		MCPConfig: redact.String(string(cfg), secrets...)}
+	for _, a := range cmd.Args {
+		p.Argv = append(p.Argv, redact.String(a, secrets...))
+	}
+	for _, kv := range cmd.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		p.EnvNames = append(p.EnvNames, name)
+	}
+	slices.Sort(p.EnvNames)
+	if job.Verify != nil {
+		p.Verify = job.Verify.Command
+	}
+	return p, nil
+}
+
+// Print writes the plan for people.
+func (p Plan) Print(w io.Writer) {
+	quoted := make([]string, len(p.Argv))
+	for i, a := range p.Argv {
+		quoted[i] = text.ShellQuote(a)
+	}
+	fmt.Fprintf(w, "job %s\n  in %s\n  command: %s\n", p.Job, p.Dir, strings.Join(quoted, " "))
+	allowed := strings.Join(p.Allowed, ", ")
+	if allowed == "" {
+		allowed = "no tool rule"
+	}
+	fmt.Fprintf(w, "  allowed tools: %s (from %s)\n", allowed, p.AllowedFrom)
+	if len(p.Verify) > 0 {
+		fmt.Fprintf(w, "  verify: %s\n", strings.Join(p.Verify, " "))
+	}
+	fmt.Fprintf(w, "  environment: %s\n", strings.Join(p.EnvNames, " "))
+	fmt.Fprintf(w, "  MCP config:\n")
+	for _, line := range strings.Split(strings.TrimRight(p.MCPConfig, "\n"), "\n") {
+		fmt.Fprintf(w, "    %s\n", line)
+	}
+}
