@@ -60,6 +60,15 @@ func Stdio(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	return conv.cur.failure(err, bound(ctx, start), secrets)
 }
 
+// serverEnviron is a stdio server's environment: the base variables of
+// from (os.Environ() when nil) with the server's own env laid over them.
+func serverEnviron(from []string, own map[string]string) []string {
+	if from == nil {
+		from = os.Environ()
+	}
+	return environ.Overlay(environ.Base(from), own)
+}
+
 // stdioConv is the conversation with a stdio server: the process that runs
 // now, and how to start another.
 type stdioConv struct {
@@ -146,7 +155,7 @@ type exitError struct{ err error }
 func (e *exitError) Error() string { return "exited (" + proc.ExitDescription(e.err) + ")" }
 
 func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdioServer, error) {
-	env := environ.Overlay(opts.Environ, srv.Env)
+	env := serverEnviron(opts.Environ, srv.Env)
 	if opts.Cwd != "" {
 		// exec reports a missing working folder as a missing program;
 		// say which one it is.
