@@ -89,7 +89,7 @@ func TestHTTPStatuses(t *testing.T) {
 		{mode: "406,rpc-body", want: Healthy, status: 406, reason: []string{"JSON-RPC error -32000"}},
 		{mode: "400,rpc-body", want: Healthy, status: 400},
 		{mode: "415", want: NotMCP, status: 415},
-		{mode: "302", want: NotMCP, status: 302, reason: []string{"redirect not followed", "http://nightwatch.invalid/elsewhere"}},
+		{mode: "302", want: NotMCP, status: 302, reason: []string{"redirect not followed", "Location: http://nightwatch.invalid/…"}},
 		{mode: "202", want: NotMCP, status: 202, reason: []string{"HTTP 202 answered initialize with text/plain, not JSON-RPC"}},
 		{mode: "html", want: NotMCP, status: 200, reason: []string{"text/html, not JSON-RPC"}},
 		{mode: "hang", timeout: time.Second, want: Transport, reason: []string{"no answer to initialize within 1s"}},

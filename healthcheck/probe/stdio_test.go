@@ -386,3 +386,32 @@ func TestStdioEnvironmentIsLeastPrivilege(t *testing.T) {
 		}
 	}
 }
+
+// A server that answers the handshake with one 10 MiB line (over the
+// probe's 8 MiB bound) is reported for what it did at once, not as
+// "non-JSON-RPC output" after the whole timeout.
+func TestStdioOverlongLineIsSaidAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "overlong")
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
+read request
+printf '{"jsonrpc":"2.0","id":1,"result":{"padding":"'
+head -c 10485760 /dev/zero | tr '\0' a
+printf '"}}\n'
+echo "wrote the big answer" >&2
+exec sleep 60
+`), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: script}
+	start := time.Now()
+	res := Stdio(context.Background(), srv, Options{Timeout: 20 * time.Second})
+	took := time.Since(start)
+	if res.Verdict != NotMCP || !strings.Contains(res.Reason, "stdout line longer than 8 MiB") {
+		t.Errorf("verdict %s, reason %q; want not-mcp, a line longer than 8 MiB", res.Verdict, res.Reason)
+	}
+	if took > 5*time.Second {
+		t.Errorf("took %s of a 20s timeout; the answer's size was known at once", took.Round(time.Millisecond))
+	}
+	t.Logf("%s in %s", res.Reason, took.Round(time.Millisecond))
+}
