@@ -545,3 +545,35 @@ func TestHTTPDiscoverFallback(t *testing.T) {
 		})
 	}
 }
+
+// A secret-URL service (/api/mcp/s/<secret>/mcp, query token): whatever
+// the probe reports of it (a 404, a refused connection) shows the URL as
+// scheme, host and port only, even where nobody told the redactor the URL.
+func TestHTTPSecretURLPathNeverInTheReason(t *testing.T) {
+	const secret = "pathsecretT5y8U1i4O7p0"
+	ts := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(ts.Close)
+	dead := "http://" + freeAddr(t)
+	for _, base := range []string{ts.URL, dead} {
+		srv := &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: base + "/api/mcp/s/" + secret + "/mcp?token=querysecret9876"}
+		res := HTTP(context.Background(), srv, Options{Timeout: 3 * time.Second})
+		if res.Verdict == Healthy || strings.Contains(res.Reason, secret) || strings.Contains(res.Reason, "querysecret9876") {
+			t.Errorf("%s: verdict %s, reason %q holds the URL's secret", base, res.Verdict, res.Reason)
+		}
+		if !strings.Contains(res.Reason, base+"/…") {
+			t.Errorf("%s: reason %q does not say where (scheme://host:port/…)", base, res.Reason)
+		}
+	}
+}
+
+// freeAddr is a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
