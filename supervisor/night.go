@@ -244,7 +244,9 @@ func (n *night) openLog() (func(), error) {
 // openJournal resumes the newest unfinished run of this batch, or starts
 // a new one.
 func (n *night) openJournal() (bool, error) {
-	if !n.opts.Fresh {
+	if n.opts.Fresh {
+		n.endDeadNight()
+	} else {
 		path, events, err := journal.LatestUnfinished(n.b.StateDir, n.b.Name)
 		if err != nil {
 			return false, err
