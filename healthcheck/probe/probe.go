@@ -112,6 +112,11 @@ type Options struct {
 	// env laid over them: no other server's keys, no env_file value it was
 	// not given, not the agent's credentials.
 	Environ []string
+	// InheritEnviron gives a stdio server the whole of Environ under its
+	// own env, as an interactive Claude Code started by hand does. Only
+	// doctor sets it, to compare "works in your shell" with the night;
+	// nightwatch never starts a server so for a night, a hook or preflight.
+	InheritEnviron bool
 
 	// rootCAs replaces the system's certificate roots (tests' TLS servers).
 	rootCAs *x509.CertPool

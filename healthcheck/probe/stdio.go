@@ -61,10 +61,14 @@ func Stdio(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 }
 
 // serverEnviron is a stdio server's environment: the base variables of
-// from (os.Environ() when nil) with the server's own env laid over them.
-func serverEnviron(from []string, own map[string]string) []string {
+// from (os.Environ() when nil) with the server's own env laid over them;
+// all of from with inherit (Options.InheritEnviron).
+func serverEnviron(from []string, own map[string]string, inherit bool) []string {
 	if from == nil {
 		from = os.Environ()
+	}
+	if inherit {
+		return environ.Overlay(from, own)
 	}
 	return environ.Overlay(environ.Base(from), own)
 }
@@ -161,7 +165,7 @@ type exitError struct{ err error }
 func (e *exitError) Error() string { return "exited (" + proc.ExitDescription(e.err) + ")" }
 
 func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdioServer, error) {
-	env := serverEnviron(opts.Environ, srv.Env)
+	env := serverEnviron(opts.Environ, srv.Env, opts.InheritEnviron)
 	if opts.Cwd != "" {
 		// exec reports a missing working folder as a missing program;
 		// say which one it is.
