@@ -259,3 +259,35 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// The hook knows the secrets of every server of the MCP configs it reads,
+// not only of the server it probes: alpha crashes printing beta's env key
+// and web's bearer token (both only in the config), and the agent's key
+// (only in the hook's environment); the deny reason, the cache, the
+// events and the hook's log hold none of them.
+func TestHookRedactsEveryConfiguredServersSecrets(t *testing.T) {
+	const beta, webToken, agent = "betaConfigA1s2D3f4G5h6", "webTokenJ7k8L9z0X1c2", "agentKeyV3b4N5m6Q7w8"
+	e := newHookEnv(t)
+	crash := filepath.Join(e.Home, "alpha-server")
+	writeFile(t, crash, fmt.Sprintf("#!/bin/sh\necho \"beta is %s, web is %s, agent is %s\" >&2\nexit 1\n", beta, webToken, agent), 0o700)
+	e.Config = filepath.Join(e.Home, "mcp.json")
+	writeFile(t, e.Config, fmt.Sprintf(`{"mcpServers":{
+		"alpha":{"command":%q},
+		"beta":{"command":"/bin/true","env":{"BETA_CONFIG":%q}},
+		"web":{"type":"http","url":"https://example.invalid/mcp","headers":{"X-Custom":%q}}}}`, crash, beta, webToken), 0o600)
+	r := runHook(t, e, strings.NewReader(preIn("mcp__alpha__x", `{}`, e.Home)), "ANTHROPIC_API_KEY="+agent)
+	if r.Code != 2 {
+		t.Fatalf("want a deny, got exit %d: %s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for what, text := range map[string]string{"the deny reason": r.Stdout + r.Stderr,
+		"the cache": readFile(t, e.State), "the events": readFile(t, e.Events), "the hook's log": readFile(t, e.Log)} {
+		for _, secret := range []string{beta, webToken, agent} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s holds %q: %s", what, secret, text)
+			}
+		}
+	}
+	if !strings.Contains(r.Stdout, "[REDACTED]") {
+		t.Errorf("the deny reason does not quote the redacted crash; the test proves nothing: %s", r.Stdout)
+	}
+}
