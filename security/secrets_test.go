@@ -138,7 +138,8 @@ jobs:
 		"SESSION web\nCALL mcp__web__echo {\"message\":\"w\"}"), 0o600)
 
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ANTHROPIC_BASE_URL=" + api.URL(),
-		"ANTHROPIC_API_KEY=" + s.Agent, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "MCP_CONNECT_TIMEOUT_MS=30000"}
+		"ANTHROPIC_API_KEY=" + s.Agent, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "MCP_CONNECT_TIMEOUT_MS=30000",
+		"PWD=" + dir}
 	cmd := exec.Command(bin, "run", batch)
 	cmd.Dir, cmd.Env = dir, env
 	out, err := cmd.CombinedOutput()
@@ -190,6 +191,11 @@ jobs:
 			t.Fatalf("nightwatch %s: %v", args[0], err)
 		}
 		requireNoLeak(t, "the output of `nightwatch "+strings.Join(args[:1], " ")+"`", string(got), s)
+		// PWD's name looks sensitive; its value is no secret and stays
+		// readable in redacted output.
+		if args[0] == "doctor" && !strings.Contains(string(got), batch+" loads") {
+			t.Errorf("doctor does not show the batch's path (over-redacted?):\n%s", got)
+		}
 	}
 
 	// Every file of the night: cache, events, journal, log, session
