@@ -12,6 +12,7 @@ package secrets
 import (
 	"os"
 
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
@@ -22,8 +23,16 @@ import (
 // session hands its hook).
 func RememberProcess() { redact.RememberEnv(os.Environ()) }
 
+// minPlainLen is the shortest env_file value of a plain name (not
+// redact.SensitiveName) that is remembered: "info", "debug", "30000" or
+// "C.UTF-8" are settings, and removing them from every text would blind
+// the log ("level":"info") without hiding any key.
+const minPlainLen = 8
+
 // RememberBatch remembers what a loaded batch holds: every value env_file
-// sets, whatever its name; every sensitive-named variable of env; every
+// sets, whatever its name (a plain name's from minPlainLen bytes; never a
+// base variable's such as PATH or LANG, which every server is given
+// anyway); every sensitive-named variable of env; every
 // server's env and header values and the secret parts of its URL; the
 // parts of the notify webhook's URL that may carry a token. A nil batch
 // is ignored.
@@ -33,7 +42,10 @@ func RememberBatch(b *jobs.Batch) {
 	}
 	var values []string
 	for _, k := range b.EnvFileKeys {
-		if v, ok := b.Env[k]; ok {
+		v, ok := b.Env[k]
+		switch {
+		case !ok, environ.IsBase(k):
+		case redact.SensitiveName(k) || len(v) >= minPlainLen:
 			values = append(values, v)
 		}
 	}
