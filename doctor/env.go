@@ -114,7 +114,7 @@ func (e *env) launchdTrap(ctx context.Context, night *jobs.Batch, nightEnv []str
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			results[i].now = probe.Probe(ctx, &s.MCP, probe.Options{Timeout: timeout, Cwd: e.Cwd, Environ: e.Environ})
+			results[i].now = probe.Probe(ctx, &s.MCP, probe.Options{Timeout: timeout, Cwd: e.Cwd, Environ: e.Environ, InheritEnviron: true})
 		}()
 		go func() {
 			defer wg.Done()

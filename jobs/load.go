@@ -378,7 +378,7 @@ func (l *loader) variables(b *Batch, f map[string]pair) {
 		if s, line, ok := l.str(p.val, "env_file"); ok {
 			if path, ok := l.path(s, line, "env_file"); ok {
 				b.EnvFile = path
-				l.readEnvFile(path, s, line, merged)
+				b.EnvFileKeys = l.readEnvFile(path, s, line, merged)
 			}
 		}
 	}
@@ -406,11 +406,11 @@ func (l *loader) variables(b *Batch, f map[string]pair) {
 // and its own line; written is the path as the batch file gives it, joined
 // to the batch file's folder as given, so the message points at a file the
 // user can open from where they ran the command.
-func (l *loader) readEnvFile(path, written string, line int, dst map[string]string) {
+func (l *loader) readEnvFile(path, written string, line int, dst map[string]string) (keys []string) {
 	data, err := readLimited(path, maxEnvBytes)
 	if err != nil {
 		l.problem(line, "env_file", "%s: %v", path, err)
-		return
+		return nil
 	}
 	shown := path
 	if !filepath.IsAbs(written) && !strings.HasPrefix(written, "~") {
@@ -421,8 +421,12 @@ func (l *loader) readEnvFile(path, written string, line int, dst map[string]stri
 		l.problemIn(shown, e.line, "", "%s", e.msg)
 	}
 	for _, v := range vars {
+		if _, seen := dst[v.key]; !seen {
+			keys = append(keys, v.key)
+		}
 		dst[v.key] = v.value
 	}
+	return keys
 }
 
 var cronParse = cron.ParseStandard

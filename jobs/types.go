@@ -35,6 +35,7 @@ type Batch struct {
 	MaxCostUSD  float64           // 0 = no limit
 	StateDir    string            // absolute
 	EnvFile     string            // absolute, "" = none
+	EnvFileKeys []string          // the variables env_file sets, in file order (their values are in Env unless env overrides them)
 	Env         map[string]string // env_file then env, expanded
 	FailOpen    bool              // the batch asks the hook to fail open (debugging only)
 	Agent       Agent

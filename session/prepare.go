@@ -59,7 +59,7 @@ func Prepare(spec Spec) (Files, error) {
 	}
 
 	env := Environ(b, spec.Env)
-	mcpJSON, err := mcpConfig(b, job, env)
+	mcpJSON, err := launchConfig(spec.Binary, b, job, env)
 	if err != nil {
 		return Files{}, fmt.Errorf("job %s: MCP config: %w", job.Name, err)
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,7 +155,9 @@ func TestPrepareSessionWritesCheckedFiles(t *testing.T) {
 		t.Fatalf("mcp.json servers = %v, want only notes and search", mcp.MCPServers)
 	}
 	n := mcp.MCPServers["notes"]
-	if n["command"] != "/usr/local/bin/notes-mcp" || n["alwaysLoad"] != true || n["timeout"] != 1500.0 {
+	// Started through exec-server, with only its own env's names kept.
+	if n["command"] != spec.Binary || fmt.Sprint(n["args"]) != "[exec-server --keep LOG_LEVEL,NOTES_API_KEY -- /usr/local/bin/notes-mcp --db /var/notes.db]" ||
+		n["alwaysLoad"] != true || n["timeout"] != 1500.0 {
 		t.Errorf("notes entry = %v", n)
 	}
 	if env, _ := n["env"].(map[string]any); env["NOTES_API_KEY"] != "from-env-file" || env["LOG_LEVEL"] != "debug" {

@@ -127,9 +127,9 @@ func (n *night) newChecker() *healthcheck.Checker {
 			}
 			return runner.Run(ctx, server)
 		},
-		ProbeWait:     n.b.Health.ProbeTimeout + 10*time.Second,
-		EventsPath:    statedir.Events(n.b.StateDir),
-		Warn:          n.warn,
+		ProbeWait:  n.b.Health.ProbeTimeout + 10*time.Second,
+		EventsPath: statedir.Events(n.b.StateDir),
+		Warn:       n.warn,
 		Redact: func(s string) string {
 			var secrets []string
 			for _, srv := range n.b.Servers {

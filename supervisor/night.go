@@ -15,6 +15,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
@@ -248,14 +249,16 @@ func (n *night) openLog() (func(), error) {
 	if n.opts.LogWriter != nil {
 		w = zerolog.MultiLevelWriter(f, n.opts.LogWriter)
 	}
-	n.log = zerolog.New(w).With().Timestamp().Str("run", n.runID).Logger()
+	n.log = zerolog.New(redact.NewWriter(w)).With().Timestamp().Str("run", n.runID).Logger()
 	return func() { _ = f.Close() }, nil
 }
 
 // openJournal resumes the newest unfinished run of this batch, or starts
 // a new one.
 func (n *night) openJournal() (bool, error) {
-	if !n.opts.Fresh {
+	if n.opts.Fresh {
+		n.endDeadNight()
+	} else {
 		path, events, err := journal.LatestUnfinished(n.b.StateDir, n.b.Name)
 		if err != nil {
 			return false, err

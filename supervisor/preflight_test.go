@@ -188,12 +188,12 @@ func TestPreflightWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes := preflightTestStdio(bin, "notes", "require-env=NOTES_API_KEY")
-	notes.MCP.Env = map[string]string{"NOTES_TOKEN": "${NOTES_TOKEN}"}
+	// The server's own env carries the key it requires (requires_env puts
+	// it there): the probe must see it, as the session will. The batch's
+	// env alone reaches no server (least privilege, issue 12).
+	notes.MCP.Env = map[string]string{"NOTES_TOKEN": "${NOTES_TOKEN}", "NOTES_API_KEY": "k-123"}
 	notes.MCP.Missing = []string{"NOTES_TOKEN"}
 	b := preflightTestBatch(t, cwd, notes)
-	// The night's env carries the key the server requires: the probe must
-	// see it, as the session will.
-	b.Env["NOTES_API_KEY"] = "k-123"
 	b.Env["NIGHTWATCH_FAIL_OPEN"] = "1"
 	opts := preflightTestOptions(t, nil)
 	opts.Environ = []string{"PATH=" + os.Getenv("PATH")}

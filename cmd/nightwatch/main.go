@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -32,6 +33,7 @@ func run(ctx context.Context, args []string) (code int) {
 			code = 70
 		}
 	}()
+	secrets.RememberProcess()
 	root := newRoot()
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {

@@ -15,13 +15,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/session"
 	"github.com/nightwatch-dev/nightwatch/supervisor"
 )
 
-func loadBatch(path string) (*jobs.Batch, error) { return jobs.Load(path, lookupEnv) }
+func loadBatch(path string) (*jobs.Batch, error) {
+	b, err := jobs.Load(path, lookupEnv)
+	secrets.RememberBatch(b)
+	return b, err
+}
 
 // logWriter writes human lines on a terminal and zerolog JSON lines
 // otherwise (launchd, cron and systemd capture stderr to a file).
@@ -80,6 +85,7 @@ Exit 0: all healthy. 1: some unhealthy (named). 2: the file is invalid.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{AgentOptional: true})
+			secrets.RememberBatch(b)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return exitCode(2)

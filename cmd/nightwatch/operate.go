@@ -9,6 +9,10 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/doctor"
 	"github.com/nightwatch-dev/nightwatch/install"
+	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
 func newDoctorCmd() *cobra.Command {
@@ -25,16 +29,18 @@ cron give no login shell), not your shell's. Exit 1 when any check fails.`,
 			o := doctor.Options{Home: homeDir(), Cwd: cwd}
 			if len(args) == 1 {
 				o.BatchFile = args[0]
+				secrets.RememberBatchFile(args[0], lookupEnv)
 			}
+			secrets.RememberServers(mcpconfig.Resolve(knobs.FromEnv(lookupEnv, o.Home).ConfigOptions(cwd, o.Home, lookupEnv)))
 			checks := doctor.Run(cmd.Context(), o)
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc := json.NewEncoder(redact.NewWriter(cmd.OutOrStdout()))
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(checks); err != nil {
 					return err
 				}
 			} else {
-				doctor.Print(cmd.OutOrStdout(), checks)
+				doctor.Print(redact.NewWriter(cmd.OutOrStdout()), checks)
 			}
 			if doctor.Failed(checks) {
 				return exitCode(1)

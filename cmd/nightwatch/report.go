@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/report"
@@ -72,6 +73,7 @@ func stateDirOf(args []string, fallback string) (string, error) {
 		return fallback, nil
 	}
 	b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{AgentOptional: true})
+	secrets.RememberBatch(b)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return "", exitCode(2)

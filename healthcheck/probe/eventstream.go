@@ -3,14 +3,19 @@ package probe
 import (
 	"bufio"
 	"bytes"
-	"errors"
+	"fmt"
 	"io"
 	"strings"
 )
 
-// maxMessageSize bounds one stdout line or one event-stream event. A
-// tools/list answer of a large server is big, but not this big.
-const maxMessageSize = 16 << 20
+// maxMessageSize bounds one stdout line, one event-stream event or one
+// HTTP answer body. A tools/list answer of a large server is a few hundred
+// KiB (its definitions go into the model's context); 8 MiB is no answer a
+// session could use, and a probe must not hold more in memory.
+const maxMessageSize = 8 << 20
+
+// maxMessageMiB is maxMessageSize for messages.
+const maxMessageMiB = maxMessageSize >> 20
 
 // event is one server-sent event (text/event-stream).
 type event struct {
@@ -28,7 +33,7 @@ type eventReader struct {
 	first bool
 }
 
-var errEventTooLarge = errors.New("event stream: event larger than 16 MiB")
+var errEventTooLarge = fmt.Errorf("event stream: event larger than %d MiB", maxMessageMiB)
 
 func newEventReader(r io.Reader) *eventReader {
 	sc := bufio.NewScanner(r)

@@ -90,9 +90,10 @@ func handshake(ctx context.Context, conv conversation, opts Options, start time.
 			disc.legacy = fmt.Sprintf("server/discover unanswered within %s", wait)
 			disc.slow = true
 			_, pending = conv.(pipeline)
-		case finalAnswer(err):
+		case finalAnswer(err), errors.Is(err, errLineTooLong):
 			// 401, 429, a refused connection: initialize would get the
 			// same answer, and the verdict does not depend on the era.
+			// An answer over the line bound leaves nothing to read after.
 			return Result{}, err
 		default:
 			disc.legacy = "server/discover: " + err.Error()

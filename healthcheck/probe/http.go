@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
@@ -508,13 +509,15 @@ func parseRetryAfter(value string, now time.Time) time.Duration {
 	return 0
 }
 
-// safeURL shows where a request went without userinfo or query, which may
-// carry credentials.
+// safeURL shows where a request went as redact.URL does: scheme, host and
+// port, the path only when it is made of plain endpoint words, never the
+// userinfo or the query. Secret-URL services put the key in the path
+// (/api/mcp/s/<secret>/mcp).
 func safeURL(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	return redact.URL(u.String())
 }
 
 func is2xx(code int) bool { return code >= 200 && code < 300 }

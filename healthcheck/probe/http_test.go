@@ -89,7 +89,7 @@ func TestHTTPStatuses(t *testing.T) {
 		{mode: "406,rpc-body", want: Healthy, status: 406, reason: []string{"JSON-RPC error -32000"}},
 		{mode: "400,rpc-body", want: Healthy, status: 400},
 		{mode: "415", want: NotMCP, status: 415},
-		{mode: "302", want: NotMCP, status: 302, reason: []string{"redirect not followed", "http://nightwatch.invalid/elsewhere"}},
+		{mode: "302", want: NotMCP, status: 302, reason: []string{"redirect not followed", "Location: http://nightwatch.invalid/…"}},
 		{mode: "202", want: NotMCP, status: 202, reason: []string{"HTTP 202 answered initialize with text/plain, not JSON-RPC"}},
 		{mode: "html", want: NotMCP, status: 200, reason: []string{"text/html, not JSON-RPC"}},
 		{mode: "hang", timeout: time.Second, want: Transport, reason: []string{"no answer to initialize within 1s"}},
@@ -544,4 +544,36 @@ func TestHTTPDiscoverFallback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A secret-URL service (/api/mcp/s/<secret>/mcp, query token): whatever
+// the probe reports of it (a 404, a refused connection) shows the URL as
+// scheme, host and port only, even where nobody told the redactor the URL.
+func TestHTTPSecretURLPathNeverInTheReason(t *testing.T) {
+	const secret = "pathsecretT5y8U1i4O7p0"
+	ts := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(ts.Close)
+	dead := "http://" + freeAddr(t)
+	for _, base := range []string{ts.URL, dead} {
+		srv := &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: base + "/api/mcp/s/" + secret + "/mcp?token=querysecret9876"}
+		res := HTTP(context.Background(), srv, Options{Timeout: 3 * time.Second})
+		if res.Verdict == Healthy || strings.Contains(res.Reason, secret) || strings.Contains(res.Reason, "querysecret9876") {
+			t.Errorf("%s: verdict %s, reason %q holds the URL's secret", base, res.Verdict, res.Reason)
+		}
+		if !strings.Contains(res.Reason, base+"/…") {
+			t.Errorf("%s: reason %q does not say where (scheme://host:port/…)", base, res.Reason)
+		}
+	}
+}
+
+// freeAddr is a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -111,9 +111,17 @@ type Options struct {
 	ListTools bool
 	// Cwd is where a stdio server starts (the session's cwd).
 	Cwd string
-	// Environ is the base environment of a stdio server (the session's);
-	// the server's own env entries are laid over it. Nil means os.Environ().
+	// Environ is the environment a stdio server's base is taken from (the
+	// session's); nil means os.Environ(). The server gets only its base
+	// variables (environ.Base: PATH, HOME, locale, TMPDIR…) with its own
+	// env laid over them: no other server's keys, no env_file value it was
+	// not given, not the agent's credentials.
 	Environ []string
+	// InheritEnviron gives a stdio server the whole of Environ under its
+	// own env, as an interactive Claude Code started by hand does. Only
+	// doctor sets it, to compare "works in your shell" with the night;
+	// nightwatch never starts a server so for a night, a hook or preflight.
+	InheritEnviron bool
 
 	// rootCAs replaces the system's certificate roots (tests' TLS servers).
 	rootCAs *x509.CertPool

@@ -60,6 +60,19 @@ func Stdio(ctx context.Context, srv *mcpconfig.Server, opts Options) Result {
 	return conv.cur.failure(err, bound(ctx, start), secrets)
 }
 
+// serverEnviron is a stdio server's environment: the base variables of
+// from (os.Environ() when nil) with the server's own env laid over them;
+// all of from with inherit (Options.InheritEnviron).
+func serverEnviron(from []string, own map[string]string, inherit bool) []string {
+	if from == nil {
+		from = os.Environ()
+	}
+	if inherit {
+		return environ.Overlay(from, own)
+	}
+	return environ.Overlay(environ.Base(from), own)
+}
+
 // stdioConv is the conversation with a stdio server: the process that runs
 // now, and how to start another.
 type stdioConv struct {
@@ -122,7 +135,7 @@ type stdioServer struct {
 	stdout *os.File // our read end; the child holds the write end
 	stderr *tailBuffer
 
-	lines       chan []byte // stdout lines; closed at EOF
+	lines       chan []byte // stdout lines (nil: one over maxMessageSize); closed at EOF
 	eof         bool        // lines is closed
 	stopReading chan struct{}
 	readerDone  sync.WaitGroup
@@ -140,13 +153,19 @@ type stdioServer struct {
 // errStdoutClosed: the server closed stdout but did not exit.
 var errStdoutClosed = errors.New("closed stdout")
 
+// errLineTooLong: the server wrote a stdout line over maxMessageSize. It
+// is said at once, not after the probe's timeout: no answer can follow
+// that the probe could read, and the line is not garbage to skip but an
+// answer too long to use.
+var errLineTooLong = fmt.Errorf("wrote a stdout line longer than %d MiB (the probe's bound for one message)", maxMessageMiB)
+
 // exitError: the server exited before answering.
 type exitError struct{ err error }
 
 func (e *exitError) Error() string { return "exited (" + proc.ExitDescription(e.err) + ")" }
 
 func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdioServer, error) {
-	env := environ.Overlay(opts.Environ, srv.Env)
+	env := serverEnviron(opts.Environ, srv.Env, opts.InheritEnviron)
 	if opts.Cwd != "" {
 		// exec reports a missing working folder as a missing program;
 		// say which one it is.
@@ -247,6 +266,9 @@ func (s *stdioServer) await(ctx context.Context, ids ...int64) (*message, error)
 				s.eof = true
 				return nil, s.awaitExit(ctx)
 			}
+			if line == nil {
+				return nil, errLineTooLong
+			}
 			msgs, ok := parseMessages(line)
 			if !ok {
 				if s.garbage == "" && len(strings.TrimSpace(string(line))) > 0 {
@@ -296,6 +318,13 @@ func (s *stdioServer) failure(err error, timeout time.Duration, secrets []string
 		what = exit.Error() + " before answering initialize"
 	case errors.Is(err, errStdoutClosed):
 		what = "closed stdout without answering initialize"
+	case errors.Is(err, errLineTooLong):
+		res := Result{Verdict: NotMCP, Tools: -1, Reason: err.Error() + " instead of answering the handshake"}
+		if tail := s.stderr.tail(); tail != "" {
+			res.Reason += ": " + tail
+		}
+		res.Reason = scrub(res.Reason, secrets...)
+		return res
 	case errors.Is(err, context.DeadlineExceeded):
 		what = fmt.Sprintf("no answer to initialize within %s (hang)", timeout)
 	case errors.Is(err, context.Canceled):
@@ -322,18 +351,29 @@ func (s *stdioServer) failure(err error, timeout time.Duration, secrets []string
 	return res
 }
 
-// readLines sends each stdout line to out until EOF or stop. Lines longer
-// than maxMessageSize are cut (they are garbage to us anyway).
+// readLines sends each stdout line to out until EOF or stop. A line longer
+// than maxMessageSize is sent as nil as soon as it passes the bound, and
+// the rest of it is read and dropped.
 func readLines(r io.Reader, out chan<- []byte, stop <-chan struct{}) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		var line []byte
 		var err error
+		tooLong := false
 		for {
 			var frag []byte
 			frag, err = br.ReadSlice('\n')
-			if len(line)+len(frag) <= maxMessageSize {
+			switch {
+			case tooLong:
+			case len(line)+len(frag) > maxMessageSize:
+				tooLong, line = true, nil
+				select {
+				case out <- nil:
+				case <-stop:
+					return
+				}
+			default:
 				line = append(line, frag...)
 			}
 			if err != bufio.ErrBufferFull {

@@ -144,6 +144,9 @@ func TestStdioModes(t *testing.T) {
 	}
 }
 
+// A stdio server gets the base variables and its own env, nothing else of
+// the session's environment (least privilege: another server's key, an
+// env_file value, ANTHROPIC_API_KEY).
 func TestStdioEnvironment(t *testing.T) {
 	bin := testkit.BuildTestServer(t)
 	const name = "NW_PROBE_ENV_CHECK"
@@ -154,7 +157,7 @@ func TestStdioEnvironment(t *testing.T) {
 		env     map[string]string
 		want    Verdict
 	}{
-		{"from the session environment", append(base, name+"=session"), nil, Healthy},
+		{"not from the session environment", append(base, name+"=session"), nil, Transport},
 		{"from the server's env", base, map[string]string{name: "config"}, Healthy},
 		{"server's env overrides the session's", append(base, name+"=session"), map[string]string{name: ""}, Transport},
 		{"nowhere", base, nil, Transport},
@@ -348,4 +351,67 @@ func TestStdioRespawnFails(t *testing.T) {
 	if res.Verdict != Transport || !strings.Contains(res.Reason, "starting the server again after it ended on server/discover") {
 		t.Errorf("got %+v", res)
 	}
+}
+
+// The server's process sees its own env and the base variables, and not
+// another server's key, an env_file value or the agent's API key that the
+// session's environment holds.
+func TestStdioEnvironmentIsLeastPrivilege(t *testing.T) {
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "env")
+	script := filepath.Join(dir, "dump-env")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nenv > "+dump+"\nexec "+testkit.BuildTestServer(t)+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	session := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LANG=C.UTF-8",
+		"BETA_API_KEY=beta-secret-0123", "ANTHROPIC_API_KEY=sk-ant-agent-0123", "ENVFILE_VALUE=envfile-0123"}
+	srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: script, Env: map[string]string{"ALPHA_API_KEY": "alpha-own-0123"}}
+	res := Stdio(context.Background(), srv, Options{Timeout: 5 * time.Second, Environ: session})
+	if res.Verdict != Healthy {
+		t.Fatalf("verdict %s (%s)", res.Verdict, res.Reason)
+	}
+	data, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(data)
+	for _, want := range []string{"ALPHA_API_KEY=alpha-own-0123", "HOME=" + dir, "LANG=C.UTF-8", "PATH="} {
+		if !strings.Contains(got, want+"\n") && !strings.Contains(got, want) {
+			t.Errorf("the server lacks %s:\n%s", want, got)
+		}
+	}
+	for _, leak := range []string{"beta-secret-0123", "sk-ant-agent-0123", "envfile-0123"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("the server's environment holds %q, which is not its own:\n%s", leak, got)
+		}
+	}
+}
+
+// A server that answers the handshake with one 10 MiB line (over the
+// probe's 8 MiB bound) is reported for what it did at once, not as
+// "non-JSON-RPC output" after the whole timeout.
+func TestStdioOverlongLineIsSaidAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "overlong")
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
+read request
+printf '{"jsonrpc":"2.0","id":1,"result":{"padding":"'
+head -c 10485760 /dev/zero | tr '\0' a
+printf '"}}\n'
+echo "wrote the big answer" >&2
+exec sleep 60
+`), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: script}
+	start := time.Now()
+	res := Stdio(context.Background(), srv, Options{Timeout: 20 * time.Second})
+	took := time.Since(start)
+	if res.Verdict != NotMCP || !strings.Contains(res.Reason, "stdout line longer than 8 MiB") {
+		t.Errorf("verdict %s, reason %q; want not-mcp, a line longer than 8 MiB", res.Verdict, res.Reason)
+	}
+	if took > 5*time.Second {
+		t.Errorf("took %s of a 20s timeout; the answer's size was known at once", took.Round(time.Millisecond))
+	}
+	t.Logf("%s in %s", res.Reason, took.Round(time.Millisecond))
 }

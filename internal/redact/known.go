@@ -39,15 +39,31 @@ func Remember(secrets ...string) {
 }
 
 // RememberEnv remembers the value of every sensitive-named variable
-// (SensitiveName) of a KEY=VALUE list.
+// (SensitiveName) of a KEY=VALUE list, except the shell's and the
+// desktop's own variables whose names only look sensitive (notCredential):
+// remembering PWD would redact the working folder from every path shown,
+// XDG_SESSION_CLASS=user every "user".
 func RememberEnv(env []string) {
 	var values []string
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && SensitiveName(k) {
+		if k, v, ok := strings.Cut(kv, "="); ok && SensitiveName(k) && !notCredential(k) {
 			values = append(values, v)
 		}
 	}
 	Remember(values...)
+}
+
+// notCredentialNames are variables every shell or desktop session sets
+// whose names hold a sensitive word (PWD, SESSION, KEY, AUTH) but whose
+// values are paths, ids and words, never credentials.
+var notCredentialNames = map[string]bool{
+	"PWD": true, "OLDPWD": true, "DESKTOP_SESSION": true, "SESSION_MANAGER": true,
+	"TERM_SESSION_ID": true, "DBUS_SESSION_BUS_ADDRESS": true, "KEYTIMEOUT": true,
+	"SSH_AUTH_SOCK": true, "XAUTHORITY": true, "GPG_AGENT_INFO": true,
+}
+
+func notCredential(name string) bool {
+	return notCredentialNames[name] || strings.HasPrefix(name, "XDG_SESSION_")
 }
 
 // RememberURL remembers the parts of a configured URL that may carry a

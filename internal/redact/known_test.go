@@ -60,3 +60,17 @@ func TestRememberURLRedactsItsSecretParts(t *testing.T) {
 		t.Errorf("String removed the plain parts: %q", got)
 	}
 }
+
+// The shell's PWD and the desktop's session variables are not secrets:
+// remembering them would redact the working folder from every path and
+// every "user" from every text.
+func TestRememberEnvSkipsShellVariables(t *testing.T) {
+	t.Cleanup(forgetAll)
+	forgetAll()
+	RememberEnv([]string{"PWD=/home/user/night", "OLDPWD=/home/user", "XDG_SESSION_CLASS=user",
+		"DESKTOP_SESSION=ubuntu", "NOTES_API_KEY=notesKeyZ1x2C3v4"})
+	got := String("cache: /home/user/night/.nightwatch/cache.json on ubuntu; key notesKeyZ1x2C3v4")
+	if want := "cache: /home/user/night/.nightwatch/cache.json on ubuntu; key " + Marker; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,96 @@
+// Package secrets tells the redactor (internal/redact) every secret a
+// nightwatch process can know of, at the process's entry points: the batch
+// it loads (supervisor, operator commands), the MCP configs it reads (the
+// hook, status, probe) and its own environment. From then on every
+// redact.String in the process removes them, whoever calls it: a server
+// that prints another server's key cannot carry it into a cache, a log, a
+// journal, a report or the model's deny reason.
+//
+// It only remembers; it never stores, prints or passes a value on.
+package secrets
+
+import (
+	"os"
+
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+// RememberProcess remembers every sensitive-named variable of this
+// process's environment (the agent's ANTHROPIC_API_KEY, the batch's keys a
+// session hands its hook).
+func RememberProcess() { redact.RememberEnv(os.Environ()) }
+
+// minPlainLen is the shortest env_file value of a plain name (not
+// redact.SensitiveName) that is remembered: "info", "debug", "30000" or
+// "C.UTF-8" are settings, and removing them from every text would blind
+// the log ("level":"info") without hiding any key.
+const minPlainLen = 8
+
+// RememberBatch remembers what a loaded batch holds: every value env_file
+// sets, whatever its name (a plain name's from minPlainLen bytes; never a
+// base variable's such as PATH or LANG, which every server is given
+// anyway); every sensitive-named variable of env; every
+// server's env and header values and the secret parts of its URL; the
+// parts of the notify webhook's URL that may carry a token. A nil batch
+// is ignored.
+func RememberBatch(b *jobs.Batch) {
+	if b == nil {
+		return
+	}
+	var values []string
+	for _, k := range b.EnvFileKeys {
+		v, ok := b.Env[k]
+		switch {
+		case !ok, environ.IsBase(k):
+		case redact.SensitiveName(k) || len(v) >= minPlainLen:
+			values = append(values, v)
+		}
+	}
+	redact.Remember(values...)
+	env := make([]string, 0, len(b.Env))
+	for k, v := range b.Env {
+		env = append(env, k+"="+v)
+	}
+	redact.RememberEnv(env)
+	for _, s := range b.Servers {
+		rememberServer(&s.MCP)
+	}
+	if b.Notify.Webhook != "" {
+		redact.RememberURL(b.Notify.Webhook)
+	}
+}
+
+// RememberServers remembers the secrets of every server an MCP config
+// search found, the winners and nothing else (a shadowed definition is
+// never started or called). A nil result is ignored.
+func RememberServers(r *mcpconfig.Resolved) {
+	if r == nil {
+		return
+	}
+	for _, s := range r.Servers {
+		rememberServer(s)
+	}
+}
+
+// RememberBatchFile loads the batch at path (as the night would, agent
+// optional) only to remember its secrets; a batch that does not load is
+// the caller's to report, and is ignored here.
+func RememberBatchFile(path string, getenv func(string) (string, bool)) {
+	b, err := jobs.LoadWith(path, getenv, jobs.LoadOptions{AgentOptional: true})
+	if err == nil {
+		RememberBatch(b)
+	}
+}
+
+func rememberServer(s *mcpconfig.Server) {
+	if s == nil {
+		return
+	}
+	redact.Remember(s.Secrets()...)
+	if s.URL != "" {
+		redact.RememberURL(s.URL)
+	}
+}
