@@ -367,7 +367,9 @@ func (b *builder) serverState(ev journal.Event) {
 		if _, down := b.open[ev.Server]; down {
 			return // still the same outage
 		}
-		s.Outages = append(s.Outages, Outage{From: ev.Time, Reason: clean(text.JoinNonEmpty(": ", ev.Code, ev.Reason))})
+		// The code is nightwatch's own word, joined after redaction:
+		// "auth: Claude Code reported…" would read as a key and its value.
+		s.Outages = append(s.Outages, Outage{From: ev.Time, Reason: text.JoinNonEmpty(": ", ev.Code, clean(ev.Reason))})
 		b.open[ev.Server] = len(s.Outages) - 1
 		delete(b.fixedBy, ev.Server)
 	default: // healthy, or "" when an operator reset the entry

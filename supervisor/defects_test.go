@@ -43,15 +43,24 @@ echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total
 func TestInitOutageReachesTheJournalAndTheReport(t *testing.T) {
 	server := testkit.BuildTestServer(t)
 	for _, tc := range []struct {
-		status string
-		code   healthcheck.FailureCode
+		status  string
+		code    healthcheck.FailureCode
+		outages int
 	}{
-		{"failed", healthcheck.CodeTransport},
-		{"needs-auth", healthcheck.CodeAuth},
+		// The probe finds the stdio server healthy between attempts, so
+		// each attempt's init failure is an outage of its own.
+		{"failed", healthcheck.CodeTransport, maxBounces + 1},
+		// Only a real call can clear a needs-auth outage (the probe has no
+		// OAuth token), and no session makes one: one outage, all night.
+		{"needs-auth", healthcheck.CodeAuth, 1},
 	} {
 		t.Run(tc.status, func(t *testing.T) {
 			dir := t.TempDir()
+			// A needs-auth outage is one only calls can witness (the probe
+			// has no OAuth token): the job comes back as the trial after
+			// the backoff, kept short here.
 			yaml := fmt.Sprintf("version: 1\nname: init\nstate_dir: ./state\nagent: {command: %s}\n"+
+				"health: {backoff: 1s, max_backoff: 2s}\n"+
 				"servers:\n  notes: {command: %s}\njobs:\n  - {name: a, servers: [notes], prompt: a}\n",
 				jsonString(initAgent(t, dir, "notes", tc.status)), jsonString(server))
 			b := loadNight(t, dir, yaml)
@@ -85,11 +94,10 @@ func TestInitOutageReachesTheJournalAndTheReport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The agent says so on every attempt while probes find the
-			// server healthy: each attempt is an outage, the job is
-			// never done and fails after maxBounces stopped attempts.
-			if night.Totals.Outages != maxBounces+1 {
-				t.Errorf("the report shows %d outages, want %d: %+v", night.Totals.Outages, maxBounces+1, night.Servers)
+			// The agent says so on every attempt: the job is never done
+			// and fails after maxBounces stopped attempts.
+			if night.Totals.Outages != tc.outages {
+				t.Errorf("the report shows %d outages, want %d: %+v", night.Totals.Outages, tc.outages, night.Servers)
 			}
 			if s.Done != 0 || s.Jobs[0].Status != StatusFailed || !strings.Contains(s.Jobs[0].Reason, "could not use") {
 				t.Errorf("job a = %+v, want failed: it could not use its server", s.Jobs[0])
