@@ -107,16 +107,34 @@ type Store struct {
 	LockTimeout time.Duration
 }
 
-// ErrCorrupt marks a cache file that could not be parsed.
+// ErrCorrupt marks a cache file that could not be parsed, or that is over
+// MaxCacheSize.
 var ErrCorrupt = errors.New("corrupt health cache")
+
+// MaxCacheSize bounds the cache file a hook reads. An entry is a name, a
+// status, a few timestamps and counts and one error line (under 2 KiB with
+// a long error), so even 5 000 servers stay under 10 MiB; 16 MiB parses in
+// a fraction of a second and a few tens of MiB of memory. A larger file is
+// not a cache nightwatch wrote: it is set aside like a corrupt one, instead
+// of costing every hook seconds and gigabytes.
+const MaxCacheSize = 16 << 20
 
 // Read returns the current file. A missing file is an empty cache. A
 // corrupt one is returned as an empty cache with an error wrapping
 // ErrCorrupt; the next Update moves it aside.
+//
+// The file is read through atomicfile.Read: a FIFO, device or folder where
+// the cache should be is refused at once, with its path (never waited
+// on), and returned as an empty cache with that error, so a caller decides
+// as with no cache and says why; a file over MaxCacheSize is corrupt.
 func (s *Store) Read() (*File, error) {
-	b, err := os.ReadFile(s.Path)
+	b, err := atomicfile.Read(s.Path, MaxCacheSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &File{Version: FileVersion, Servers: map[string]*Entry{}}, nil
+	}
+	if errors.Is(err, atomicfile.ErrTooLarge) {
+		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
+			fmt.Errorf("%w %s: %v", ErrCorrupt, s.Path, err)
 	}
 	if err != nil {
 		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
