@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,3 +39,47 @@ func TestStoreRefusesFIFOAndBoundsSize(t *testing.T) {
 		t.Errorf("update: %v; warned %q", err, warned)
 	}
 }
+
+// Through the Checker: a healthy entry "expiring" in 9999 is probed once
+// its TTL is over (the dead server is found), an unhealthy one "until
+// 9999" is probed once the longest backoff is over, and one entry with an
+// out-of-range number leaves the other servers' verdicts in place. Before:
+// the first let a dead server through forever, the second blocked a live
+// one until 9999, the third discarded the whole cache.
+func TestCheckerTrustsNoTimestampBeyondTheSettings(t *testing.T) {
+	now := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "cache.json")
+	cache := `{"version":1,"servers":{
+ "dead":{"status":"healthy","checkedAt":` + ms(now) + `,"expiresAt":253370764800000},
+ "live":{"status":"unhealthy","checkedAt":` + ms(now) + `,"nextRetryAt":253370764800000,"failureCount":1},
+ "other":{"status":"healthy","checkedAt":` + ms(now) + `,"expiresAt":` + ms(now.Add(time.Minute)) + `}}}`
+	if err := os.WriteFile(path, []byte(cache), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clock := now
+	var warned []string
+	c := New(&Store{Path: path, Warn: func(m string) { warned = append(warned, m) }}, DefaultSettings(),
+		Options{Now: func() time.Time { return clock }})
+	clock = now.Add(3 * time.Minute)
+	if g, _ := c.Gate("dead"); g != GateProbe {
+		t.Errorf("dead after its TTL: %v, want a probe", g)
+	}
+	clock = now.Add(61 * time.Minute)
+	if g, _ := c.Gate("live"); g != GateProbe {
+		t.Errorf("live after the longest backoff: %v, want a probe", g)
+	}
+	// One out-of-range number costs its entry only.
+	clock = now
+	cache = cache[:len(cache)-2] + `,"bad":{"status":"healthy","expiresAt":1e300}}}`
+	if err := os.WriteFile(path, []byte(cache), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := c.Gate("other"); g != GateAllow {
+		t.Errorf("other: %v: one bad entry cost the others", g)
+	}
+	if len(warned) == 0 || !strings.Contains(strings.Join(warned, "\n"), `"bad"`) {
+		t.Errorf("the bad entry was not reported: %v", warned)
+	}
+}
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
