@@ -210,6 +210,14 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 	n.append(journal.Event{Type: journal.RunFinished, Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
 		summary.Done, summary.Failed, summary.Skipped)})
+	if n.journalErr != nil {
+		// Every job ended, but the journal lost its last line (it was
+		// kept beside it): the morning hears of it all the same.
+		err = fmt.Errorf("%w: %v", ErrJournal, n.journalErr)
+		n.log.Error().Err(err).Msg("the night ended but its journal cannot be written")
+		n.journalFailed(ctx, summary, err)
+		return summary, err
+	}
 	var extra string
 	if opts.AfterNight != nil {
 		extra = opts.AfterNight(b, summary)
