@@ -125,3 +125,28 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// A line whose write failed after it reached the journal (its fsync) is
+// in both files: it is read once.
+func TestLostLineAlsoInTheJournalIsReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.jsonl")
+	started := `{"type":"run-started","batch":"b"}`
+	done := `{"type":"job-finished","job":"a","status":"done"}`
+	if err := os.WriteFile(path, []byte(started+"\n"+done+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(LostPath(path), []byte(done+"\n"+`{"type":"job-finished","job":"b","status":"done"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	events, err := Read(path)
+	if err != nil || len(events) != 3 {
+		t.Fatalf("%d events, %v", len(events), err)
+	}
+	if _, err := Open(path); err != nil {
+		t.Fatal(err)
+	}
+	if events, err := Read(path); err != nil || len(events) != 3 {
+		t.Errorf("after Open: %d events, %v", len(events), err)
+	}
+}

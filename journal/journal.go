@@ -131,6 +131,8 @@ func Open(path string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
+	hadLost := len(lost.lines) > 0
+	lost = afterJournal(lines, lost)
 	if len(lost.lines) > 0 {
 		lines = append(lines, lost.lines...)
 		done = append(done, fmt.Sprintf("folded %d line(s) that a night could not write to the journal back in from %s", len(lost.lines), LostPath(path)))
@@ -140,7 +142,7 @@ func Open(path string) (*Journal, error) {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
 	}
-	if len(lost.lines) > 0 {
+	if hadLost {
 		if err := os.Remove(LostPath(path)); err != nil {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
@@ -270,6 +272,7 @@ func ReadWarnings(path string) (events []Event, warnings []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	lost = afterJournal(sc.lines, lost)
 	for _, ev := range append(sc.events, lost.events...) {
 		events = append(events, upgrade(ev)...)
 	}
@@ -292,6 +295,16 @@ func readLost(path string) (scanned, error) {
 	}
 	sc := scan(LostPath(path), data)
 	return sc, sc.err
+}
+
+// afterJournal drops from the lost lines the one the journal holds already:
+// a write that failed after the line reached the file (its fsync) kept it
+// in both.
+func afterJournal(journal [][]byte, lost scanned) scanned {
+	if len(journal) > 0 && len(lost.lines) > 0 && bytes.Equal(journal[len(journal)-1], lost.lines[0]) {
+		lost.lines, lost.events = lost.lines[1:], lost.events[1:]
+	}
+	return lost
 }
 
 // scanned is what scan found: the whole events and their lines, in order,
