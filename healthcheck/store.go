@@ -152,6 +152,10 @@ func (s *Store) Read() (*File, error) {
 		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
 			fmt.Errorf("%w %s: %v", ErrCorrupt, s.Path, err)
 	}
+	if errors.Is(err, atomicfile.ErrNotRegular) {
+		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
+			fmt.Errorf("health cache: %w; refused without waiting on it: deciding as with no cache, and nothing is saved until it is a regular file again", err)
+	}
 	if err != nil {
 		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
 			fmt.Errorf("read health cache %s: %w", s.Path, err)

@@ -43,7 +43,7 @@ func TestCacheFIFOIsRefusedAtOnce(t *testing.T) {
 		if time.Since(start) > 2*time.Second {
 			t.Errorf("the hook took %s", time.Since(start))
 		}
-		if r.code != 0 || !strings.Contains(r.stderr, state) || !strings.Contains(r.stderr, "FIFO") {
+		if r.code != 0 || !strings.Contains(r.stderr, state) || !strings.Contains(r.stderr, "FIFO") || !strings.Contains(r.stderr, "as with no cache") {
 			t.Errorf("%+v: want an allowed call that names the FIFO", r)
 		}
 	}
