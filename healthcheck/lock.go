@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,11 +24,22 @@ func ensureLockFile(path string) error {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return fmt.Errorf("%s is a symlink; refusing to lock through it", path)
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW, atomicfile.Mode)
+	// O_NONBLOCK: a FIFO planted where the lock should be is opened at
+	// once (not waited on) and refused below, before flock opens it the
+	// blocking way.
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, atomicfile.Mode)
 	if err != nil {
 		return err
 	}
-	return f.Close()
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return &fs.PathError{Op: "lock", Path: path, Err: fmt.Errorf("%w (%s)", atomicfile.ErrNotRegular, fi.Mode().Type())}
+	}
+	return nil
 }
 
 func tryLock(lk *flock.Flock, timeout time.Duration) (bool, error) {

@@ -83,3 +83,23 @@ func TestCheckerTrustsNoTimestampBeyondTheSettings(t *testing.T) {
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// A FIFO where the cache's lock file should be: Update fails at once,
+// naming it. Before: every write of the cache waited on the FIFO.
+func TestStoreRefusesAFIFOLock(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.json")
+	if err := syscall.Mkfifo(path+".lock", 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- (&Store{Path: path}).Update(func(*File) error { return nil }) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, atomicfile.ErrNotRegular) || !strings.Contains(err.Error(), path+".lock") {
+			t.Errorf("update: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Update waited on a FIFO lock file")
+	}
+}
