@@ -76,3 +76,29 @@ jobs:
 		t.Errorf("the FIFO was not named:\n%s", out.String())
 	}
 }
+
+// `nightwatch logs` with a FIFO where the newest run's log should be:
+// refused at once, naming it. Before: it waited on the FIFO.
+func TestLogsRefusesAFIFO(t *testing.T) {
+	c := newCLI(t)
+	state := filepath.Join(c.cwd, "state")
+	if err := os.MkdirAll(filepath.Join(state, "logs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(state, "logs", "20261201T020000Z-abcd.log")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan struct{})
+	var stderr string
+	var code int
+	go func() { _, stderr, code = c.run("logs", "--state-dir", state); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("nightwatch logs waited on a FIFO")
+	}
+	if code == 0 || !strings.Contains(stderr, fifo) || !strings.Contains(stderr, "FIFO") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
