@@ -150,3 +150,33 @@ func TestLostLineAlsoInTheJournalIsReadOnce(t *testing.T) {
 		t.Errorf("after Open: %d events, %v", len(events), err)
 	}
 }
+
+// A damaged journal blocks a batch's resume only when it may be that
+// batch's newest run: another batch's, or an older one of the same batch,
+// does not.
+func TestDamagedJournalBlocksOnlyItsOwnNewestRun(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	if err := os.MkdirAll(runs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(runs, name+".jsonl"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started := func(batch, at string) string {
+		return `{"type":"run-started","batch":"` + batch + `","time":"` + at + `"}` + "\n"
+	}
+	write("20260101T010000Z-0001", started("b", "2026-01-01T01:00:00Z")+"garbage\n"+`{"type":"run-finished"}`+"\n")
+	write("20260102T010000Z-0002", started("b", "2026-01-02T01:00:00Z")+`{"type":"job-started","job":"a","attempt":1}`+"\n")
+	write("20260103T010000Z-0003", started("other", "2026-01-03T01:00:00Z")+"garbage\n"+`{"type":"run-finished"}`+"\n")
+	path, _, err := LatestUnfinished(dir, "b")
+	if err != nil || filepath.Base(path) != "20260102T010000Z-0002.jsonl" {
+		t.Errorf("LatestUnfinished(b) = %q, %v", path, err)
+	}
+	write("20260104T010000Z-0004", "garbage\n"+started("b", "2026-01-04T01:00:00Z"))
+	if _, _, err := LatestUnfinished(dir, "b"); err == nil {
+		t.Error("a damaged journal that may be b's newest run was passed over")
+	}
+}

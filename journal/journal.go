@@ -427,6 +427,11 @@ func LatestUnfinished(stateDir, batchName string) (path string, events []Event, 
 		events  []Event
 	}
 	var runs []run
+	type damaged struct {
+		path string
+		err  error
+	}
+	var bad []damaged
 	for _, p := range paths {
 		evs, err := Read(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -434,19 +439,18 @@ func LatestUnfinished(stateDir, batchName string) (path string, events []Event, 
 		}
 		if err != nil {
 			// Another batch's damaged journal is not this batch's
-			// business; one that may be this batch's is.
+			// business; one that may be this batch's matters only if no
+			// newer run of the batch exists (decided below).
 			if first, ok := firstEvent(p); ok && first.Type == RunStarted && first.Batch != batchName {
 				continue
 			}
-			return "", nil, err
+			bad = append(bad, damaged{p, err})
+			continue
 		}
 		if len(evs) == 0 || evs[0].Type != RunStarted || evs[0].Batch != batchName {
 			continue
 		}
 		runs = append(runs, run{p, evs[0].Time, evs})
-	}
-	if len(runs) == 0 {
-		return "", nil, nil
 	}
 	// The run-started time orders runs; the file name (which starts with
 	// the same time) breaks ties.
@@ -456,6 +460,16 @@ func LatestUnfinished(stateDir, batchName string) (path string, events []Event, 
 		}
 		return runs[i].path > runs[j].path
 	})
+	// A damaged journal that may be this batch's blocks the resume only if
+	// it could be the newest run: an older one cannot be resumed anyway.
+	for _, d := range bad {
+		if len(runs) == 0 || filepath.Base(d.path) > filepath.Base(runs[0].path) {
+			return "", nil, d.err
+		}
+	}
+	if len(runs) == 0 {
+		return "", nil, nil
+	}
 	newest := runs[0]
 	for _, ev := range newest.events {
 		if ev.Type == RunFinished {
