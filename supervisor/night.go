@@ -277,7 +277,9 @@ func (n *night) openJournal() (bool, error) {
 		if path != "" {
 			j, err := journal.Open(path)
 			if err != nil {
-				return false, err
+				// The unfinished run cannot be resumed, and starting
+				// afresh would run its finished jobs again.
+				return false, fmt.Errorf("%w: %v", ErrJournal, err)
 			}
 			j.Warn = n.journalWarn
 			n.journal = j

@@ -136,7 +136,7 @@ func TestRunStopsWhenTheJournalCannotBeWritten(t *testing.T) {
 	}
 	// While the journal stays unwritable, a second run starts nothing.
 	out, code = f.run()
-	if code == 0 || f.ran()["a"] != 1 || f.ran()["c"] != 0 {
+	if code != 3 || f.ran()["a"] != 1 || f.ran()["c"] != 0 {
 		t.Errorf("second run with the journal still unwritable: exit %d, ran %v:\n%s", code, f.ran(), out)
 	}
 	if err := exec.Command("chattr", "-i", jp).Run(); err != nil {

@@ -174,7 +174,9 @@ next run resumes the night; no finished job runs again).`,
 				fmt.Fprintln(os.Stderr, "nightwatch:", err)
 				return exitCode(1)
 			case errors.Is(err, supervisor.ErrJournal):
-				supervisor.PrintSummary(cmd.OutOrStdout(), summary)
+				if summary != nil {
+					supervisor.PrintSummary(cmd.OutOrStdout(), summary)
+				}
 				if reportLine != "" {
 					fmt.Fprintln(cmd.OutOrStdout(), reportLine)
 				}
