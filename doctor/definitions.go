@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
@@ -200,13 +202,12 @@ func toolServer(tool string) (string, bool) {
 // systemdExecStart returns the words of each ExecStart= line of a unit
 // (a leading -, @, : or + prefix is dropped).
 func systemdExecStart(path string) [][]string {
-	f, err := os.Open(path)
+	data, err := atomicfile.Read(path, maxUnitSize)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	var out [][]string
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "ExecStart=")
 		if !ok {
@@ -219,3 +220,8 @@ func systemdExecStart(path string) [][]string {
 	}
 	return out
 }
+
+// maxUnitSize bounds a plist, unit or settings file doctor reads (read
+// through atomicfile.Read, so a FIFO or device is refused, never waited
+// on): such files are a few KiB.
+const maxUnitSize = 16 << 20

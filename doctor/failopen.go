@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 )
 
@@ -111,12 +113,11 @@ func globFiles(dir, pattern string) []string {
 // ProgramArguments. It reads the XML itself (no plutil on Linux): the
 // top-level dict is walked key by key and other values are skipped.
 func readPlist(path string) (vars map[string]string, args []string, err error) {
-	f, err := os.Open(path)
+	data, err := atomicfile.Read(path, maxUnitSize)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer f.Close()
-	dec := xml.NewDecoder(f)
+	dec := xml.NewDecoder(bytes.NewReader(data))
 	dec.Strict = false // DOCTYPE and friends are fine
 	vars = map[string]string{}
 	depth := 0 // element depth; the top-level dict is at 2 (plist > dict)
@@ -211,12 +212,11 @@ func stringArray(dec *xml.Decoder) ([]string, error) {
 // space-separated NAME=VALUE words, a word optionally in double quotes.
 func systemdEnv(path string) map[string]string {
 	out := map[string]string{}
-	f, err := os.Open(path)
+	data, err := atomicfile.Read(path, maxUnitSize)
 	if err != nil {
 		return out
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		rest, isEnv := strings.CutPrefix(line, "Environment=")
@@ -358,7 +358,7 @@ func (e *env) settingsFiles() []settingsFile {
 
 // readSettings returns nil, nil for a file that does not exist.
 func readSettings(path string) (*settings, error) {
-	data, err := os.ReadFile(path)
+	data, err := atomicfile.Read(path, maxUnitSize)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}

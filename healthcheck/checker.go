@@ -162,7 +162,18 @@ func (c *Checker) read() *File {
 	if err != nil {
 		c.warn("nightwatch: " + err.Error())
 	}
+	f.Clamp(c.Settings, c.now())
 	return f
+}
+
+// update is Store.Update with every entry clamped to the settings first,
+// so that no decision, and nothing written back, trusts a timestamp the
+// settings could not have produced.
+func (c *Checker) update(change func(f *File) error) error {
+	return c.Store.Update(func(f *File) error {
+		f.Clamp(c.Settings, c.now())
+		return change(f)
+	})
 }
 
 // Gate decides from the cache alone; it touches nothing but the cache file.
@@ -241,7 +252,7 @@ func (c *Checker) trial(server string) Decision {
 	}
 	var before, after *Entry
 	won := false
-	err := c.Store.Update(func(f *File) error {
+	err := c.update(func(f *File) error {
 		before = f.Entry(server)
 		if GateOf(before, now) != GateTrial {
 			after = before
@@ -379,7 +390,7 @@ func (c *Checker) record(server string, change func(prev *Entry, now time.Time) 
 	now := c.now()
 	var before *Entry
 	var after Entry
-	err := c.Store.Update(func(f *File) error {
+	err := c.update(func(f *File) error {
 		before = f.Entry(server)
 		after = change(before, now)
 		after.LastError = c.redact(after.LastError)
@@ -517,7 +528,7 @@ func (c *Checker) count(server string, srv *mcpconfig.Server, f Failure) *Entry 
 	var before *Entry
 	var after Entry
 	opened := false
-	err := c.Store.Update(func(file *File) error {
+	err := c.update(func(file *File) error {
 		before = file.Entry(server)
 		after, opened = c.Settings.CountFailure(before, now, f)
 		stampDefinition(&after, srv)
@@ -609,7 +620,7 @@ func (c *Checker) RecordProbes(items []ProbeRecord) {
 		ev            Event
 	}
 	var changes []change
-	err := c.Store.Update(func(f *File) error {
+	err := c.update(func(f *File) error {
 		changes = changes[:0]
 		for _, it := range items {
 			if it.Result.Verdict == probe.Unsupported || slowStart(it.Server, it.Result, c.Settings.withDefaults().ClientStartup) {
@@ -654,7 +665,7 @@ func probeTransition(s Settings, srv *mcpconfig.Server, res probe.Result) (func(
 // replaces the article's python one-liner, under the same lock as hooks.
 func (c *Checker) Reset(names []string, all, stuck bool) ([]string, error) {
 	var removed []string
-	err := c.Store.Update(func(f *File) error {
+	err := c.update(func(f *File) error {
 		for name, e := range f.Servers {
 			drop := all || (stuck && c.Settings.Stuck(e))
 			for _, n := range names {

@@ -306,7 +306,7 @@ func (s Settings) MarkUnhealthy(prev *Entry, now time.Time, f Failure) Entry {
 	e.Status = StatusUnhealthy
 	e.CheckedAt = ms
 	e.ExpiresAt = ms
-	e.FailureCount++
+	e.FailureCount = saturatingInc(e.FailureCount)
 	e.LastError = f.Reason
 	e.LastFailureCode = f.Code
 	e.articleCode = ""
@@ -334,7 +334,7 @@ func (s Settings) CountFailure(prev *Entry, now time.Time, f Failure) (e Entry, 
 		if prev != nil {
 			e = *prev
 		}
-		n := e.ConsecutiveFailures + 1
+		n := saturatingInc(e.ConsecutiveFailures)
 		if s.ReadyToTrip(n) {
 			return s.MarkUnhealthy(prev, now, f), true
 		}

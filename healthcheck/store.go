@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -25,6 +27,10 @@ type File struct {
 	Version int                        `json:"version"`
 	Servers map[string]*Entry          `json:"servers"`
 	Extra   map[string]json.RawMessage `json:"-"`
+	// Dropped names the entries that could not be read, with why: each
+	// costs only itself, the rest of the cache is kept. Store.Read
+	// reports them.
+	Dropped []string `json:"-"`
 }
 
 func (f *File) UnmarshalJSON(b []byte) error {
@@ -44,11 +50,21 @@ func (f *File) UnmarshalJSON(b []byte) error {
 	}
 	f.Servers = map[string]*Entry{}
 	if s, ok := raw["servers"]; ok {
-		var servers map[string]*Entry
+		var servers map[string]json.RawMessage
 		if err := json.Unmarshal(s, &servers); err != nil {
 			return fmt.Errorf("servers: %w", err)
 		}
-		for name, e := range servers {
+		names := make([]string, 0, len(servers))
+		for name := range servers {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			var e *Entry
+			if err := json.Unmarshal(servers[name], &e); err != nil {
+				f.Dropped = append(f.Dropped, fmt.Sprintf("%q (%v)", name, err))
+				continue
+			}
 			if e != nil {
 				f.Servers[name] = e
 			}
@@ -107,22 +123,49 @@ type Store struct {
 	LockTimeout time.Duration
 }
 
-// ErrCorrupt marks a cache file that could not be parsed.
+// ErrCorrupt marks a cache file that could not be parsed, or that is over
+// MaxCacheSize.
 var ErrCorrupt = errors.New("corrupt health cache")
+
+// MaxCacheSize bounds the cache file a hook reads. An entry is a name, a
+// status, a few timestamps and counts and one error line (under 2 KiB with
+// a long error), so even 5 000 servers stay under 10 MiB; 16 MiB parses in
+// a fraction of a second and a few tens of MiB of memory. A larger file is
+// not a cache nightwatch wrote: it is set aside like a corrupt one, instead
+// of costing every hook seconds and gigabytes.
+const MaxCacheSize = 16 << 20
 
 // Read returns the current file. A missing file is an empty cache. A
 // corrupt one is returned as an empty cache with an error wrapping
 // ErrCorrupt; the next Update moves it aside.
+//
+// The file is read through atomicfile.Read: a FIFO, device or folder where
+// the cache should be is refused at once, with its path (never waited
+// on), and returned as an empty cache with that error, so a caller decides
+// as with no cache and says why; a file over MaxCacheSize is corrupt.
 func (s *Store) Read() (*File, error) {
-	b, err := os.ReadFile(s.Path)
+	b, err := atomicfile.Read(s.Path, MaxCacheSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &File{Version: FileVersion, Servers: map[string]*Entry{}}, nil
+	}
+	if errors.Is(err, atomicfile.ErrTooLarge) {
+		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
+			fmt.Errorf("%w %s: %v", ErrCorrupt, s.Path, err)
+	}
+	if errors.Is(err, atomicfile.ErrNotRegular) {
+		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
+			fmt.Errorf("health cache: %w; refused without waiting on it: deciding as with no cache, and nothing is saved until it is a regular file again", err)
 	}
 	if err != nil {
 		return &File{Version: FileVersion, Servers: map[string]*Entry{}},
 			fmt.Errorf("read health cache %s: %w", s.Path, err)
 	}
-	return parseFile(s.Path, b)
+	f, err := parseFile(s.Path, b)
+	if err == nil && len(f.Dropped) > 0 {
+		s.warn(fmt.Sprintf("nightwatch: health cache %s: left out %d unreadable entr%s, decided as unknown (probed): %s",
+			s.Path, len(f.Dropped), map[bool]string{true: "y", false: "ies"}[len(f.Dropped) == 1], strings.Join(f.Dropped, "; ")))
+	}
+	return f, err
 }
 
 func parseFile(path string, b []byte) (*File, error) {
@@ -228,4 +271,74 @@ func (s *Store) lock() (func(), error) {
 		return nil, fmt.Errorf("lock health cache %s.lock: still held by another process after %s", s.Path, timeout)
 	}
 	return func() { _ = lk.Unlock() }, nil
+}
+
+// Clamp bounds every entry by what settings s could have written at now:
+// a verdict of health lasts at most TTL from when it was checked, a
+// backoff ends at most max(MaxBackoff, MaxRetryAfter) after it (never after
+// now + that), no time is
+// in the future, and counts are never negative. A hand-edited or hostile
+// "expiresAt: 9999-…" then lets a dead server through for one TTL, not
+// forever, and an unhealthy one blocks a live server for one backoff.
+func (f *File) Clamp(s Settings, now time.Time) {
+	if f == nil {
+		return
+	}
+	for _, e := range f.Servers {
+		if e != nil {
+			*e = s.Clamp(*e, now)
+		}
+	}
+}
+
+// Clamp is e bounded by the settings at now (see File.Clamp).
+func (s Settings) Clamp(e Entry, now time.Time) Entry {
+	s = s.withDefaults()
+	ms := MillisOf(now)
+	future := func(m *Millis) {
+		if *m > ms {
+			*m = ms
+		}
+		if *m < 0 {
+			*m = 0
+		}
+	}
+	future(&e.CheckedAt)
+	future(&e.LastRestoredAt)
+	future(&e.UnhealthySince)
+	future(&e.TrialAt)
+	// Both bounds are anchored to when the entry was checked (never after
+	// now), so that re-reading the file does not move them: an entry that
+	// does not say when (hand-written) is anchored to now, and the next
+	// write of the cache keeps that anchor.
+	if e.CheckedAt == 0 && (e.ExpiresAt != 0 || e.NextRetryAt != 0) {
+		e.CheckedAt = ms
+	}
+	base := e.CheckedAt
+	if limit := base + Millis(s.TTL.Milliseconds()); e.ExpiresAt > limit {
+		e.ExpiresAt = limit
+	}
+	if limit := base + Millis(max(s.MaxBackoff, s.MaxRetryAfter).Milliseconds()); e.NextRetryAt > limit {
+		e.NextRetryAt = limit
+	}
+	if e.ExpiresAt < 0 {
+		e.ExpiresAt = 0
+	}
+	if e.NextRetryAt < 0 {
+		e.NextRetryAt = 0
+	}
+	e.FailureCount = max(e.FailureCount, 0)
+	e.ConsecutiveFailures = max(e.ConsecutiveFailures, 0)
+	if e.LatencyMs < 0 {
+		e.LatencyMs = 0
+	}
+	return e
+}
+
+// saturatingInc is n+1 that stops at the largest int instead of wrapping.
+func saturatingInc(n int) int {
+	if n >= math.MaxInt {
+		return math.MaxInt
+	}
+	return max(n, 0) + 1
 }

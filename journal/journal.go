@@ -28,9 +28,41 @@ type Journal struct {
 	// Repaired says what Open cut off (a torn last line); "" when
 	// nothing. The supervisor logs it.
 	Repaired string
+	// Warn, when set, hears what Append repaired on the way (a journal
+	// deleted or replaced mid-run, written anew); the supervisor says it
+	// loudly.
+	Warn func(string)
 
 	mu sync.Mutex // keeps lines in the order the supervisor produced them
+	// lines are every line of the run so far, in order: what a journal
+	// deleted mid-run is written anew with.
+	lines [][]byte
+	// file is the identity of the journal file this Journal writes; a
+	// different file (or none) at Path means it was deleted or replaced.
+	file os.FileInfo
+	// broken is the first failure to write Path: from then on every line
+	// goes to the lost file (LostPath), in order, and Append fails.
+	broken error
+	lost   [][]byte
 }
+
+// MaxSize bounds a journal file nightwatch reads: a night of a 10 000-job
+// batch with retries and server changes writes a few MiB; 256 MiB is far
+// above that and still safe to hold in memory.
+const MaxSize = 256 << 20
+
+// ErrBroken is wrapped by Append's errors once the journal file could not
+// be written: the run must start nothing more.
+var ErrBroken = errors.New("the journal cannot be written")
+
+// LostPath is the side file that keeps, in order, the lines of a run that
+// could not be written to its journal at path. Read adds them after the
+// journal's own lines and Open folds them back into the journal.
+func LostPath(path string) string { return path + ".lost" }
+
+// TornPath is the side file where Open sets aside torn text it cut from
+// the journal at path, for the operator.
+func TornPath(path string) string { return path + ".torn" }
 
 // NewRunID names a run: its UTC start time, which sorts, and a few random
 // hex digits so that two runs started in the same second never collide.
@@ -58,41 +90,80 @@ func Create(stateDir, runID string) (*Journal, error) {
 	if err := atomicfile.CreateNew(path); err != nil {
 		return nil, fmt.Errorf("create journal: %w", err)
 	}
-	return &Journal{Path: path, RunID: runID}, nil
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, fmt.Errorf("create journal: %w", err)
+	}
+	return &Journal{Path: path, RunID: runID, file: fi}, nil
 }
 
-// Open reopens the journal of an unfinished run to resume it. A torn last
-// line (the supervisor died inside a write, so the line was never
-// acknowledged) is cut off first, because appending after it would turn it
-// into a corrupt line in the middle of the file; Journal.Repaired says what
-// was cut.
+// Open reopens the journal of an unfinished run to resume it. Torn text
+// (the supervisor died inside a write, so the line was never acknowledged,
+// or a torn write had a later line glued to it) is cut from the journal and
+// set aside in TornPath for the operator, because appending after it would
+// turn it into a corrupt line in the middle of the file; lines kept in the
+// lost file (LostPath) by a night whose journal could not be written are
+// folded back in. Journal.Repaired says what was done.
 func Open(path string) (*Journal, error) {
-	// Resuming cuts and appends: a planted symlink would have both done
-	// to its target.
+	// Resuming rewrites and appends: a planted symlink would have both
+	// done to its target.
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("open journal: %s is a symlink or not a regular file; refusing to resume through it", path)
 	}
-	data, err := os.ReadFile(path)
+	data, err := atomicfile.Read(path, MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	keep, warning, _ := scan(path, data, nil)
-	if keep < len(data) {
-		if err := os.Truncate(path, int64(keep)); err != nil {
-			return nil, fmt.Errorf("open journal: cut the torn last line: %w", err)
-		}
+	var lines [][]byte
+	sc := scan(path, data)
+	if sc.err != nil {
+		return nil, sc.err
 	}
-	if keep > 0 && data[keep-1] != '\n' {
-		// The last event is whole but its newline was lost.
-		if err := atomicfile.AppendLine(path, nil); err != nil {
+	lines = append(lines, sc.lines...)
+	var done []string
+	if len(sc.torn) > 0 {
+		if err := atomicfile.AppendLine(TornPath(path), bytes.Join(sc.torn, []byte("\n"))); err != nil {
+			return nil, fmt.Errorf("open journal: set the torn text aside: %w", err)
+		}
+		done = append(done, fmt.Sprintf("%s; set aside in %s", strings.Join(sc.warnings, "; "), TornPath(path)))
+	}
+	lost, err := readLost(path)
+	if err != nil {
+		return nil, err
+	}
+	hadLost := len(lost.lines) > 0
+	lost = afterJournal(lines, lost)
+	if len(lost.lines) > 0 {
+		lines = append(lines, lost.lines...)
+		done = append(done, fmt.Sprintf("folded %d line(s) that a night could not write to the journal back in from %s", len(lost.lines), LostPath(path)))
+	}
+	if len(sc.torn) > 0 || len(lost.lines) > 0 || !bytes.Equal(joinLines(lines), data) {
+		if err := atomicfile.WriteFile(path, joinLines(lines), atomicfile.Mode); err != nil {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
 	}
-	j := &Journal{Path: path, RunID: statedir.RunID(path)}
-	if warning != "" {
-		j.Repaired = warning + "; cut it off before resuming"
+	if hadLost {
+		if err := os.Remove(LostPath(path)); err != nil {
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
 	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	j := &Journal{Path: path, RunID: statedir.RunID(path), lines: lines, file: fi}
+	j.Repaired = strings.Join(done, "; ")
 	return j, nil
+}
+
+// joinLines is lines as a file: each ends with a newline.
+func joinLines(lines [][]byte) []byte {
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.Write(l)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
 }
 
 // Append writes ev as one fsynced line. An empty Run or Time is stamped
@@ -113,8 +184,65 @@ func (j *Journal) Append(ev Event) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if err := atomicfile.AppendLine(j.Path, line); err != nil {
-		return fmt.Errorf("journal: %w", err)
+	if j.broken == nil {
+		err := j.ensureFile()
+		if err == nil {
+			err = atomicfile.AppendLine(j.Path, line)
+		}
+		if err == nil {
+			j.lines = append(j.lines, line)
+			return nil
+		}
+		j.broken = err
+	}
+	// The journal cannot be written: the line is kept, in order, in the
+	// lost file, which Read and Open add back.
+	j.lost = append(j.lost, line)
+	lostPath := LostPath(j.Path)
+	if err := atomicfile.WriteFile(lostPath, joinLines(j.lost), atomicfile.Mode); err != nil {
+		return fmt.Errorf("%w: %s: %v; the %s line is lost too (cannot keep it in %s: %v)", ErrBroken, j.Path, j.broken, ev.Type, lostPath, err)
+	}
+	return fmt.Errorf("%w: %s: %v; the %s line was kept in %s", ErrBroken, j.Path, j.broken, ev.Type, lostPath)
+}
+
+// Broken returns the failure that stopped the journal from being written,
+// or nil.
+func (j *Journal) Broken() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.broken
+}
+
+// ensureFile makes sure Path is still the file this Journal writes. A
+// journal deleted or replaced mid-run (by hand, by a cleaner) would
+// otherwise be recreated by the next append without its run-started line
+// and without the jobs that finished: the file is written anew with every
+// line of the run so far, and Warn says so.
+func (j *Journal) ensureFile() error {
+	fi, err := os.Lstat(j.Path)
+	if err == nil && j.file != nil && os.SameFile(fi, j.file) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	what := "was deleted"
+	if err == nil {
+		what = "was replaced by another file (" + fi.Mode().Type().String() + ")"
+		if fi.IsDir() {
+			return fmt.Errorf("%s %s: a folder is in its place", j.Path, what)
+		}
+	}
+	if err := atomicfile.WriteFile(j.Path, joinLines(j.lines), atomicfile.Mode); err != nil {
+		return fmt.Errorf("the journal %s; writing it anew failed: %w", what, err)
+	}
+	nfi, err := os.Lstat(j.Path)
+	if err != nil {
+		return err
+	}
+	j.file = nfi
+	if j.Warn != nil {
+		j.Warn(fmt.Sprintf("the journal %s %s during the run; wrote it anew with the run's %d line(s) so far", j.Path, what, len(j.lines)))
 	}
 	return nil
 }
@@ -129,26 +257,73 @@ func Read(path string) ([]Event, error) {
 	return events, err
 }
 
-// ReadWarnings is Read that also returns a warning for a torn last line.
+// ReadWarnings is Read that also returns warnings: torn text left out,
+// lines added from the lost file.
 func ReadWarnings(path string) (events []Event, warnings []string, err error) {
-	data, err := os.ReadFile(path)
+	data, err := atomicfile.Read(path, MaxSize)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read journal: %w", err)
 	}
-	_, warning, err := scan(path, data, func(ev Event) { events = append(events, upgrade(ev)...) })
+	sc := scan(path, data)
+	if sc.err != nil {
+		return nil, nil, sc.err
+	}
+	lost, err := readLost(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if warning != "" {
-		warnings = append(warnings, warning)
+	lost = afterJournal(sc.lines, lost)
+	for _, ev := range append(sc.events, lost.events...) {
+		events = append(events, upgrade(ev)...)
 	}
+	warnings = append(warnings, sc.warnings...)
+	if len(lost.lines) > 0 {
+		warnings = append(warnings, fmt.Sprintf("journal %s could not be written during the run: %d line(s) were read from %s", path, len(lost.lines), LostPath(path)))
+	}
+	warnings = append(warnings, lost.warnings...)
 	return events, warnings, nil
 }
 
-// scan parses data line by line, handing each event to each (when not
-// nil). keep is the length of the prefix that holds whole events: what
-// remains after it is the torn tail, described by warning.
-func scan(path string, data []byte, each func(Event)) (keep int, warning string, err error) {
+// readLost reads the lost file of the journal at path; none is no lines.
+func readLost(path string) (scanned, error) {
+	data, err := atomicfile.Read(LostPath(path), MaxSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return scanned{}, nil
+	}
+	if err != nil {
+		return scanned{}, fmt.Errorf("read journal: %w", err)
+	}
+	sc := scan(LostPath(path), data)
+	return sc, sc.err
+}
+
+// afterJournal drops from the lost lines the one the journal holds already:
+// a write that failed after the line reached the file (its fsync) kept it
+// in both.
+func afterJournal(journal [][]byte, lost scanned) scanned {
+	if len(journal) > 0 && len(lost.lines) > 0 && bytes.Equal(journal[len(journal)-1], lost.lines[0]) {
+		lost.lines, lost.events = lost.lines[1:], lost.events[1:]
+	}
+	return lost
+}
+
+// scanned is what scan found: the whole events and their lines, in order,
+// and the torn text left out.
+type scanned struct {
+	events   []Event
+	lines    [][]byte
+	torn     [][]byte
+	warnings []string
+	err      error
+}
+
+// scan parses data line by line. Torn text is left out with a warning: a
+// last line that does not parse (the supervisor stopped mid-write), or the
+// torn start of a line that a later whole event was glued to (a write that
+// failed half-way, then the next one). Any other line that does not parse
+// is an error naming path:line, because events after it may not be
+// trusted.
+func scan(path string, data []byte) (sc scanned) {
 	lineNo := 0
 	for off := 0; off < len(data); {
 		lineNo++
@@ -161,28 +336,46 @@ func scan(path string, data []byte, each func(Event)) (keep int, warning string,
 			end = len(data)
 		}
 		line := data[off:end]
+		off = next
 		// A crash can leave NUL padding where a write was going: blank.
 		if len(bytes.Trim(line, " \t\r\x00")) == 0 {
-			if bytes.IndexByte(line, 0) < 0 {
-				keep = next
-			}
-			off = next
 			continue
 		}
+		line = bytes.TrimRight(line, "\r")
 		ev, perr := parse(line)
-		if perr != nil {
-			if isLastLine(data[next:]) {
-				return keep, fmt.Sprintf("journal %s:%d: ignored a torn last line (the supervisor stopped mid-write): %v", path, lineNo, perr), nil
-			}
-			return keep, "", fmt.Errorf("journal %s:%d: %w", path, lineNo, perr)
+		if perr == nil {
+			sc.events = append(sc.events, ev)
+			sc.lines = append(sc.lines, line)
+			continue
 		}
-		if each != nil {
-			each(ev)
+		if i := gluedAt(line); i > 0 {
+			ev, _ := parse(line[i:])
+			sc.torn = append(sc.torn, line[:i])
+			sc.warnings = append(sc.warnings, fmt.Sprintf("journal %s:%d: left out torn text that a later event was glued to (a write failed half-way)", path, lineNo))
+			sc.events = append(sc.events, ev)
+			sc.lines = append(sc.lines, line[i:])
+			continue
 		}
-		keep = next
-		off = next
+		if isLastLine(data[next:]) {
+			sc.torn = append(sc.torn, bytes.Trim(line, "\x00"))
+			sc.warnings = append(sc.warnings, fmt.Sprintf("journal %s:%d: ignored a torn last line (the supervisor stopped mid-write): %v", path, lineNo, perr))
+			return sc
+		}
+		sc.err = fmt.Errorf("journal %s:%d: %w", path, lineNo, perr)
+		return sc
 	}
-	return keep, "", nil
+	return sc
+}
+
+// gluedAt finds a whole event at the end of a line that does not parse:
+// the index where it starts, or -1.
+func gluedAt(line []byte) int {
+	for i := bytes.LastIndex(line, []byte(`{"`)); i > 0; i = bytes.LastIndex(line[:i], []byte(`{"`)) {
+		if _, err := parse(line[i:]); err == nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // isLastLine reports whether rest (what follows a line) holds nothing but
@@ -234,21 +427,30 @@ func LatestUnfinished(stateDir, batchName string) (path string, events []Event, 
 		events  []Event
 	}
 	var runs []run
+	type damaged struct {
+		path string
+		err  error
+	}
+	var bad []damaged
 	for _, p := range paths {
 		evs, err := Read(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed since the listing
 		}
 		if err != nil {
-			return "", nil, err
+			// Another batch's damaged journal is not this batch's
+			// business; one that may be this batch's matters only if no
+			// newer run of the batch exists (decided below).
+			if first, ok := firstEvent(p); ok && first.Type == RunStarted && first.Batch != batchName {
+				continue
+			}
+			bad = append(bad, damaged{p, err})
+			continue
 		}
 		if len(evs) == 0 || evs[0].Type != RunStarted || evs[0].Batch != batchName {
 			continue
 		}
 		runs = append(runs, run{p, evs[0].Time, evs})
-	}
-	if len(runs) == 0 {
-		return "", nil, nil
 	}
 	// The run-started time orders runs; the file name (which starts with
 	// the same time) breaks ties.
@@ -258,6 +460,16 @@ func LatestUnfinished(stateDir, batchName string) (path string, events []Event, 
 		}
 		return runs[i].path > runs[j].path
 	})
+	// A damaged journal that may be this batch's blocks the resume only if
+	// it could be the newest run: an older one cannot be resumed anyway.
+	for _, d := range bad {
+		if len(runs) == 0 || filepath.Base(d.path) > filepath.Base(runs[0].path) {
+			return "", nil, d.err
+		}
+	}
+	if len(runs) == 0 {
+		return "", nil, nil
+	}
 	newest := runs[0]
 	for _, ev := range newest.events {
 		if ev.Type == RunFinished {
@@ -265,4 +477,17 @@ func LatestUnfinished(stateDir, batchName string) (path string, events []Event, 
 		}
 	}
 	return newest.path, newest.events, nil
+}
+
+// firstEvent is the first line of the journal at path, if it parses.
+func firstEvent(path string) (Event, bool) {
+	data, err := atomicfile.Read(path, MaxSize)
+	if err != nil {
+		return Event{}, false
+	}
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		data = data[:i]
+	}
+	ev, err := parse(bytes.TrimRight(data, "\r"))
+	return ev, err == nil
 }

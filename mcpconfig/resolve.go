@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 )
 
 // section says which part of a file holds the servers of a source.
@@ -175,6 +177,11 @@ func (r *resolver) visit(src source, cwd string) {
 	}
 }
 
+// MaxConfigSize bounds a config file read: ~/.claude.json keeps every
+// project's history and grows to tens of MiB over long use; 256 MiB is far
+// above that and still safe to hold in memory.
+const MaxConfigSize = 256 << 20
+
 // load reads and decodes a file once, reporting a problem the first time.
 func (r *resolver) load(src source) *loadedFile {
 	if f, ok := r.files[src.path]; ok {
@@ -184,7 +191,9 @@ func (r *resolver) load(src source) *loadedFile {
 	r.files[src.path] = f
 	r.out.Searched = append(r.out.Searched, src.path)
 
-	data, err := os.ReadFile(src.path)
+	// Through atomicfile.Read: a FIFO or device where a config file should
+	// be is refused at once, with its path, instead of hanging the hook.
+	data, err := atomicfile.Read(src.path, MaxConfigSize)
 	if err != nil {
 		if isNotExist(err) && !src.explicit {
 			f.missing = true

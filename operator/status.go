@@ -61,6 +61,8 @@ func Status(f *healthcheck.File, r *mcpconfig.Resolved, s healthcheck.Settings, 
 	for n := range names {
 		row := StatusRow{Server: n, Status: "unknown", Gate: healthcheck.GateProbe.String()}
 		if e := f.Entry(n); e != nil {
+			// What the hook decides by: the entry clamped to the settings.
+			*e = s.Clamp(*e, now)
 			row.InCache = true
 			row.Status = string(e.Status)
 			row.Failures = e.FailureCount

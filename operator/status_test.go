@@ -29,3 +29,15 @@ func TestStatusNamesPassiveOnlyServers(t *testing.T) {
 		t.Errorf("table:\n%s", out.String())
 	}
 }
+
+// status shows what the hook decides by: an entry "healthy until 9999"
+// is shown expiring one TTL after its check. Before: until 9999.
+func TestStatusShowsTheClampedEntry(t *testing.T) {
+	now := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	f := &healthcheck.File{Servers: map[string]*healthcheck.Entry{"a": {Status: healthcheck.StatusHealthy,
+		CheckedAt: healthcheck.MillisOf(now), ExpiresAt: healthcheck.MillisOf(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC))}}}
+	rows := Status(f, nil, healthcheck.DefaultSettings(), now)
+	if len(rows) != 1 || !rows[0].Expires.Equal(now.Add(2*time.Minute)) {
+		t.Errorf("rows %+v", rows)
+	}
+}

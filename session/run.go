@@ -122,7 +122,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	// bounds a grandchild that keeps stdout open after Claude exited.
 	pr, pw := io.Pipe()
 	var lastOutput atomic.Int64
-	lastOutput.Store(time.Now().UnixNano())
+	lastOutput.Store(monoNow())
 	cmd.Stdout = pw
 	cmd.Stderr = stderr
 
@@ -188,7 +188,17 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	}
 }
 
-// watchStall ends the session when no stream output arrived for stall. It
+// monoStart anchors monoNow: time.Since of a time.Now reading uses the
+// monotonic clock, so a jump of the wall clock (NTP, a laptop waking, an
+// operator's date -s) neither ages nor rejuvenates a session's output.
+var monoStart = time.Now()
+
+// monoNow is the monotonic time since monoStart, in nanoseconds: what the
+// stall watchdog stamps output with and measures idle time by.
+func monoNow() int64 { return int64(time.Since(monoStart)) }
+
+// watchStall ends the session when no stream output arrived for stall,
+// measured on the monotonic clock (last holds monoNow stamps). It
 // sleeps until the earliest moment a stall is possible, not on a fixed tick.
 func watchStall(ctx context.Context, done <-chan struct{}, stall time.Duration, last *atomic.Int64, kill func()) {
 	t := time.NewTimer(stall)
@@ -200,7 +210,7 @@ func watchStall(ctx context.Context, done <-chan struct{}, stall time.Duration, 
 		case <-done:
 			return
 		case <-t.C:
-			idle := time.Since(time.Unix(0, last.Load()))
+			idle := time.Duration(monoNow() - last.Load())
 			if idle >= stall {
 				kill()
 				return
@@ -219,7 +229,7 @@ type activityReader struct {
 func (a activityReader) Read(p []byte) (int, error) {
 	n, err := a.r.Read(p)
 	if n > 0 {
-		a.last.Store(time.Now().UnixNano())
+		a.last.Store(monoNow())
 	}
 	return n, err
 }

@@ -41,6 +41,10 @@ func (n *night) loop(ctx context.Context) error {
 			if finished {
 				return nil
 			}
+			if n.journalErr != nil {
+				n.drain(ctx)
+				return fmt.Errorf("%w: %v", ErrJournal, n.journalErr)
+			}
 		}
 		wake = true
 		select {
@@ -70,6 +74,17 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 	for len(acts) > 0 {
 		a := acts[0]
 		acts = acts[1:]
+		if n.journalErr != nil {
+			// The journal cannot be written: record what ends, start
+			// nothing.
+			switch a := a.(type) {
+			case actRecord:
+				n.record(a)
+			case actLaunch:
+				acts = append(n.plan.step(n.now(), notStarted(a)), acts...)
+			}
+			continue
+		}
 		switch a := a.(type) {
 		case actRecord:
 			n.record(a)
@@ -87,6 +102,27 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 		}
 	}
 	return finished
+}
+
+// notStarted is the end of an attempt the night did not start because its
+// journal cannot be written: the job stays as it was, for a resumed run.
+func notStarted(a actLaunch) evAttemptEnded {
+	return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
+		outcome: session.Outcome{Status: session.Failed, KilledBy: "stopped", Reason: "not started: the journal cannot be written"}}
+}
+
+// drain lets the running sessions end after the journal failed: their ends
+// are recorded (into the journal's lost file) and nothing new starts.
+func (n *night) drain(ctx context.Context) {
+	for n.plan.running > 0 {
+		m := <-n.inbox
+		switch {
+		case m.ended != nil:
+			n.do(ctx, n.plan.step(n.now(), *m.ended))
+		case m.seen.pgid > 0:
+			n.append(sessionProcessEvent(m.seen.job, m.seen.attempt, m.seen.pgid))
+		}
+	}
 }
 
 // stop waits for every running session: they see the same ctx and are
@@ -184,6 +220,10 @@ func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, fai
 	}
 	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: files.Dir,
 		Allowed: job.Allowed()})
+	if n.journalErr != nil {
+		// An attempt the journal does not know of must not run.
+		return notStarted(a), true
+	}
 	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("allowed", job.Allowed()).Msg("started")
 	obs := &sessionObserver{to: n.inbox, job: a.job, attempt: a.attempt}
 	// The loop stops this attempt early (Abandon) when its session cannot

@@ -96,6 +96,13 @@ func (s *NightSummary) AllDone() bool { return s.Failed == 0 && s.Skipped == 0 }
 // has no run-finished line, so the next `run` resumes it.
 var ErrStopped = errors.New("the night was stopped before it finished; `nightwatch run` resumes it")
 
+// ErrJournal is returned when the journal could not be written: the night
+// started no job after that, let the running ones end and has no
+// run-finished line, so the next `nightwatch run` resumes it (and runs no
+// finished job again: the lines that missed the journal were kept beside
+// it, and resuming folds them back in).
+var ErrJournal = errors.New("the journal could not be written; the night started no more jobs")
+
 type night struct {
 	b       *jobs.Batch
 	opts    NightOptions
@@ -103,9 +110,12 @@ type night struct {
 	runID   string
 	started time.Time
 	journal *journal.Journal
-	store   *healthcheck.Store
-	checker *healthcheck.Checker
-	events  eventTail
+	// journalErr is the first journal write that failed: the night starts
+	// nothing more.
+	journalErr error
+	store      *healthcheck.Store
+	checker    *healthcheck.Checker
+	events     eventTail
 	// plan is the jobs' state; only the loop's goroutine touches it.
 	plan *plan
 	// inbox carries what the sessions' goroutines saw, and their ends, to
@@ -175,7 +185,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		defer closeLog()
 	}
 	if n.journal.Repaired != "" {
-		n.log.Warn().Str("journal", n.journal.Path).Msg("the journal's last line was torn by a crash and was cut: " + n.journal.Repaired)
+		n.log.Warn().Str("journal", n.journal.Path).Msg("the journal was repaired before resuming: " + n.journal.Repaired)
 	}
 	summary := &NightSummary{RunID: n.runID, Journal: n.journal.Path, Resumed: resumed}
 
@@ -198,6 +208,14 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	err = n.loop(ctx)
 	summary.Jobs, summary.Done, summary.Failed, summary.Skipped = n.plan.summary()
 	summary.CostUSD = n.plan.cost
+	if err == nil && n.journalErr != nil {
+		err = fmt.Errorf("%w: %v", ErrJournal, n.journalErr)
+	}
+	if errors.Is(err, ErrJournal) {
+		n.log.Error().Err(err).Msg("the night stopped: its journal cannot be written")
+		n.journalFailed(ctx, summary, err)
+		return summary, err
+	}
 	if err != nil {
 		return summary, err
 	}
@@ -205,6 +223,14 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	n.journalFinalStates()
 	n.append(journal.Event{Type: journal.RunFinished, Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
 		summary.Done, summary.Failed, summary.Skipped)})
+	if n.journalErr != nil {
+		// Every job ended, but the journal lost its last line (it was
+		// kept beside it): the morning hears of it all the same.
+		err = fmt.Errorf("%w: %v", ErrJournal, n.journalErr)
+		n.log.Error().Err(err).Msg("the night ended but its journal cannot be written")
+		n.journalFailed(ctx, summary, err)
+		return summary, err
+	}
 	var extra string
 	if opts.AfterNight != nil {
 		extra = opts.AfterNight(b, summary)
@@ -266,8 +292,11 @@ func (n *night) openJournal() (bool, error) {
 		if path != "" {
 			j, err := journal.Open(path)
 			if err != nil {
-				return false, err
+				// The unfinished run cannot be resumed, and starting
+				// afresh would run its finished jobs again.
+				return false, fmt.Errorf("%w: %v", ErrJournal, err)
 			}
+			j.Warn = n.journalWarn
 			n.journal = j
 			n.runID = j.RunID
 			rp := journal.Replay(events)
@@ -291,19 +320,52 @@ func (n *night) openJournal() (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	j.Warn = n.journalWarn
 	n.journal = j
 	n.append(journal.Event{Type: journal.RunStarted, Batch: n.b.Name, BatchFile: n.b.File, PID: os.Getpid()})
 	return false, nil
 }
 
+// append writes ev to the journal. A write that fails stops the night
+// from starting anything more (a job whose end the journal lacks would run
+// again after a crash): it is logged at error level, and RunNight ends
+// with ErrJournal once the running jobs have ended.
 func (n *night) append(ev journal.Event) {
 	ev.Run = n.runID
 	if ev.Type == journal.ServerState {
 		n.down[ev.Server] = ev.Status == journal.Unhealthy
 	}
 	if err := n.journal.Append(ev); err != nil {
-		// The night goes on; a lost journal line is said, not hidden.
-		n.log.Error().Err(err).Str("type", string(ev.Type)).Msg("cannot write the journal")
+		if n.journalErr == nil {
+			n.journalErr = err
+		}
+		n.log.Error().Err(err).Str("type", string(ev.Type)).Msg("cannot write the journal: no more jobs start tonight")
+	}
+}
+
+// journalWarn says loudly what the journal repaired on its own (a journal
+// deleted mid-night, written anew).
+func (n *night) journalWarn(msg string) { n.log.Error().Msg(msg) }
+
+// journalFailed tells the morning what happened to a night whose journal
+// could not be written: the report (from what was kept) and the
+// notification.
+func (n *night) journalFailed(ctx context.Context, summary *NightSummary, err error) {
+	var extra string
+	if n.opts.AfterNight != nil {
+		extra = n.opts.AfterNight(n.b, summary)
+	}
+	if n.b.Notify.Webhook == "" && len(n.b.Notify.Command) == 0 {
+		return
+	}
+	var text strings.Builder
+	fmt.Fprintf(&text, "nightwatch: batch %s STOPPED: %v\n\n", n.b.Name, err)
+	PrintSummary(&text, summary)
+	if extra != "" {
+		fmt.Fprintln(&text, extra)
+	}
+	for _, nerr := range notify(ctx, n.b.Notify, text.String(), n.log) {
+		n.log.Error().Err(nerr).Msg("the notification failed")
 	}
 }
 

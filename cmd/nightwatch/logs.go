@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 )
 
@@ -36,7 +37,8 @@ printing new lines until interrupted.`,
 			}
 			// Run IDs start with their start time: the last name is the newest run.
 			sort.Strings(logs)
-			f, err := os.Open(logs[len(logs)-1])
+			// Never wait on a FIFO planted where the log should be.
+			f, err := atomicfile.OpenRegular(logs[len(logs)-1])
 			if err != nil {
 				return err
 			}

@@ -169,7 +169,8 @@ func newRunCmd() *cobra.Command {
 hook injected, deferring jobs whose servers are down and maintaining servers between jobs.
 An unfinished run of the same batch is resumed (no done job runs again); --fresh starts anew.
 Exit 0: every job done. 1: some job failed or was skipped. 2: invalid file, or another run
-holds the batch's lock.`,
+holds the batch's lock. 3: the journal could not be written, so no more jobs started (the
+next run resumes the night; no finished job runs again).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := loadBatch(args[0])
@@ -205,6 +206,15 @@ holds the batch's lock.`,
 			case errors.Is(err, supervisor.ErrStopped):
 				fmt.Fprintln(os.Stderr, "nightwatch:", err)
 				return exitCode(1)
+			case errors.Is(err, supervisor.ErrJournal):
+				if summary != nil {
+					supervisor.PrintSummary(cmd.OutOrStdout(), summary)
+				}
+				if reportLine != "" {
+					fmt.Fprintln(cmd.OutOrStdout(), reportLine)
+				}
+				fmt.Fprintln(os.Stderr, "nightwatch: NIGHT STOPPED:", err)
+				return exitCode(3)
 			case err != nil:
 				return err
 			}

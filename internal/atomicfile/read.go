@@ -74,3 +74,24 @@ func kind(m os.FileMode) string {
 		return "type " + m.Type().String()
 	}
 }
+
+// OpenRegular opens path for a reader that streams it (a log followed as
+// it grows): like Read, the open never waits (a FIFO with no writer is
+// not waited on) and anything but a regular file is refused, with its
+// path. Errors are *fs.PathError.
+func OpenRegular(path string) (*os.File, error) {
+	f, err := openNonblocking(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
+	}
+	return f, nil
+}

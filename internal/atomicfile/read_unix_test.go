@@ -3,7 +3,10 @@
 package atomicfile
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -44,4 +47,28 @@ func TestAppendRefusesAFIFOAtOnce(t *testing.T) {
 			t.Fatal("opening a FIFO for writing blocked")
 		}
 	}
+}
+
+func TestOpenRegularRefusesAFIFOAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	start := time.Now()
+	f, err := OpenRegular(path)
+	if err == nil {
+		f.Close()
+	}
+	if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), path) || time.Since(start) > time.Second {
+		t.Errorf("OpenRegular(FIFO) = %v after %s", err, time.Since(start))
+	}
+	ok := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(ok, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err = OpenRegular(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 }
