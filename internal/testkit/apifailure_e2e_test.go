@@ -59,6 +59,11 @@ type apiFailureMode struct {
 // three minutes (see the report of issue 11): CLAUDE_CODE_MAX_RETRIES=0.
 var apiTestKnobs = []string{"CLAUDE_CODE_MAX_RETRIES=0", "TZ=UTC"}
 
+// subscriberKnobs log the CLI in as a subscriber (a long-lived OAuth token,
+// as `claude setup-token` prints; the fake accepts any) instead of the
+// default API key.
+var subscriberKnobs = []string{"ANTHROPIC_API_KEY=", "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-fake-test-token"}
+
 func apiFailureModes() []apiFailureMode {
 	fixed := func(f fakeapi.Fault) func(time.Time) (fakeapi.Fault, time.Time) {
 		return func(time.Time) (fakeapi.Fault, time.Time) { return f, time.Time{} }
@@ -75,6 +80,18 @@ func apiFailureModes() []apiFailureMode {
 			return fakeapi.UsageLimit(fakeapi.FiveHour, reset), reset
 		}},
 		{name: "usage-7d", fault: func(now time.Time) (fakeapi.Fault, time.Time) {
+			d := now.UTC().AddDate(0, 0, 2)
+			reset := time.Date(d.Year(), d.Month(), d.Day(), 13, 55, 0, 0, time.UTC)
+			return fakeapi.UsageLimit(fakeapi.SevenDay, reset), reset
+		}},
+		// The same limits seen by a subscriber (an OAuth login): the CLI
+		// prints "You've hit your … limit · resets …" and streams a
+		// rate_limit_event. With an API key it prints the bare 429.
+		{name: "usage-5h-subscriber", knobs: subscriberKnobs, fault: func(now time.Time) (fakeapi.Fault, time.Time) {
+			reset := now.Add(2 * time.Hour).Truncate(time.Minute).Add(time.Minute)
+			return fakeapi.UsageLimit(fakeapi.FiveHour, reset), reset
+		}},
+		{name: "usage-7d-subscriber", knobs: subscriberKnobs, fault: func(now time.Time) (fakeapi.Fault, time.Time) {
 			d := now.UTC().AddDate(0, 0, 2)
 			reset := time.Date(d.Year(), d.Month(), d.Day(), 13, 55, 0, 0, time.UTC)
 			return fakeapi.UsageLimit(fakeapi.SevenDay, reset), reset
