@@ -73,6 +73,9 @@ type env struct {
 	Options
 	knobs knobs.Knobs
 	batch *jobs.Batch // nil without a batch or when it does not load
+	// agentBroken is set by the agent check when the CLI cannot be run
+	// (not found, no answer): the login check then does not try it again.
+	agentBroken bool
 }
 
 // Run performs every check. It never fails itself: what it cannot examine
@@ -92,7 +95,7 @@ func Run(ctx context.Context, o Options) []Check {
 		}
 	}
 	for _, c := range []func(context.Context) []Check{
-		e.failOpen, e.hooksOff, e.configPath, e.shadowed, e.env, e.cache, e.hooks, e.definitions, e.reconnect, e.agent,
+		e.failOpen, e.hooksOff, e.configPath, e.shadowed, e.env, e.cache, e.hooks, e.definitions, e.reconnect, e.agent, e.login,
 	} {
 		checks = append(checks, c(ctx)...)
 	}
