@@ -112,4 +112,3 @@ func hold(ctx context.Context, reason string, p platform) (func(), string, error
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
