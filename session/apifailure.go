@@ -96,6 +96,11 @@ func ClassifyAPIFailure(result map[string]any, stream []map[string]any, now time
 		}
 		return f
 	}
+	if !hasStatus && strings.HasPrefix(text, "API Error") {
+		// 2.1.197 gives up on repeated 529s without api_error_status; its
+		// system/api_retry events carry the status it retried on.
+		status, hasStatus = afLastRetryStatus(stream)
+	}
 	if hasStatus {
 		switch s := int(status); {
 		case s == 401 || s == 403:
@@ -159,6 +164,21 @@ func afRejectedRateLimit(stream []map[string]any) (map[string]any, bool) {
 		}
 	}
 	return found, found != nil
+}
+
+// afLastRetryStatus is the error_status of the stream's last
+// system/api_retry event.
+func afLastRetryStatus(stream []map[string]any) (float64, bool) {
+	var st float64
+	found := false
+	for _, ev := range stream {
+		if afStr(ev["type"]) == "system" && afStr(ev["subtype"]) == "api_retry" {
+			if n, ok := afNumber(ev["error_status"]); ok && n > 0 {
+				st, found = n, true
+			}
+		}
+	}
+	return st, found
 }
 
 // afCredentialTexts are the CLI's lines for a login it cannot use.

@@ -38,6 +38,11 @@ var wantByMode = map[string]APIFailureClass{
 	"prompt-too-long":     FailureContextTooLong,
 	"max-turns":           FailureMaxTurns,
 	"529-once-absorbed":   NoAPIFailure,
+	"refused-3s-absorbed": NoAPIFailure,
+	// Without CLAUDE_CODE_MAX_RETRIES the CLI's own texts differ: 2.1.197
+	// reports repeated 529s with no api_error_status at all.
+	"529-default-retries":                 FailureAPIUnavailable,
+	"usage-5h-subscriber-default-retries": FailureUsageLimit,
 }
 
 func TestClassifyRecordedCLIFailures(t *testing.T) {
@@ -122,6 +127,10 @@ func TestClassifyAPIFailure(t *testing.T) {
 		{"api_error without a known text", res("terminal_reason", "api_error", "result", "API Error: something new"), nil, FailureAPIUnavailable, time.Time{}},
 		{"timeout text (197)", res("terminal_reason", "completed", "result", "API Error: Request timed out."), nil, FailureAPIUnavailable, time.Time{}},
 		{"overloaded by type", res("api_error_status", 529.0, "api_error_type", "overloaded_error", "result", "API Error: 529"), nil, FailureAPIUnavailable, time.Time{}},
+		{"status only in api_retry events (197, repeated 529)", res("terminal_reason", "completed", "result", "API Error: Repeated 529s, new wording"),
+			[]map[string]any{{"type": "system", "subtype": "api_retry", "error_status": 529.0, "error": "overloaded"}}, FailureAPIUnavailable, time.Time{}},
+		{"a retry that recovered does not make the job's failure the API's", res("subtype", "error_during_execution", "result", "the tests failed"),
+			[]map[string]any{{"type": "system", "subtype": "api_retry", "error_status": 529.0}}, NoAPIFailure, time.Time{}},
 		{"403", res("api_error_status", 403.0, "result", "API Error: 403 forbidden"), nil, FailureInvalidCredentials, time.Time{}},
 		{"not logged in, no status", res("result", "Not logged in · Please run /login"), nil, FailureInvalidCredentials, time.Time{}},
 		{"expired OAuth token", res("result", "API Error: 401 {\"error\":{\"message\":\"OAuth token has expired.\"}}"), nil, FailureInvalidCredentials, time.Time{}},

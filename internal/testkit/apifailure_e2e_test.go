@@ -53,16 +53,18 @@ type apiFailureMode struct {
 	allowed []string
 	knobs   []string
 	success bool // the session must succeed (the CLI absorbed the failure)
+	// defaultRetries runs without CLAUDE_CODE_MAX_RETRIES=0: for the
+	// failures the CLI does not retry for minutes anyway.
+	defaultRetries bool
+	maxDuration    time.Duration // with defaultRetries: the CLI must give up within this
 }
 
-// apiTestKnobs make the CLI give up at once instead of retrying for about
-// three minutes (see the report of issue 11): CLAUDE_CODE_MAX_RETRIES=0.
-var apiTestKnobs = []string{"CLAUDE_CODE_MAX_RETRIES=0", "TZ=UTC"}
+// apiTestKnobs make the CLI give up at once (FastAPIFailureEnv) and print
+// reset times in UTC.
+var apiTestKnobs = append(slices.Clone(FastAPIFailureEnv), "TZ=UTC")
 
-// subscriberKnobs log the CLI in as a subscriber (a long-lived OAuth token,
-// as `claude setup-token` prints; the fake accepts any) instead of the
-// default API key.
-var subscriberKnobs = []string{"ANTHROPIC_API_KEY=", "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-fake-test-token"}
+// subscriberKnobs: see SubscriberEnv.
+var subscriberKnobs = SubscriberEnv
 
 func apiFailureModes() []apiFailureMode {
 	fixed := func(f fakeapi.Fault) func(time.Time) (fakeapi.Fault, time.Time) {
@@ -100,6 +102,21 @@ func apiFailureModes() []apiFailureMode {
 		{name: "prompt-too-long", fault: fixed(fakeapi.PromptTooLong())},
 		{name: "max-turns", prompt: `CALL Bash {"command":"echo hi"}`, args: []string{"--max-turns", "1"},
 			allowed: []string{"Bash"}},
+		// Without the knob: a subscriber's usage limit ends the session at
+		// once (no retries), a 529 after 3 attempts (a few seconds).
+		{name: "usage-5h-subscriber-default-retries", knobs: subscriberKnobs, defaultRetries: true, maxDuration: 30 * time.Second,
+			fault: func(now time.Time) (fakeapi.Fault, time.Time) {
+				reset := now.Add(2 * time.Hour).Truncate(time.Minute).Add(time.Minute)
+				return fakeapi.UsageLimit(fakeapi.FiveHour, reset), reset
+			}},
+		{name: "529-default-retries", defaultRetries: true, maxDuration: 30 * time.Second, fault: fixed(fakeapi.Overloaded())},
+		// A refusal shorter than the CLI's retries is absorbed.
+		{name: "refused-3s-absorbed", success: true, knobs: []string{"CLAUDE_CODE_MAX_RETRIES=6"},
+			fault: func(time.Time) (fakeapi.Fault, time.Time) {
+				f := fakeapi.Refused()
+				f.For = 3 * time.Second
+				return f, time.Time{}
+			}},
 		// A short outage: the CLI's own retry absorbs it.
 		{name: "529-once-absorbed", success: true, knobs: []string{"CLAUDE_CODE_MAX_RETRIES=2"},
 			fault: func(time.Time) (fakeapi.Fault, time.Time) {
@@ -159,6 +176,9 @@ func testAPIFailure(t *testing.T, version string, m apiFailureMode) {
 		api.Inject(f)
 	}
 	knobs := append(slices.Clone(apiTestKnobs), m.knobs...)
+	if m.defaultRetries {
+		knobs = slices.DeleteFunc(knobs, func(k string) bool { return strings.HasPrefix(k, "CLAUDE_CODE_MAX_RETRIES=") })
+	}
 	prompt := m.prompt
 	if prompt == "" {
 		prompt = "SESSION " + m.name
@@ -196,6 +216,9 @@ func testAPIFailure(t *testing.T, version string, m apiFailureMode) {
 	if res.Result == nil {
 		t.Fatalf("no result event")
 	}
+	if m.maxDuration > 0 && res.Duration > m.maxDuration {
+		t.Errorf("took %s, want at most %s", res.Duration, m.maxDuration)
+	}
 	if m.success {
 		res.RequireSuccess(t)
 	} else if !res.IsError() || res.ExitCode == 0 {
@@ -228,7 +251,9 @@ func testAPIFailure(t *testing.T, version string, m apiFailureMode) {
 	if g, w := resetFree(got.Result["result"]), resetFree(want.Result["result"]); g != w {
 		t.Errorf("result text (reset time aside)\n got %q\nwant %q", g, w)
 	}
-	if !slices.Equal(got.EventTypes, want.EventTypes) {
+	// An absorbed outage shows api_retry events or not depending on when
+	// the CLI's first request fell in the window: only its success counts.
+	if !m.success && !slices.Equal(got.EventTypes, want.EventTypes) {
 		t.Errorf("event types %v, recorded %v", got.EventTypes, want.EventTypes)
 	}
 }
