@@ -21,6 +21,11 @@
 // Every tool_result the CLI sends back is recorded once (ToolResults), with
 // its is_error flag and its text as the model saw it.
 //
+// It can also fail as the real API does (faults.go): refuse connections,
+// answer 5xx/529, 401, a subscriber's usage limit or an API key's rate
+// limit (429), or "prompt is too long", for a window of requests or time or
+// until Clear. Answering normally is the default.
+//
 // It understands every supported Claude Code version. Where they differ:
 //   - the script may be spread over several user messages before the first
 //     assistant turn (2.1.332 also sends the "deferred tools" list there, as
