@@ -95,10 +95,12 @@ func Run(ctx context.Context, o Options) []Check {
 		}
 	}
 	for _, c := range []func(context.Context) []Check{
-		e.failOpen, e.hooksOff, e.configPath, e.shadowed, e.env, e.cache, e.hooks, e.definitions, e.reconnect, e.agent, e.login,
+		e.failOpen, e.hooksOff, e.configPath, e.shadowed, e.env, e.cache, e.hooks, e.definitions, e.reconnect, e.agent,
 	} {
 		checks = append(checks, c(ctx)...)
 	}
+	// After the agent check, which says whether the CLI runs at all.
+	checks = append(checks, e.login(ctx)...)
 	return checks
 }
 
