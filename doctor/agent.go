@@ -36,11 +36,13 @@ func (e *env) agent(ctx context.Context) []Check {
 	}
 	path, err := lookPath(bin, e.Getenv)
 	if err != nil {
+		e.agentBroken = true
 		return []Check{{ID: "agent", Title: agentTitle, Level: Fail, Detail: fmt.Sprintf("%s not found: %v", bin, err),
 			Fix: "install Claude Code (npm install -g @anthropic-ai/claude-code) or set the batch's agent.command to its absolute path"}}
 	}
 	out, err := runVersion(ctx, path)
 	if err != nil {
+		e.agentBroken = true
 		return []Check{{ID: "agent", Title: agentTitle, Level: Fail, Detail: fmt.Sprintf("%s --version: %v", path, err),
 			Fix: "run " + path + " --version by hand and repair the installation"}}
 	}

@@ -73,6 +73,9 @@ type env struct {
 	Options
 	knobs knobs.Knobs
 	batch *jobs.Batch // nil without a batch or when it does not load
+	// agentBroken is set by the agent check when the CLI cannot be run
+	// (not found, no answer): the login check then does not try it again.
+	agentBroken bool
 }
 
 // Run performs every check. It never fails itself: what it cannot examine
@@ -97,6 +100,8 @@ func Run(ctx context.Context, o Options) []Check {
 	} {
 		checks = append(checks, c(ctx)...)
 	}
+	// After the agent check, which says whether the CLI runs at all.
+	checks = append(checks, e.login(ctx)...)
 	return checks
 }
 

@@ -43,7 +43,9 @@ func newSandbox(t *testing.T) *sandbox {
 }
 
 func (s *sandbox) fakeClaude(version string) {
-	write(s.t, s.claude, "#!/bin/sh\necho '"+version+"'\n")
+	// `auth status` answers as a CLI logged in with a setup-token would
+	// (the login check's own tests run the real CLIs).
+	write(s.t, s.claude, "#!/bin/sh\nif [ \"$1\" = auth ]; then echo '{\"loggedIn\":true,\"authMethod\":\"oauth_token\",\"apiProvider\":\"firstParty\"}'; exit 0; fi\necho '"+version+"'\n")
 	if err := os.Chmod(s.claude, 0o755); err != nil {
 		s.t.Fatal(err)
 	}
@@ -170,7 +172,7 @@ func TestCleanSetupIsAllOK(t *testing.T) {
 			t.Errorf("not ok: %+v", c)
 		}
 	}
-	for _, id := range []string{"batch", "fail-open", "hooks-off", "config-path", "shadowed", "env", "cache", "hooks", "definitions", "reconnect", "agent"} {
+	for _, id := range []string{"batch", "fail-open", "hooks-off", "config-path", "shadowed", "env", "cache", "hooks", "definitions", "reconnect", "agent", "agent-login"} {
 		if !ids[id] {
 			t.Errorf("no %s check", id)
 		}

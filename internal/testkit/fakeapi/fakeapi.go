@@ -21,6 +21,11 @@
 // Every tool_result the CLI sends back is recorded once (ToolResults), with
 // its is_error flag and its text as the model saw it.
 //
+// It can also fail as the real API does (faults.go): refuse connections,
+// answer 5xx/529, 401, a subscriber's usage limit or an API key's rate
+// limit (429), or "prompt is too long", for a window of requests or time or
+// until Clear. Answering normally is the default.
+//
 // It understands every supported Claude Code version. Where they differ:
 //   - the script may be spread over several user messages before the first
 //     assistant turn (2.1.332 also sends the "deferred tools" list there, as
@@ -44,7 +49,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -107,7 +111,12 @@ type Call struct {
 // Server is a running fake. Its methods are safe for concurrent use.
 type Server struct {
 	t  testing.TB
-	hs *httptest.Server
+	ln *listener // see faults.go: it can stop and resume listening on its port
+
+	fmu     sync.Mutex
+	fault   *activeFault // the failure being injected, nil = normal answers
+	faulted int          // requests answered by faults so far
+	closed  bool
 
 	mu       sync.Mutex
 	seq      int
@@ -122,16 +131,27 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{t: t, names: map[string]ToolResult{}, seen: map[string]bool{}}
-	s.hs = httptest.NewServer(http.HandlerFunc(s.handle))
-	t.Cleanup(s.hs.Close)
+	ln, err := newListener(http.HandlerFunc(s.serve))
+	if err != nil {
+		t.Fatalf("fakeapi: %v", err)
+	}
+	s.ln = ln
+	t.Cleanup(s.Close)
 	return s
 }
 
-// URL is the base URL to export as ANTHROPIC_BASE_URL.
-func (s *Server) URL() string { return s.hs.URL }
+// URL is the base URL to export as ANTHROPIC_BASE_URL. It stays the same
+// while the fake refuses connections (see Fault.Refuse).
+func (s *Server) URL() string { return "http://" + s.ln.addr }
 
 // Close stops the server early (Start already arranges it for cleanup).
-func (s *Server) Close() { s.hs.Close() }
+func (s *Server) Close() {
+	s.fmu.Lock()
+	s.closed = true
+	s.stopFaultLocked()
+	s.fmu.Unlock()
+	s.ln.close()
+}
 
 // ToolResults returns every tool_result received so far, in arrival order.
 func (s *Server) ToolResults() []ToolResult {
