@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -176,6 +177,4 @@ func ok(id, title, detail string) Check {
 }
 
 // oneLine keeps a multi-line error on one output line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
-}
+func oneLine(s string) string { return text.OneLine(strings.ReplaceAll(s, "\n", "; "), 0) }

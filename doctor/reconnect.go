@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
 )
 
@@ -36,7 +37,7 @@ func (e *env) reconnect(context.Context) []Check {
 		if syntax := reconnect.ShellSyntax(cmd); len(syntax) > 0 {
 			add(Fail, fmt.Sprintf("server %q: reconnect %q (from %s) relies on shell syntax (%s), and nightwatch runs no shell",
 				s.Name, cmd, source, strings.Join(syntax, " ")),
-				fmt.Sprintf("write it as: sh -c %s", shellQuote(cmd)))
+				fmt.Sprintf("write it as: sh -c %s", text.ShellQuote(cmd)))
 			continue
 		}
 		if _, err := reconnect.Split(cmd); err != nil {
@@ -50,5 +51,3 @@ func (e *env) reconnect(context.Context) []Check {
 	return out
 }
 
-// shellQuote single-quotes s for sh ('…'\”…').
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

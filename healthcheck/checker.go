@@ -9,6 +9,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // ReconnectResult is the outcome of one reconnect command.
@@ -460,13 +461,13 @@ func (c *Checker) RecordSuccess(server string, srv *mcpconfig.Server) {
 // is nil when nightwatch has no definition: the failure is still recorded
 // and counted, with only calls to witness it. It returns the
 // classification and the entry after it (nil when nothing was recorded).
-func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconfig.Server, text string) (Classification, *Entry) {
+func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconfig.Server, errText string) (Classification, *Entry) {
 	transport := mcpconfig.Transport("")
 	if srv != nil {
 		transport = srv.Transport
 	}
-	cl := Classify(text, transport)
-	reason := oneLine(text, 300)
+	cl := Classify(errText, transport)
+	reason := text.OneLine(errText, 300)
 	if cl.Counts {
 		return cl, c.count(server, srv, Failure{Code: cl.Code, Reason: reason})
 	}
@@ -547,20 +548,6 @@ func (c *Checker) count(server string, srv *mcpconfig.Server, f Failure) *Entry 
 	return &after
 }
 
-func oneLine(s string, max int) string {
-	out := make([]rune, 0, len(s))
-	for _, r := range s {
-		if r == '\n' || r == '\r' || r == '\t' {
-			r = ' '
-		}
-		out = append(out, r)
-		if len(out) >= max {
-			out = append(out, '…')
-			break
-		}
-	}
-	return string(out)
-}
 
 // RecordClientStatus is what a session's stream-json init event says of a
 // server: "failed" (Claude Code could not connect) or "needs-auth" opens

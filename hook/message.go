@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
@@ -45,7 +46,7 @@ func BlockMessage(server string, e *healthcheck.Entry, now time.Time) string {
 	if why := strings.TrimSpace(e.LastError); why != "" {
 		// Bun's fetch appends advice for the programmer, not the model.
 		why, _, _ = strings.Cut(why, " For more information, pass `verbose: true`")
-		fmt.Fprintf(&b, " (%s)", shorten(why, 160))
+		fmt.Fprintf(&b, " (%s)", text.Clip(why, 160))
 	}
 	b.WriteString(", so this call was blocked on purpose")
 	prefix := mcpconfig.NormalizeName(server)
@@ -66,17 +67,3 @@ func roundWait(d time.Duration) string {
 	}
 	return d.Round(time.Second).String()
 }
-
-func shorten(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

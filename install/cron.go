@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // cronMarker ends the batch's crontab line. Batch names are
@@ -35,15 +37,14 @@ func cronCommand(j *job) string {
 	var b strings.Builder
 	// mkdir: a state folder deleted since the install would otherwise make
 	// the redirection fail, and the night would silently not run.
-	fmt.Fprintf(&b, "mkdir -p %s && cd %s &&", shQuote(j.logDir), shQuote(j.dir))
+	fmt.Fprintf(&b, "mkdir -p %s && cd %s &&", text.ShellQuote(j.logDir), text.ShellQuote(j.dir))
 	for _, e := range j.env {
-		fmt.Fprintf(&b, " %s=%s", e.name, shQuote(e.value))
+		fmt.Fprintf(&b, " %s=%s", e.name, text.ShellQuote(e.value))
 	}
-	fmt.Fprintf(&b, " %s run %s >> %s 2>&1", shQuote(j.bin), shQuote(j.file), shQuote(filepath.Join(j.logDir, "cron.log")))
+	fmt.Fprintf(&b, " %s run %s >> %s 2>&1", text.ShellQuote(j.bin), text.ShellQuote(j.file), text.ShellQuote(filepath.Join(j.logDir, "cron.log")))
 	return b.String()
 }
 
-func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func cronEscape(s string) string { return strings.ReplaceAll(s, "%", `\%`) }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
@@ -53,7 +54,7 @@ func PrintProbe(w io.Writer, rows []ProbeRow) {
 			tools = fmt.Sprint(r.Tools)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, r.Transport, r.Verdict,
-			r.Latency.Round(100*time.Microsecond), tools, dash(short(r.Reason, 100)))
+			r.Latency.Round(100*time.Microsecond), tools, dash(text.OneLine(r.Reason, 100)))
 	}
 	_ = tw.Flush()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // StatusRow is one server in `nightwatch status`.
@@ -134,7 +135,7 @@ func PrintStatus(w io.Writer, rows []StatusRow, now time.Time) {
 			failures += fmt.Sprintf(" (%d in a row)", r.Consecutive)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, status, failures, next, age,
-			dash(short(r.LastError, 60)), source, dash(strings.Join(shadows, ", ")))
+			dash(text.OneLine(r.LastError, 60)), source, dash(strings.Join(shadows, ", ")))
 	}
 	_ = tw.Flush()
 }
@@ -146,11 +147,3 @@ func dash(s string) string {
 	return s
 }
 
-func short(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= max {
-		return s
-	}
-	return string(r[:max-1]) + "…"
-}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // The probers write the few JSON-RPC messages of a handshake by hand: the
@@ -137,18 +139,5 @@ var Version = "dev"
 
 func userAgent() string { return "nightwatch/" + Version }
 
-// clip shortens s to at most n bytes for a reason, on a rune boundary,
-// and flattens it to one line.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+// clip is text.Clip: a reason bounded in bytes, on one line.
+var clip = text.Clip

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // settle is how long Hold waits to see an inhibitor that fails at once
@@ -45,7 +46,7 @@ func Command(goos, reason string, pid int) []string {
 		return []string{"caffeinate", "-i", "-w", strconv.Itoa(pid)}
 	case "linux":
 		return []string{"systemd-inhibit", "--what=sleep:idle", "--who=nightwatch",
-			"--why=" + oneLine(reason), "--mode=block", "sleep", "infinity"}
+			"--why=" + text.OneLine(reason, 0), "--mode=block", "sleep", "infinity"}
 	}
 	return nil
 }
@@ -101,7 +102,7 @@ func hold(ctx context.Context, reason string, p platform) (func(), string, error
 		if msg == "" {
 			msg = proc.ExitDescription(waitErr)
 		}
-		err := fmt.Errorf("%s exited at once: %s", argv[0], oneLine(msg))
+		err := fmt.Errorf("%s exited at once: %s", argv[0], text.OneLine(msg, 0))
 		return noop, "not kept awake: " + err.Error(), err
 	case <-time.After(settle):
 	case <-ctx.Done():
@@ -111,4 +112,3 @@ func hold(ctx context.Context, reason string, p platform) (func(), string, error
 	return release, fmt.Sprintf("kept awake by %s (pid %d)", shown, cmd.Process.Pid), nil
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

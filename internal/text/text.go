@@ -30,3 +30,17 @@ func JoinNonEmpty(sep string, parts ...string) string {
 	}
 	return strings.Join(out, sep)
 }
+
+// Clip folds s to one line and bounds it to max bytes, cut on a rune
+// boundary and ended with "…": for reasons stored in a bounded field.
+func Clip(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -38,3 +38,20 @@ func TestJoinNonEmpty(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"two\nlines  here", 0, "two lines here"},
+		{"abcdefghij", 5, "abcde…"},
+		{"ééé", 3, "é…"}, // é is 2 bytes: never cut inside a rune
+	} {
+		if got := Clip(c.in, c.max); got != c.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}
