@@ -50,4 +50,3 @@ func (e *env) reconnect(context.Context) []Check {
 	}
 	return out
 }
-

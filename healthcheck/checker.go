@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
-	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
 // ReconnectResult is the outcome of one reconnect command.
@@ -547,7 +547,6 @@ func (c *Checker) count(server string, srv *mcpconfig.Server, f Failure) *Entry 
 	}
 	return &after
 }
-
 
 // RecordClientStatus is what a session's stream-json init event says of a
 // server: "failed" (Claude Code could not connect) or "needs-auth" opens

@@ -45,7 +45,6 @@ func cronCommand(j *job) string {
 	return b.String()
 }
 
-
 func cronEscape(s string) string { return strings.ReplaceAll(s, "%", `\%`) }
 
 // updateCrontab replaces the lines carrying marker with line (none when

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
-	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
 // StatusRow is one server in `nightwatch status`.
@@ -146,4 +146,3 @@ func dash(s string) string {
 	}
 	return s
 }
-

@@ -111,4 +111,3 @@ func hold(ctx context.Context, reason string, p platform) (func(), string, error
 	}
 	return release, fmt.Sprintf("kept awake by %s (pid %d)", shown, cmd.Process.Pid), nil
 }
-
