@@ -375,6 +375,11 @@ func stamp(e *Entry, srv *mcpconfig.Server, res probe.Result) {
 	e.Transport = string(srv.Transport)
 	e.Verdict = string(res.Verdict)
 	e.LatencyMs = res.Latency.Milliseconds()
+	if res.Era != "" {
+		e.Era, e.ProtocolVersion = string(res.Era), res.ProtocolVersion
+		e.SupportedVersions = res.SupportedVersions
+	}
+	e.SlowDiscover, e.LegacySSE = res.SlowDiscover, res.LegacySSE
 }
 
 func stampDefinition(e *Entry, srv *mcpconfig.Server) {

@@ -12,8 +12,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -88,6 +90,17 @@ type Entry struct {
 	Verdict   string `json:"verdict,omitempty"`
 	LatencyMs int64  `json:"latencyMs,omitempty"`
 	Transport string `json:"transport,omitempty"`
+	// Era and ProtocolVersion are how the server last spoke to a probe
+	// (modern: server/discover, 2026-07-28; legacy: initialize), and
+	// SupportedVersions what it listed; SlowDiscover: it left
+	// server/discover unanswered (each 2.1.332 session waits ~3 s for it);
+	// LegacySSE: a type http URL that serves the legacy SSE transport
+	// (2.1.197 cannot use it).
+	Era               string   `json:"era,omitempty"`
+	ProtocolVersion   string   `json:"protocolVersion,omitempty"`
+	SupportedVersions []string `json:"supportedVersions,omitempty"`
+	SlowDiscover      bool     `json:"slowDiscover,omitempty"`
+	LegacySSE         bool     `json:"legacySSE,omitempty"`
 	// TrialAt is when one trial call was last let through an open server
 	// (half-open): only a real call can show that an outage the probe
 	// cannot see (an upstream, a session's credentials) is over.
@@ -120,15 +133,21 @@ func (e *Entry) ArticleCode() ArticleCode {
 	return ArticleCodeOf(e.LastFailureCode, e.LastError)
 }
 
-var entryKnownKeys = map[string]bool{}
-
-func init() {
-	for _, k := range []string{"status", "checkedAt", "expiresAt", "failureCount", "lastError",
-		"lastFailureCode", "failureClass", "nextRetryAt", "lastRestoredAt", "source", "restoredBy",
-		"unhealthySince", "verdict", "latencyMs", "transport", "trialAt", "consecutiveFailures", "witness"} {
-		entryKnownKeys[k] = true
+// entryKnownKeys are the JSON keys Entry decodes itself, read from its
+// struct tags so that a new field can never be mistaken for an unknown one
+// (and kept in Extra); lastFailureCode, lastError and failureClass are
+// decoded by hand.
+var entryKnownKeys = func() map[string]bool {
+	keys := map[string]bool{"failureClass": true, "lastFailureCode": true, "lastError": true}
+	t := reflect.TypeOf(Entry{})
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			keys[name] = true
+		}
 	}
-}
+	return keys
+}()
 
 type entryFields Entry // no methods: plain struct decoding
 

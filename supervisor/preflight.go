@@ -138,6 +138,17 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 		}()
 	}
 	wg.Wait()
+	for _, r := range records {
+		if r.Server == nil {
+			continue
+		}
+		if r.Result.SlowDiscover {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("server %q leaves server/discover unanswered: Claude Code 2.1.332 waits about 3 s for it in every session before it falls back to initialize (MCP_PROTOCOL_NEGOTIATION=legacy in the batch's env skips the wait)", r.Server.Name))
+		}
+		if r.Result.LegacySSE {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("server %q is type http but serves the legacy SSE transport: Claude Code 2.1.332 falls back to it, 2.1.197 fails it; write type: sse", r.Server.Name))
+		}
+	}
 	if opts.Store != nil {
 		// One locked write for all verdicts, not one per server in turn.
 		checker.RecordProbes(records)

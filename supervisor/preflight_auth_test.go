@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 )
 
 // Preflight judges a server by the health check's one reachability rule:
@@ -45,5 +48,43 @@ func TestPreflightJudgesA401ByTheReachabilityRule(t *testing.T) {
 				t.Errorf("cache entry %+v; want healthy %v", got, tc.usable)
 			}
 		})
+	}
+}
+
+// A server that leaves server/discover unanswered costs every 2.1.332
+// session about 3 s: preflight says so, and the cache records how the
+// server spoke (era, protocol) for status and the report.
+func TestPreflightWarnsOfAnUnansweredDiscover(t *testing.T) {
+	bin := testkit.BuildTestServer(t)
+	dir := t.TempDir()
+	b := preflightTestBatch(t, dir, preflightTestStdio(bin, "quiet", "ignore-discover"), preflightTestStdio(bin, "modern", "healthy"))
+	store := &healthcheck.Store{Path: filepath.Join(t.TempDir(), "cache.json")}
+	opts := preflightTestOptions(t, store)
+	opts.Warn = func(string) {}
+	rep := Preflight(context.Background(), b, opts)
+	if !rep.Healthy {
+		t.Fatalf("preflight: %+v", rep)
+	}
+	var warned bool
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, `"quiet"`) && strings.Contains(w, "server/discover unanswered") {
+			warned = true
+		}
+		if strings.Contains(w, `"modern"`) {
+			t.Errorf("a warning for the server that answers discover: %s", w)
+		}
+	}
+	if !warned {
+		t.Errorf("no warning of the unanswered discover: %q", rep.Warnings)
+	}
+	f, err := store.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := f.Entry("quiet"); e == nil || e.Era != "legacy" || !e.SlowDiscover || e.ProtocolVersion == "" {
+		t.Errorf("quiet's entry %+v, want legacy era, slow discover and its protocol", e)
+	}
+	if e := f.Entry("modern"); e == nil || e.Era != "modern" || e.SlowDiscover || e.ProtocolVersion != "2026-07-28" {
+		t.Errorf("modern's entry %+v, want modern era 2026-07-28", e)
 	}
 }
