@@ -1,0 +1,77 @@
+package doctor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/install"
+	"github.com/nightwatch-dev/nightwatch/internal/command"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+)
+
+// taskFile writes a UTF-8 task document with one Exec action.
+func taskFile(t *testing.T, home, name, cmd string, args ...string) string {
+	t.Helper()
+	p := filepath.Join(install.SchtasksDir(home), name+".xml")
+	esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
+	write(t, p, `<?xml version="1.0" encoding="UTF-8"?>
+<Task version="1.2" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">
+  <Actions Context="Author"><Exec>
+    <Command>`+esc(cmd)+`</Command>
+    <Arguments>`+esc(command.JoinArgs(args))+`</Arguments>
+    <WorkingDirectory>`+esc(home)+`</WorkingDirectory>
+  </Exec></Actions>
+</Task>
+`)
+	return p
+}
+
+func TestSchtasksTaskChecked(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	e := &env{Options: Options{Home: home}}
+	if got := e.schtasks(ctx); got != nil {
+		t.Fatalf("no task files, yet: %s", dump(got))
+	}
+
+	// What `nightwatch install schtasks` writes (UTF-16) is clean.
+	bin := filepath.Join(home, "bin", "nightwatch")
+	write(t, bin, "#!/bin/sh\n")
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	batch := filepath.Join(home, "night", "night.yaml")
+	write(t, batch, "name: nightly\n")
+	b := &jobs.Batch{File: batch, Dir: filepath.Dir(batch), Name: "nightly", Schedule: "0 2 * * *", StateDir: filepath.Join(home, "state")}
+	p, err := install.PlanInstall(install.Schtasks, install.Options{Binary: bin, Batch: b, Home: home, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := install.Apply(ctx, p, func(context.Context, []string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	mustFind(t, e.schtasks(ctx), "schtasks", OK, "1 task file(s)")
+
+	// The batch file goes away.
+	if err := os.Remove(batch); err != nil {
+		t.Fatal(err)
+	}
+	mustFind(t, e.schtasks(ctx), "schtasks", Fail, "batch file "+batch+" is not there")
+	write(t, batch, "name: nightly\n")
+
+	// Hand-edited tasks.
+	bad := taskFile(t, home, "edited", bin, "--fail-open", "run", batch)
+	mustFind(t, e.schtasks(ctx), "fail-open", Fail, bad, "--fail-open")
+	bad = taskFile(t, home, "edited", `C:\Windows\System32\cmd.exe`, "/c", "set CLAUDE_CODE_SIMPLE=1&& "+bin+" run "+batch)
+	checks := e.schtasks(ctx)
+	mustFind(t, checks, "hooks-off", Fail, bad, "CLAUDE_CODE_SIMPLE=1")
+	mustFind(t, checks, "schtasks", Fail, `C:\Windows\System32\cmd.exe`, "not there")
+	bad = taskFile(t, home, "edited", bin, "run", batch, "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnop")
+	mustFind(t, e.schtasks(ctx), "schtasks", Fail, bad, "secret value")
+	write(t, bad, "<Task><Actions>")
+	mustFind(t, e.schtasks(ctx), "schtasks", Warn, "cannot read task "+bad)
+}
