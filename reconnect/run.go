@@ -118,7 +118,7 @@ func Run(ctx context.Context, argv []string, opts Options) (out Outcome) {
 			return fail("cannot start %s: working directory %s: %s", program, opts.Dir, startProblem(err))
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		return fail("cannot start %s: %s", program, startProblem(err))
 	}
 	waitErr, leftInGroup := proc.WaitLeft(cmd)

@@ -125,7 +125,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	cmd.Stdout = pw
 	cmd.Stderr = stderr
 
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		pw.Close()
 		if ctx.Err() != nil { // stopped before it could start
 			out.KilledBy = "stopped"

@@ -81,7 +81,7 @@ func runNotifyCommand(ctx context.Context, argv []string, text string) error {
 	cmd.Stdin = strings.NewReader(text)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		return fmt.Errorf("notify command %s: %w", argv[0], err)
 	}
 	if err := proc.Wait(cmd); err != nil {

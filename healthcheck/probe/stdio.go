@@ -188,7 +188,7 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	cmd.Stdout = stdoutW
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		s.stdin.Close()
 		stdoutR.Close()
 		stdoutW.Close()
