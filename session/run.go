@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 )
 
@@ -39,7 +40,7 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 		args = append(args, "--allowedTools")
 		args = append(args, job.AllowedTools...)
 	}
-	cmd := exec.CommandContext(ctx, b.Agent.Command, args...)
+	cmd := command.CommandContext(ctx, nil, b.Agent.Command, args...)
 	cmd.Dir = job.Cwd
 	cmd.Env = commandEnviron(spec)
 	if viaStdin {
