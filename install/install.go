@@ -243,7 +243,7 @@ func absPath(what, p string) error {
 	switch {
 	case p == "":
 		return fmt.Errorf("install: the %s is not set", what)
-	case strings.HasPrefix(p, "~") || strings.Contains(p, "/~"):
+	case strings.HasPrefix(p, "~") || strings.Contains(p, "/~") || strings.Contains(p, `\~`):
 		return fmt.Errorf("install: the %s %q contains a ~: launchd and cron do not expand it; write the path out in full", what, p)
 	case !filepath.IsAbs(p):
 		return fmt.Errorf("install: the %s %q is relative: the scheduler starts the night in another folder; give an absolute path", what, p)

@@ -510,3 +510,17 @@ func TestCheckBinaryByPlatform(t *testing.T) {
 		t.Error("a file without an execute bit accepted on Linux")
 	}
 }
+
+// TestWindowsPathsWithTilde: a "~" starting a component of a Windows path
+// is refused as on the other platforms; an 8.3 short name's "~" is not.
+func TestWindowsPathsWithTilde(t *testing.T) {
+	if err := absPath("batch folder", `C:\Users\~\night`); err == nil || !strings.Contains(err.Error(), "contains a ~") {
+		t.Errorf(`C:\Users\~\night: %v`, err)
+	}
+	if err := absPath("batch folder", `~\night`); err == nil {
+		t.Error(`~\night accepted`)
+	}
+	if err := absPath("batch folder", `C:\PROGRA~1\night`); err != nil && strings.Contains(err.Error(), "contains a ~") {
+		t.Errorf("an 8.3 short name refused: %v", err)
+	}
+}
