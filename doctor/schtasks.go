@@ -9,13 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf16"
 
 	"github.com/nightwatch-dev/nightwatch/install"
 	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 )
 
@@ -28,7 +31,7 @@ const schtasksTitle = "Task Scheduler task"
 // more, a secret written into it. Task Scheduler keeps its own copy of a
 // registered task; an edit made in its window afterwards is not seen here
 // (`schtasks /Query /XML /TN \nightwatch\<name>` shows it).
-func (e *env) schtasks(context.Context) []Check {
+func (e *env) schtasks(ctx context.Context) []Check {
 	files := globFiles(install.SchtasksDir(e.Home), "*.xml")
 	if len(files) == 0 {
 		return nil
@@ -50,6 +53,26 @@ func (e *env) schtasks(context.Context) []Check {
 		if err != nil {
 			add("schtasks", Warn, fmt.Sprintf("cannot read task %s: %v", p, err), "reinstall it: nightwatch install schtasks FILE")
 			continue
+		}
+		if queryRegistered {
+			// What Task Scheduler runs is its own copy: read it back.
+			name := install.SchtasksName(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "nightwatch-"), ".xml"))
+			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			data, err := queryTask(qctx, name)
+			cancel()
+			var registered []taskExec
+			if err == nil {
+				registered, err = parseTaskXML(data)
+			}
+			switch {
+			case err != nil:
+				add("schtasks", Warn, fmt.Sprintf("%s is there but the task %s cannot be read back from Task Scheduler: %v (not registered?)", p, name, err),
+					"register it again: nightwatch install schtasks FILE")
+			case !slices.Equal(registered, execs):
+				add("schtasks", Warn, fmt.Sprintf("the registered task %s runs something else than %s (edited in Task Scheduler?); the registered one is checked", name, p),
+					"reinstall it: nightwatch install schtasks FILE")
+				execs, p = registered, name
+			}
 		}
 		for _, x := range execs {
 			line := x.Command + " " + x.Arguments
@@ -90,6 +113,25 @@ func (e *env) schtasks(context.Context) []Check {
 	return out
 }
 
+// queryRegistered says whether doctor reads each task back from Task
+// Scheduler (only Windows has one); queryTask does it. Tests replace both.
+var (
+	queryRegistered = runtime.GOOS == "windows"
+	queryTask       = func(ctx context.Context, name string) ([]byte, error) {
+		cmd := command.CommandContext(ctx, nil, "schtasks", "/Query", "/XML", "/TN", name)
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		proc.Prepare(cmd, time.Second)
+		if err := proc.Start(cmd); err != nil {
+			return nil, err
+		}
+		if err := proc.Wait(cmd); err != nil {
+			return nil, fmt.Errorf("schtasks /Query: %s: %s", proc.ExitDescription(err), strings.TrimSpace(stderr.String()))
+		}
+		return out.Bytes(), nil
+	}
+)
+
 // hooksOffAssign finds an inline assignment of a hook-off variable
 // (`set CLAUDE_CODE_SIMPLE=1&& …` in a cmd.exe command line).
 var hooksOffAssign = regexp.MustCompile(`\b(?:` + strings.Join(hooksOffEnv, "|") + `)=("[^"]*"|\S*)`)
@@ -124,6 +166,16 @@ func readTaskXML(path string) ([]taskExec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	return parseTaskXML(data)
+}
+
+// parseTaskXML reads the Exec actions of a task document: UTF-16 with a
+// byte-order mark, UTF-16LE without one (as a console program may write
+// it), or UTF-8.
+func parseTaskXML(data []byte) ([]taskExec, error) {
+	if len(data) >= 2 && data[0] == '<' && data[1] == 0 {
+		data = append([]byte{0xFF, 0xFE}, data...)
 	}
 	if bytes.HasPrefix(data, []byte{0xFF, 0xFE}) || bytes.HasPrefix(data, []byte{0xFE, 0xFF}) {
 		if len(data)%2 != 0 {

@@ -2,11 +2,13 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/nightwatch-dev/nightwatch/install"
 	"github.com/nightwatch-dev/nightwatch/internal/command"
@@ -31,6 +33,9 @@ func taskFile(t *testing.T, home, name, cmd string, args ...string) string {
 }
 
 func TestSchtasksTaskChecked(t *testing.T) {
+	registered := queryRegistered
+	queryRegistered = false // the task files alone; TestSchtasksRegisteredTask reads them back
+	t.Cleanup(func() { queryRegistered = registered })
 	ctx := context.Background()
 	home := t.TempDir()
 	e := &env{Options: Options{Home: home}}
@@ -74,4 +79,50 @@ func TestSchtasksTaskChecked(t *testing.T) {
 	mustFind(t, e.schtasks(ctx), "schtasks", Fail, bad, "secret value")
 	write(t, bad, "<Task><Actions>")
 	mustFind(t, e.schtasks(ctx), "schtasks", Warn, "cannot read task "+bad)
+}
+
+// TestSchtasksRegisteredTask: on Windows doctor reads each task back from
+// Task Scheduler (here a fake schtasks /Query) and checks that copy.
+func TestSchtasksRegisteredTask(t *testing.T) {
+	registered, query := queryRegistered, queryTask
+	t.Cleanup(func() { queryRegistered, queryTask = registered, query })
+	queryRegistered = true
+	ctx := context.Background()
+	home := t.TempDir()
+	e := &env{Options: Options{Home: home}}
+	bin := filepath.Join(home, "nightwatch")
+	write(t, bin, "")
+	batch := filepath.Join(home, "night.yaml")
+	write(t, batch, "")
+	file := taskFile(t, home, "nightwatch-nightly", bin, "run", batch)
+
+	var asked []string
+	answer := map[string][]byte{}
+	queryTask = func(_ context.Context, name string) ([]byte, error) {
+		asked = append(asked, name)
+		if a, ok := answer[name]; ok {
+			return a, nil
+		}
+		return nil, errors.New("ERROR: The system cannot find the file specified.")
+	}
+	mustFind(t, e.schtasks(ctx), "schtasks", Warn, file, `\nightwatch\nightly cannot be read back`)
+	if len(asked) != 1 || asked[0] != `\nightwatch\nightly` {
+		t.Errorf("asked for %q", asked)
+	}
+
+	// Registered as written (UTF-16LE without a BOM, as a console writes).
+	raw, _ := os.ReadFile(file)
+	var le []byte
+	for _, u := range utf16.Encode([]rune(string(raw))) {
+		le = append(le, byte(u), byte(u>>8))
+	}
+	answer[`\nightwatch\nightly`] = le
+	mustFind(t, e.schtasks(ctx), "schtasks", OK, "1 task file(s)")
+
+	// Edited in Task Scheduler: the registered copy turns fail-open on.
+	edited := taskFile(t, t.TempDir(), "x", bin, "--fail-open", "run", batch)
+	answer[`\nightwatch\nightly`], _ = os.ReadFile(edited)
+	checks := e.schtasks(ctx)
+	mustFind(t, checks, "schtasks", Warn, "runs something else than "+file)
+	mustFind(t, checks, "fail-open", Fail, `\nightwatch\nightly`, "--fail-open")
 }
