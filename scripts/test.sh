@@ -39,7 +39,7 @@ echo "== Windows test binaries"
 # runtime needs ProcessPrng (bcryptprimitives.dll), which Debian's Wine 8.0
 # lacks, so under that Wine they stop before main. NIGHTWATCH_WINE=1 tries.
 wintests=$(mktemp -d)
-for pkg in ./internal/proc ./internal/atomicfile ./internal/command ./install ./mcpconfig; do
+for pkg in ./internal/proc ./internal/atomicfile ./internal/command ./install ./mcpconfig ./jobs ./doctor; do
   GOOS=windows GOARCH=amd64 go test -c -o "$wintests/$(basename "$pkg").test.exe" "$pkg"
 done
 if [ "${NIGHTWATCH_WINE:-}" = 1 ] && command -v wine64 >/dev/null 2>&1; then
