@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,9 @@ func TestSchtasksTaskChecked(t *testing.T) {
 
 	// What `nightwatch install schtasks` writes (UTF-16) is clean.
 	bin := filepath.Join(home, "bin", "nightwatch")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
 	write(t, bin, "#!/bin/sh\n")
 	if err := os.Chmod(bin, 0o755); err != nil {
 		t.Fatal(err)
@@ -71,10 +75,10 @@ func TestSchtasksTaskChecked(t *testing.T) {
 	// Hand-edited tasks.
 	bad := taskFile(t, home, "edited", bin, "--fail-open", "run", batch)
 	mustFind(t, e.schtasks(ctx), "fail-open", Fail, bad, "--fail-open")
-	bad = taskFile(t, home, "edited", `C:\Windows\System32\cmd.exe`, "/c", "set CLAUDE_CODE_SIMPLE=1&& "+bin+" run "+batch)
+	bad = taskFile(t, home, "edited", `C:\nowhere\cmd.exe`, "/c", "set CLAUDE_CODE_SIMPLE=1&& "+bin+" run "+batch)
 	checks := e.schtasks(ctx)
 	mustFind(t, checks, "hooks-off", Fail, bad, "CLAUDE_CODE_SIMPLE=1")
-	mustFind(t, checks, "schtasks", Fail, `C:\Windows\System32\cmd.exe`, "not there")
+	mustFind(t, checks, "schtasks", Fail, `C:\nowhere\cmd.exe`, "not there")
 	bad = taskFile(t, home, "edited", bin, "run", batch, "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnop")
 	mustFind(t, e.schtasks(ctx), "schtasks", Fail, bad, "secret value")
 	write(t, bad, "<Task><Actions>")
