@@ -74,4 +74,3 @@ func TestSchtasksApplyThroughSchtasks(t *testing.T) {
 		t.Errorf("schtasks ran:\n%s\nwant:\n%s", got, want)
 	}
 }
-
