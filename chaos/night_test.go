@@ -206,7 +206,7 @@ func (w *world) startHTTP(name string) string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		w.t.Fatal(err)
 	}
 	w.t.Cleanup(func() { cancel(); _ = proc.Wait(cmd) })

@@ -92,7 +92,7 @@ func runVersion(ctx context.Context, bin string) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	proc.Prepare(cmd, 500*time.Millisecond)
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		return "", err
 	}
 	if err := proc.Wait(cmd); err != nil {

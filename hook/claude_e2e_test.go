@@ -125,7 +125,7 @@ func (n *night) status() string {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	proc.Prepare(cmd, time.Second)
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		n.t.Fatal(err)
 	}
 	if err := proc.Wait(cmd); err != nil {
@@ -356,7 +356,7 @@ func startHTTPServerProcess(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,9 @@ func newFixture(t *testing.T, dirName string) *fixture {
 		}
 	}
 	f.bin = filepath.Join(root, "bin", "nightwatch")
+	if runtime.GOOS == "windows" {
+		f.bin += ".exe" // an executable there is named so, not marked
+	}
 	script := "#!/bin/sh\n{ pwd; for a in \"$@\"; do echo \"arg=$a\"; done; env; } > \"$(dirname \"$0\")/../ran\"\n"
 	if err := os.WriteFile(f.bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package install puts a batch on the machine's own scheduler: a launchd
-// agent (macOS), a systemd user service and timer, or a crontab line. Each
-// runs `<nightwatch> run <batch file>` at the batch's schedule.
+// agent (macOS), a systemd user service and timer, a crontab line, or a
+// Task Scheduler task (Windows). Each runs `<nightwatch> run <batch file>`
+// at the batch's schedule.
 //
 // The night runs without the login shell: launchd expands no `~`, starts
 // in /, and has none of the variables the shell's rc files export. So the
@@ -19,8 +20,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
@@ -32,13 +35,14 @@ import (
 type Kind string
 
 const (
-	Launchd Kind = "launchd"
-	Systemd Kind = "systemd"
-	Cron    Kind = "cron"
+	Launchd  Kind = "launchd"
+	Systemd  Kind = "systemd"
+	Cron     Kind = "cron"
+	Schtasks Kind = "schtasks"
 )
 
 // Kinds lists the schedulers, for flag help and errors.
-var Kinds = []Kind{Launchd, Systemd, Cron}
+var Kinds = []Kind{Launchd, Systemd, Cron, Schtasks}
 
 // Plan is everything an install or uninstall would do. PlanInstall and
 // PlanUninstall only compute it (that is --dry-run); Apply does it.
@@ -72,6 +76,9 @@ type File struct {
 	Path    string
 	Mode    os.FileMode
 	Content []byte
+	// UTF16 writes Content (UTF-8 text) as UTF-16LE with a byte-order
+	// mark: the task XML, in the encoding Task Scheduler exports.
+	UTF16 bool
 }
 
 // Options say what to install and for whom.
@@ -84,6 +91,12 @@ type Options struct {
 	// values the batch takes from the process come from now.
 	Getenv func(string) (string, bool)
 	LogDir string // default <state_dir>/logs
+	// Now dates the first Task Scheduler trigger (the day after); nil =
+	// time.Now.
+	Now func() time.Time
+	// GOOS is the platform the binary is checked for ("" = this one): a
+	// Windows executable has no execute bit, it is an .exe.
+	GOOS string
 }
 
 // fileMode is every generated file's mode: they may hold API keys, which
@@ -119,6 +132,12 @@ func PlanInstall(kind Kind, o Options) (*Plan, error) {
 		p, err = planSystemd(j)
 	case Cron:
 		p, err = planCron(j)
+	case Schtasks:
+		now := time.Now
+		if o.Now != nil {
+			now = o.Now
+		}
+		p, err = planSchtasks(j, now())
 	}
 	if err != nil {
 		return nil, err
@@ -158,6 +177,9 @@ func PlanUninstall(kind Kind, o Options) (*Plan, error) {
 		p.Commands = [][]string{{"systemctl", "--user", "daemon-reload"}}
 	case Cron:
 		p.CrontabMarker = cronMarker(name)
+	case Schtasks:
+		p.Prepare = [][]string{{"schtasks", "/Delete", "/TN", SchtasksName(name), "/F"}}
+		p.Remove = []string{schtasksXMLPath(o.Home, name)}
 	}
 	p.Notes = append(p.Notes, "log files are left in place")
 	return p, nil
@@ -165,7 +187,7 @@ func PlanUninstall(kind Kind, o Options) (*Plan, error) {
 
 func checkKind(kind Kind) error {
 	if !slices.Contains(Kinds, kind) {
-		return fmt.Errorf("install: unknown scheduler %q (want launchd, systemd or cron)", kind)
+		return fmt.Errorf("install: unknown scheduler %q (want launchd, systemd, cron or schtasks)", kind)
 	}
 	return nil
 }
@@ -195,7 +217,11 @@ func prepare(kind Kind, o Options) (*job, error) {
 			return nil, err
 		}
 	}
-	if err := checkBinary(j.bin); err != nil {
+	goos := o.GOOS
+	if goos == "" {
+		goos = runtime.GOOS
+	}
+	if err := checkBinary(j.bin, goos); err != nil {
 		return nil, err
 	}
 	var err error
@@ -217,7 +243,7 @@ func absPath(what, p string) error {
 	switch {
 	case p == "":
 		return fmt.Errorf("install: the %s is not set", what)
-	case strings.HasPrefix(p, "~") || strings.Contains(p, "/~"):
+	case strings.HasPrefix(p, "~") || strings.Contains(p, "/~") || strings.Contains(p, `\~`):
 		return fmt.Errorf("install: the %s %q contains a ~: launchd and cron do not expand it; write the path out in full", what, p)
 	case !filepath.IsAbs(p):
 		return fmt.Errorf("install: the %s %q is relative: the scheduler starts the night in another folder; give an absolute path", what, p)
@@ -226,8 +252,10 @@ func absPath(what, p string) error {
 }
 
 // checkBinary makes sure the night will find the program: a `go run`
-// binary lives in a temporary folder that is gone by 2 a.m.
-func checkBinary(p string) error {
+// binary lives in a temporary folder that is gone by 2 a.m. On Windows a
+// file is executable by its extension, not by a mode bit (Go reports 0666
+// for every writable file there).
+func checkBinary(p, goos string) error {
 	if strings.Contains(p, string(filepath.Separator)+"go-build") {
 		return fmt.Errorf("install: %s is a temporary `go run` binary; build or install nightwatch and run the installer from there", p)
 	}
@@ -235,7 +263,11 @@ func checkBinary(p string) error {
 	if err != nil {
 		return fmt.Errorf("install: nightwatch binary: %w", err)
 	}
-	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+	executable := fi.Mode().Perm()&0o111 != 0
+	if goos == "windows" {
+		executable = strings.EqualFold(filepath.Ext(p), ".exe")
+	}
+	if !fi.Mode().IsRegular() || !executable {
 		return fmt.Errorf("install: nightwatch binary %s is not an executable file", p)
 	}
 	return nil
@@ -383,7 +415,11 @@ func Apply(ctx context.Context, p *Plan, run func(ctx context.Context, argv []st
 		if mode == 0 {
 			mode = fileMode
 		}
-		if err := atomicfile.WriteFile(f.Path, f.Content, mode); err != nil {
+		content := f.Content
+		if f.UTF16 {
+			content = utf16LE(content)
+		}
+		if err := atomicfile.WriteFile(f.Path, content, mode); err != nil {
 			return fmt.Errorf("install: %w", err)
 		}
 	}
@@ -430,7 +466,11 @@ func (p *Plan) Print(w io.Writer) {
 		fmt.Fprintf(w, "\nmkdir -p -m 0700 %s\n", d)
 	}
 	for _, f := range p.Files {
-		fmt.Fprintf(w, "\n--- write %s (mode %#o)\n%s", f.Path, f.Mode.Perm(), mask(string(f.Content)))
+		enc := ""
+		if f.UTF16 {
+			enc = ", as UTF-16LE"
+		}
+		fmt.Fprintf(w, "\n--- write %s (mode %#o%s)\n%s", f.Path, f.Mode.Perm(), enc, mask(string(f.Content)))
 		if !bytes.HasSuffix(f.Content, []byte("\n")) {
 			fmt.Fprintln(w)
 		}

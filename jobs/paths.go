@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+
+	"github.com/nightwatch-dev/nightwatch/internal/command"
 )
 
 // path makes a path from the batch file absolute: a leading "~" or "~/" is
@@ -56,7 +59,7 @@ func (l *loader) executable(cmd string, line int, field string, mustExist bool) 
 		l.problem(line, field, "must not be empty")
 		return "", false
 	}
-	if strings.Contains(cmd, "/") {
+	if command.IsPath(cmd, runtime.GOOS) {
 		p, ok := l.path(cmd, line, field)
 		if !ok {
 			return "", false
@@ -88,6 +91,10 @@ func (l *loader) executable(cmd string, line int, field string, mustExist bool) 
 // process's. Relative PATH entries are skipped: they would resolve against
 // whatever folder the supervisor runs in.
 func lookPath(name, pathList string) (string, bool) {
+	if runtime.GOOS == "windows" { // PATHEXT: npx is npx.cmd
+		p, err := command.FindWindows(name, command.Env{GOOS: "windows", Path: pathList, PathExt: os.Getenv("PATHEXT")})
+		return p, err == nil
+	}
 	for _, dir := range filepath.SplitList(pathList) {
 		if !filepath.IsAbs(dir) {
 			continue
@@ -101,6 +108,10 @@ func lookPath(name, pathList string) (string, bool) {
 }
 
 func checkExecutable(p string) error {
+	if runtime.GOOS == "windows" { // no execute bit: an extension in PATHEXT
+		_, err := command.FindWindows(p, command.Env{GOOS: "windows", PathExt: os.Getenv("PATHEXT")})
+		return err
+	}
 	fi, err := os.Stat(p)
 	if err != nil {
 		if os.IsNotExist(err) {

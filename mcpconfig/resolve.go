@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -280,6 +281,11 @@ func nearestProject[V any](projects map[string]V, cwd string) (string, bool) {
 
 // isWithin reports whether path is dir or lies below it. Both are clean.
 func isWithin(path, dir string) bool {
+	if runtime.GOOS == "windows" {
+		// Claude Code keys projects "C:/Users/…" or "c:/…" as its cwd was
+		// spelled; Clean has turned the slashes, NTFS ignores the case.
+		path, dir = strings.ToLower(path), strings.ToLower(dir)
+	}
 	if path == dir {
 		return true
 	}

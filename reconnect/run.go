@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 )
@@ -103,7 +104,7 @@ func Run(ctx context.Context, argv []string, opts Options) (out Outcome) {
 	// exec.CommandContext looks a bare name up in PATH (and keeps a path
 	// with a slash as it is, relative to Dir); a failed look-up surfaces at
 	// Start.
-	cmd := exec.CommandContext(runCtx, program, argv[1:]...)
+	cmd := command.CommandContext(runCtx, opts.Env, program, argv[1:]...)
 	cmd.Dir = opts.Dir
 	cmd.Env = opts.Env
 	output := &tailBuffer{limit: captureLimit}
@@ -118,7 +119,7 @@ func Run(ctx context.Context, argv []string, opts Options) (out Outcome) {
 			return fail("cannot start %s: working directory %s: %s", program, opts.Dir, startProblem(err))
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		return fail("cannot start %s: %s", program, startProblem(err))
 	}
 	waitErr, leftInGroup := proc.WaitLeft(cmd)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 )
 
@@ -40,7 +41,7 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 		args = append(args, "--allowedTools")
 		args = append(args, allowed...)
 	}
-	cmd := exec.CommandContext(ctx, b.Agent.Command, args...)
+	cmd := command.CommandContext(ctx, nil, b.Agent.Command, args...)
 	cmd.Dir = job.Cwd
 	cmd.Env = commandEnviron(spec)
 	if viaStdin {
@@ -126,7 +127,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	cmd.Stdout = pw
 	cmd.Stderr = stderr
 
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		pw.Close()
 		if ctx.Err() != nil { // stopped before it could start
 			out.KilledBy = "stopped"

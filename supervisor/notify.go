@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/rs/zerolog"
 
+	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -76,12 +76,12 @@ func postWebhook(ctx context.Context, url, text string, log zerolog.Logger) erro
 func runNotifyCommand(ctx context.Context, argv []string, text string) error {
 	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd := command.CommandContext(ctx, nil, argv[0], argv[1:]...)
 	proc.Prepare(cmd, 2*time.Second)
 	cmd.Stdin = strings.NewReader(text)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		return fmt.Errorf("notify command %s: %w", argv[0], err)
 	}
 	if err := proc.Wait(cmd); err != nil {

@@ -20,7 +20,7 @@ func processStartID(pid int) string {
 	proc.Prepare(cmd, time.Second)
 	var out bytes.Buffer
 	cmd.Stdout = &out
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		return ""
 	}
 	if err := proc.Wait(cmd); err != nil {

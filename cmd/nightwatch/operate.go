@@ -54,12 +54,12 @@ cron give no login shell), not your shell's. Exit 1 when any check fails.`,
 
 func newInstallCmd(uninstall bool) *cobra.Command {
 	var dryRun bool
-	use, short := "install", "Install the batch on a scheduler: launchd (macOS), systemd (user timer) or cron"
+	use, short := "install", "Install the batch on a scheduler: launchd (macOS), systemd (user timer), cron or schtasks (Windows Task Scheduler)"
 	if uninstall {
 		use, short = "uninstall", "Remove what `nightwatch install` installed"
 	}
 	cmd := &cobra.Command{
-		Use:   use + " launchd|systemd|cron FILE",
+		Use:   use + " launchd|systemd|cron|schtasks FILE",
 		Short: short,
 		Long: short + `.
 The generated files use absolute paths only (the binary, the batch, the logs), spell out the

@@ -101,7 +101,7 @@ func startServerEverything(t testing.TB, transport string) string {
 	stderr.max = 4 << 10
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	proc.Prepare(cmd, 200*time.Millisecond)
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		t.Fatalf("starting server-everything: %v", err)
 	}
 	t.Cleanup(func() {

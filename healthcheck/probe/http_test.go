@@ -441,7 +441,7 @@ func startURLServer(t *testing.T, cmd *exec.Cmd) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

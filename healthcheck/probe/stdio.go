@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
@@ -179,7 +180,7 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 	}
 	// A context of its own: a respawn stops this process, not the probe.
 	ctx, cancel := context.WithCancel(ctx)
-	cmd := exec.CommandContext(ctx, path, srv.Args...)
+	cmd := command.CommandContext(ctx, env, path, srv.Args...)
 	cmd.Args[0] = srv.Command
 	cmd.Env = env
 	cmd.Dir = opts.Cwd
@@ -207,7 +208,7 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	cmd.Stdout = stdoutW
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		s.stdin.Close()
 		stdoutR.Close()
 		stdoutW.Close()

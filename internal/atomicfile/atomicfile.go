@@ -19,8 +19,8 @@ const Mode os.FileMode = 0o600
 // at path is refused rather than followed, so a planted link cannot redirect
 // nightwatch's writes to another file.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("write %s: refusing to replace a symlink", path)
+	if fi, err := os.Lstat(path); err == nil && linkLike(fi.Mode()) {
+		return fmt.Errorf("write %s: refusing to replace a symlink (or a junction)", path)
 	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -47,7 +47,10 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmpName, path); err != nil {
+	if err := restrict(tmpName, perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := rename(tmpName, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	ok = true
@@ -59,8 +62,8 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // single write call, so concurrent appenders never interleave inside a line,
 // and fsyncs it: a journal line that was reported written survives a crash.
 func AppendLine(path string, line []byte) error {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("append %s: refusing to write through a symlink", path)
+	if fi, err := os.Lstat(path); err == nil && linkLike(fi.Mode()) {
+		return fmt.Errorf("append %s: refusing to write through a symlink (or a junction)", path)
 	}
 	f, err := openAppend(path)
 	if err != nil {
@@ -116,12 +119,25 @@ func OpenLog(path string) (*os.File, error) {
 // return at once instead of waiting for a reader, and what is not a
 // regular file is refused.
 func openAppend(path string) (*os.File, error) {
+	// Windows has no O_NOFOLLOW: the Lstat is its only refusal of a link
+	// (creating one there takes a privilege or Developer Mode; a junction
+	// needs none but names a folder, which the open below refuses).
+	fi, err := os.Lstat(path)
+	if err == nil && linkLike(fi.Mode()) {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("refusing to write through a symlink (or a junction)")}
+	}
+	created := err != nil
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow|nonBlock, Mode)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
+	if created {
+		if err := restrict(path, Mode); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+	}
+	if fi, err = f.Stat(); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
@@ -143,6 +159,9 @@ func CreateNew(path string) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
+	if err := restrict(path, Mode); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
 	syncDir(filepath.Dir(path))
 	return nil
 }
@@ -152,15 +171,22 @@ func CreateNew(path string) error {
 // not a regular file is refused. Lock files start this way: flock opens
 // its file with O_CREATE, which would create a planted link's target.
 func EnsureFile(path string) error {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symlink; refusing to use it", path)
+	fi, err := os.Lstat(path)
+	if err == nil && linkLike(fi.Mode()) {
+		return fmt.Errorf("%s is a symlink (or a junction); refusing to use it", path)
 	}
+	created := err != nil
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|noFollow|nonBlock, Mode)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	if created {
+		if err := restrict(path, Mode); err != nil {
+			return err
+		}
+	}
+	fi, err = f.Stat()
 	if err != nil {
 		return err
 	}

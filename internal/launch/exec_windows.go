@@ -10,11 +10,12 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 )
 
 func execve(path string, argv, env []string) error {
-	cmd := exec.CommandContext(context.Background(), path, argv[1:]...)
+	cmd := command.CommandContext(context.Background(), env, path, argv[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	proc.Prepare(cmd, 2*time.Second)

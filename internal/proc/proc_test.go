@@ -27,7 +27,7 @@ func startDetached(t *testing.T, prepare func(*exec.Cmd, time.Duration)) (cmd *e
 		t.Fatal(err)
 	}
 	prepare(cmd, 200*time.Millisecond)
-	if err := cmd.Start(); err != nil {
+	if err := Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')

@@ -150,7 +150,7 @@ func RunClaude(t testing.TB, api *fakeapi.Server, r ClaudeRun) ClaudeResult {
 
 	res := ClaudeResult{Args: args}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		t.Fatalf("testkit: start %s: %v", bin, err)
 	}
 	_ = proc.Wait(cmd)

@@ -268,7 +268,7 @@ func runNpmCI(dir string) ([]byte, error) {
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	proc.Prepare(cmd, 10*time.Second)
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		return nil, err
 	}
 	err := proc.Wait(cmd)
