@@ -323,8 +323,11 @@ func (e *env) claudeConfigDirs() []string {
 // managedSettingsDir is where Claude Code reads the organisation's managed
 // settings on this OS.
 func managedSettingsDir() string {
-	if runtime.GOOS == "darwin" {
+	switch runtime.GOOS {
+	case "darwin":
 		return "/Library/Application Support/ClaudeCode"
+	case "windows":
+		return `C:\ProgramData\ClaudeCode`
 	}
 	return "/etc/claude-code"
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -398,6 +399,12 @@ func readLines(r io.Reader, out chan<- []byte, stop <-chan struct{}) {
 // environment, not nightwatch's: Claude Code (Node's spawn) does the same,
 // and a config may set its own PATH.
 func resolveCommand(name string, env []string, cwd string) (string, error) {
+	if runtime.GOOS == "windows" {
+		// PATHEXT, "Path" in any case, "\" and drive letters, no
+		// execute bit: as Claude Code finds npx as npx.cmd.
+		return command.FindWindows(name, command.Env{GOOS: "windows",
+			Path: envValueFold(env, "PATH"), PathExt: envValueFold(env, "PATHEXT"), ComSpec: envValueFold(env, "COMSPEC")})
+	}
 	if strings.ContainsRune(name, '/') {
 		return name, nil
 	}
@@ -424,6 +431,18 @@ func resolveCommand(name string, env []string, cwd string) (string, error) {
 func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// envValueFold is envValue with the name matched without case, as
+// Windows reads its environment.
+func envValueFold(env []string, name string) string {
+	value := ""
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.EqualFold(k, name) {
+			value = v
+		}
+	}
+	return value
 }
 
 func envValue(env []string, name string) string {
