@@ -44,7 +44,7 @@ func (e *env) entrySecrets(context.Context) []Check {
 			if v == "" || k == "PATH" || k == "HOME" {
 				continue
 			}
-			if envFile[k] || (redact.SensitiveName(k) && !notCredentialName(k)) || slices.Contains(secretValues, v) {
+			if envFile[k] || (redact.SensitiveName(k) && !redact.NotCredential(k)) || slices.Contains(secretValues, v) {
 				names = append(names, k)
 			}
 		}
@@ -65,14 +65,4 @@ func (e *env) entrySecrets(context.Context) []Check {
 		out = append(out, ok("entry-secrets", entrySecretsTitle, "no installed launchd agent or systemd unit of nightwatch holds a secret value"))
 	}
 	return out
-}
-
-// notCredentialName are variables whose names look sensitive but whose
-// values are paths or ids (the shell's and the desktop's).
-func notCredentialName(k string) bool {
-	switch k {
-	case "PWD", "OLDPWD", "SSH_AUTH_SOCK", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "DESKTOP_SESSION", "SESSION_MANAGER":
-		return true
-	}
-	return strings.HasPrefix(k, "XDG_SESSION_")
 }

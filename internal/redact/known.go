@@ -41,13 +41,13 @@ func Remember(secrets ...string) {
 
 // RememberEnv remembers the value of every sensitive-named variable
 // (SensitiveName) of a KEY=VALUE list, except the shell's and the
-// desktop's own variables whose names only look sensitive (notCredential):
+// desktop's own variables whose names only look sensitive (NotCredential):
 // remembering PWD would redact the working folder from every path shown,
 // XDG_SESSION_CLASS=user every "user".
 func RememberEnv(env []string) {
 	var values []string
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && SensitiveName(k) && !notCredential(k) {
+		if k, v, ok := strings.Cut(kv, "="); ok && SensitiveName(k) && !NotCredential(k) {
 			values = append(values, v)
 		}
 	}
@@ -63,7 +63,9 @@ var notCredentialNames = map[string]bool{
 	"SSH_AUTH_SOCK": true, "XAUTHORITY": true, "GPG_AGENT_INFO": true,
 }
 
-func notCredential(name string) bool {
+// NotCredential reports a variable whose name looks sensitive but whose
+// value is a path, an id or a word (notCredentialNames, XDG_SESSION_*).
+func NotCredential(name string) bool {
 	return notCredentialNames[name] || strings.HasPrefix(name, "XDG_SESSION_")
 }
 
