@@ -1,11 +1,17 @@
 package doctor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
+	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 )
 
@@ -24,7 +30,7 @@ const entrySecretsMinLen = 8
 // such a variable. The check names the variables, never their values; the
 // fix is to install again (the installer writes no secret any more, and
 // `run` reads env_file itself).
-func (e *env) entrySecrets(context.Context) []Check {
+func (e *env) entrySecrets(ctx context.Context) []Check {
 	envFile := map[string]bool{}
 	var secretValues []string
 	if e.batch != nil {
@@ -38,7 +44,7 @@ func (e *env) entrySecrets(context.Context) []Check {
 		}
 	}
 	var out []Check
-	for _, ent := range e.installedEntries() {
+	for _, ent := range append(e.installedEntries(), e.cronEntries(ctx)...) {
 		var names []string
 		for k, v := range ent.env {
 			if v == "" || k == "PATH" || k == "HOME" {
@@ -62,7 +68,55 @@ func (e *env) entrySecrets(context.Context) []Check {
 			Fix: fmt.Sprintf("nightwatch install %s %s again: the new entry names the batch and its env_file, and carries no secret value", ent.kind, batch)})
 	}
 	if len(out) == 0 {
-		out = append(out, ok("entry-secrets", entrySecretsTitle, "no installed launchd agent or systemd unit of nightwatch holds a secret value"))
+		out = append(out, ok("entry-secrets", entrySecretsTitle, "no installed launchd agent, systemd unit or crontab line of nightwatch holds a secret value"))
+	}
+	return out
+}
+
+// cronAssign is one NAME='value' of a crontab line nightwatch installed
+// (install/cron.go quotes every word with single quotes, ' as '\”).
+var cronAssign = regexp.MustCompile(`(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)='((?:[^']|'\\'')*)'`)
+
+// cronEntries reads the user's crontab (`crontab -l`, found in the
+// operator's PATH, at most 5 s) for nightwatch's lines ("# nightwatch:"
+// marker) that run this batch (every one without a batch), with the
+// variables each line assigns. No crontab command, or no crontab: none.
+func (e *env) cronEntries(ctx context.Context) []installedEntry {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	bin, err := lookPath("crontab", e.Getenv)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-l")
+	cmd.Env = e.Environ
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	proc.Prepare(cmd, 500*time.Millisecond)
+	if err := proc.Start(cmd); err != nil {
+		return nil
+	}
+	if err := proc.Wait(cmd); err != nil || ctx.Err() != nil {
+		return nil // "no crontab for user" exits 1
+	}
+	var out []installedEntry
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		i := strings.Index(line, "# nightwatch:")
+		if i < 0 || strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		unescaped := strings.ReplaceAll(line, `\%`, "%")
+		if e.batch != nil && !strings.Contains(unescaped, e.batch.File) {
+			continue
+		}
+		vars := map[string]string{}
+		for _, m := range cronAssign.FindAllStringSubmatch(unescaped[:strings.Index(unescaped, "# nightwatch:")], -1) {
+			vars[m[1]] = strings.ReplaceAll(m[2], `'\''`, "'")
+		}
+		out = append(out, installedEntry{name: "crontab line " + strings.TrimSpace(line[i:]), env: vars, kind: "cron", path: "crontab -l"})
 	}
 	return out
 }
