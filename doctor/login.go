@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
@@ -205,6 +206,8 @@ func lookupEnv(env []string, name string) string {
 type installedEntry struct {
 	name string
 	env  map[string]string
+	// kind is the scheduler (launchd, systemd), path the entry's file.
+	kind, path string
 }
 
 var (
@@ -223,7 +226,7 @@ func (e *env) installedEntries() []installedEntry {
 	}
 	plists, _ := filepath.Glob(filepath.Join(e.LaunchAgentsDir, "dev.nightwatch.*.plist"))
 	for _, p := range plists {
-		b, err := os.ReadFile(p)
+		b, err := atomicfile.Read(p, maxUnitSize)
 		if err != nil || (batchFile != "" && !bytes.Contains(b, []byte(html.EscapeString(batchFile)))) {
 			continue
 		}
@@ -233,11 +236,11 @@ func (e *env) installedEntries() []installedEntry {
 				vars[html.UnescapeString(string(kv[1]))] = html.UnescapeString(string(kv[2]))
 			}
 		}
-		out = append(out, installedEntry{name: "launchd " + filepath.Base(p), env: vars})
+		out = append(out, installedEntry{name: "launchd " + filepath.Base(p), env: vars, kind: "launchd", path: p})
 	}
 	units, _ := filepath.Glob(filepath.Join(e.SystemdUserDir, "nightwatch-*.service"))
 	for _, p := range units {
-		b, err := os.ReadFile(p)
+		b, err := atomicfile.Read(p, maxUnitSize)
 		if err != nil || (batchFile != "" && !bytes.Contains(b, []byte(batchFile))) {
 			continue
 		}
@@ -253,7 +256,7 @@ func (e *env) installedEntries() []installedEntry {
 				vars[k] = val
 			}
 		}
-		out = append(out, installedEntry{name: "systemd " + filepath.Base(p), env: vars})
+		out = append(out, installedEntry{name: "systemd " + filepath.Base(p), env: vars, kind: "systemd", path: p})
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 )
 
@@ -167,11 +168,13 @@ func joinLines(lines [][]byte) []byte {
 }
 
 // Append writes ev as one fsynced line. An empty Run or Time is stamped
-// with the journal's run and the current time.
+// with the journal's run and the current time. Every prose field is
+// redacted first (Redacted), whoever built the event.
 func (j *Journal) Append(ev Event) error {
 	if ev.Type == "" {
 		return errors.New("journal: event without a type")
 	}
+	ev = Redacted(ev)
 	if ev.Run == "" {
 		ev.Run = j.RunID
 	}
@@ -203,6 +206,33 @@ func (j *Journal) Append(ev Event) error {
 		return fmt.Errorf("%w: %s: %v; the %s line is lost too (cannot keep it in %s: %v)", ErrBroken, j.Path, j.broken, ev.Type, lostPath, err)
 	}
 	return fmt.Errorf("%w: %s: %v; the %s line was kept in %s", ErrBroken, j.Path, j.broken, ev.Type, lostPath)
+}
+
+// Redacted returns ev with every prose field passed through
+// redact.String with everything the process remembered (internal/secrets):
+// the reason (a session's stderr tail, a denial's text, a server's crash),
+// the verify command's output and arguments, the result's terminal reason
+// and what killed it. ev's own Verify and Result are not changed.
+func Redacted(ev Event) Event {
+	ev.Reason = redact.String(ev.Reason)
+	if ev.Verify != nil {
+		v := *ev.Verify
+		v.Output = redact.String(v.Output)
+		if v.Command != nil {
+			v.Command = make([]string, len(ev.Verify.Command))
+			for i, a := range ev.Verify.Command {
+				v.Command[i] = redact.String(a)
+			}
+		}
+		ev.Verify = &v
+	}
+	if ev.Result != nil {
+		r := *ev.Result
+		r.TerminalReason = redact.String(r.TerminalReason)
+		r.KilledBy = redact.String(r.KilledBy)
+		ev.Result = &r
+	}
+	return ev
 }
 
 // Broken returns the failure that stopped the journal from being written,

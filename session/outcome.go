@@ -3,11 +3,11 @@ package session
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -270,7 +270,7 @@ func shortDuration(d time.Duration) string {
 // lastLine is the last non-empty line of the file's last 4 KiB: the CLI's
 // own error ("Error: Invalid MCP configuration: …") when it exits early.
 func lastLine(path string) string {
-	fh, err := os.Open(path)
+	fh, err := atomicfile.OpenRegular(path)
 	if err != nil {
 		return ""
 	}

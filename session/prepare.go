@@ -324,7 +324,7 @@ func newSettings(command string) settings {
 // checkSettings reads the settings file back and checks the hook is
 // registered for every event with the exact command.
 func checkSettings(path, command string) error {
-	data, err := os.ReadFile(path)
+	data, err := atomicfile.Read(path, 0)
 	if err != nil {
 		return fmt.Errorf("check settings: %w", err)
 	}

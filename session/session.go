@@ -15,6 +15,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
 )
@@ -142,6 +143,10 @@ func commandEnviron(spec Spec) []string {
 	over := map[string]string{}
 	if t := spec.Job.MCPTimeout; t > 0 {
 		over["MCP_TIMEOUT"] = strconv.FormatInt(t.Milliseconds(), 10)
+	}
+	// The hook remembers env_file's values by their names (issue 12).
+	if names := secrets.EnvFileNames(spec.Batch); names != "" {
+		over[secrets.NamesVariable] = names
 	}
 	for _, srv := range spec.Batch.ServersOf(spec.Job) {
 		if srv.Reconnect == "" {

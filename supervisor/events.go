@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/journal"
 )
 
@@ -26,7 +27,7 @@ func (t *eventTail) skipToEnd() {
 }
 
 func (t *eventTail) next() []healthcheck.Event {
-	f, err := os.Open(t.path)
+	f, err := atomicfile.OpenRegular(t.path)
 	if err != nil {
 		return nil
 	}

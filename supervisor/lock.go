@@ -82,7 +82,7 @@ func LockBatch(stateDir, batchName string) (unlock func(), err error) {
 // yet written its pid may leave the previous (dead) holder's pid there, so
 // a pid whose process is gone is not reported.
 func holderPID(pidPath string) int {
-	b, err := os.ReadFile(pidPath)
+	b, err := atomicfile.Read(pidPath, 64)
 	if err != nil {
 		return 0
 	}

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"math"
 	"net/url"
 	"strings"
 	"sync"
@@ -40,13 +41,13 @@ func Remember(secrets ...string) {
 
 // RememberEnv remembers the value of every sensitive-named variable
 // (SensitiveName) of a KEY=VALUE list, except the shell's and the
-// desktop's own variables whose names only look sensitive (notCredential):
+// desktop's own variables whose names only look sensitive (NotCredential):
 // remembering PWD would redact the working folder from every path shown,
 // XDG_SESSION_CLASS=user every "user".
 func RememberEnv(env []string) {
 	var values []string
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && SensitiveName(k) && !notCredential(k) {
+		if k, v, ok := strings.Cut(kv, "="); ok && SensitiveName(k) && !NotCredential(k) {
 			values = append(values, v)
 		}
 	}
@@ -62,14 +63,20 @@ var notCredentialNames = map[string]bool{
 	"SSH_AUTH_SOCK": true, "XAUTHORITY": true, "GPG_AGENT_INFO": true,
 }
 
-func notCredential(name string) bool {
+// NotCredential reports a variable whose name looks sensitive but whose
+// value is a path, an id or a word (notCredentialNames, XDG_SESSION_*).
+func NotCredential(name string) bool {
 	return notCredentialNames[name] || strings.HasPrefix(name, "XDG_SESSION_")
 }
 
 // RememberURL remembers the parts of a configured URL that may carry a
-// secret: the user-info password and user, every path segment that is not
-// a well-known endpoint word (secret-URL MCP services put the key in the
-// path: /api/mcp/s/<secret>/mcp), and every query value.
+// secret: the user-info password and user; every path segment that looks
+// like a key (SecretSegment: secret-URL MCP services put the key in the
+// path, /api/mcp/s/<secret>/mcp); every query value of a sensitive name
+// (?key=, ?token=) or that looks like a key. Ordinary segments and values
+// (/v1/workspace/mcp, ?transport=sse) are not remembered: String would
+// otherwise hide "workspace" from every text. URL still elides them all
+// from a URL shown or stored.
 func RememberURL(raw string) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -85,20 +92,91 @@ func RememberURL(raw string) {
 		}
 	}
 	for _, seg := range strings.Split(u.EscapedPath(), "/") {
-		if seg != "" && !plainPathWord(seg) {
+		un, err := url.PathUnescape(seg)
+		if err != nil {
+			un = seg
+		}
+		if seg != "" && !plainPathWord(seg) && SecretSegment(un) {
 			values = append(values, seg)
-			if un, err := url.PathUnescape(seg); err == nil && un != seg {
+			if un != seg {
 				values = append(values, un)
 			}
 		}
 	}
-	for _, vs := range u.Query() {
-		values = append(values, vs...)
+	query := false
+	for k, vs := range u.Query() {
+		for _, v := range vs {
+			if SensitiveName(k) || SecretSegment(v) {
+				values = append(values, v)
+				query = true
+			}
+		}
 	}
-	if u.RawQuery != "" {
+	if query {
 		values = append(values, u.RawQuery)
 	}
 	Remember(values...)
+}
+
+// tokenPrefixes start the well-known credential shapes (OpenAI/Anthropic,
+// Stripe, GitHub, GitLab, Slack, Hugging Face, Google OAuth, AWS, JWT).
+var tokenPrefixes = []string{"sk-", "sk_", "pk_", "rk_", "ghp_", "gho_", "ghs_", "ghu_", "github_pat_",
+	"glpat-", "xoxb-", "xoxp-", "xoxa-", "hf_", "ya29.", "AKIA", "eyJ"}
+
+// SecretSegment reports whether a URL path segment or query value looks
+// like a credential rather than a word: a known token shape; 10 bytes or
+// more mixing at least 2 digits and 2 letters (a8F3kQ9zL2xW, a UUID, a
+// hex key); or a long random-looking string (20 bytes with mixed case or
+// digits and high entropy, or 32 bytes of anything). "workspace",
+// "v1beta", "2024-06-01" and "my-project" are words.
+func SecretSegment(s string) bool {
+	if len(s) < 8 {
+		return false
+	}
+	for _, p := range tokenPrefixes {
+		if strings.HasPrefix(s, p) && len(s) >= len(p)+8 {
+			return true
+		}
+	}
+	var digits, letters, upper, lower int
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c >= 'a' && c <= 'z':
+			letters++
+			lower++
+		case c >= 'A' && c <= 'Z':
+			letters++
+			upper++
+		}
+	}
+	switch {
+	case len(s) >= 10 && digits >= 2 && letters >= 2:
+		return true
+	case len(s) >= 32:
+		return true
+	case len(s) >= 20 && (digits > 0 || (upper > 0 && lower > 0)) && entropy(s) >= 3.5:
+		return true
+	}
+	return false
+}
+
+// entropy is s's Shannon entropy in bits per byte.
+func entropy(s string) float64 {
+	var counts [256]int
+	for i := 0; i < len(s); i++ {
+		counts[s[i]]++
+	}
+	var h float64
+	n := float64(len(s))
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
 }
 
 func remembered() []string {

@@ -11,6 +11,7 @@ package secrets
 
 import (
 	"os"
+	"strings"
 
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
@@ -20,8 +21,57 @@ import (
 
 // RememberProcess remembers every sensitive-named variable of this
 // process's environment (the agent's ANTHROPIC_API_KEY, the batch's keys a
-// session hands its hook).
-func RememberProcess() { redact.RememberEnv(os.Environ()) }
+// session hands its hook), and the value of every variable NamesVariable
+// names (the batch's env_file variables, which a session's environment
+// holds under names that may look plain: REGION_SECRET_PATH).
+func RememberProcess() {
+	env := os.Environ()
+	redact.RememberEnv(env)
+	rememberNamed(env)
+}
+
+// NamesVariable is the variable of a session's environment that names
+// (never values) the batch's env_file variables, comma-separated, so that
+// the hook inside the session remembers their values from its own
+// environment whatever their names: the session's environment does not
+// otherwise say which variables came from env_file.
+const NamesVariable = "NIGHTWATCH_SECRET_NAMES"
+
+// EnvFileNames is NamesVariable's value for a batch: the names of the
+// variables its env_file sets, comma-separated, base variables left out
+// (as RememberBatch leaves them out). Empty for none or a nil batch.
+func EnvFileNames(b *jobs.Batch) string {
+	if b == nil {
+		return ""
+	}
+	var names []string
+	for _, k := range b.EnvFileKeys {
+		if _, ok := b.Env[k]; ok && !environ.IsBase(k) && !strings.ContainsAny(k, ",=") {
+			names = append(names, k)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// rememberNamed remembers, by RememberBatch's rule for env_file values,
+// the value of each variable NamesVariable names in env.
+func rememberNamed(env []string) {
+	lookup := environ.Lookup(env)
+	list, ok := lookup(NamesVariable)
+	if !ok || list == "" {
+		return
+	}
+	var values []string
+	for _, k := range strings.Split(list, ",") {
+		v, ok := lookup(k)
+		switch {
+		case k == "", !ok, environ.IsBase(k):
+		case redact.SensitiveName(k) || len(v) >= minPlainLen:
+			values = append(values, v)
+		}
+	}
+	redact.Remember(values...)
+}
 
 // minPlainLen is the shortest env_file value of a plain name (not
 // redact.SensitiveName) that is remembered: "info", "debug", "30000" or

@@ -51,3 +51,20 @@ jobs:
 		t.Errorf("settings were redacted too: %s", got)
 	}
 }
+
+// The session's environment names the batch's env_file variables (never
+// their values, never a base variable), and a process started with it
+// remembers their values by RememberBatch's rule.
+func TestEnvFileNamesReachTheHook(t *testing.T) {
+	b := &jobs.Batch{EnvFileKeys: []string{"REGION_STORE_PATH", "PATH", "LOG_LEVEL", "GONE"},
+		Env: map[string]string{"REGION_STORE_PATH": "regionZ1x2C3v4B5", "PATH": "/usr/bin", "LOG_LEVEL": "info"}}
+	if got, want := EnvFileNames(b), "REGION_STORE_PATH,LOG_LEVEL"; got != want {
+		t.Fatalf("EnvFileNames = %q, want %q", got, want)
+	}
+	rememberNamed([]string{NamesVariable + "=REGION_STORE_PATH,LOG_LEVEL,PATH", "REGION_STORE_PATH=regionZ1x2C3v4B5",
+		"LOG_LEVEL=info", "PATH=/usr/local/bin"})
+	got := redact.String("store regionZ1x2C3v4B5 at level info in /usr/local/bin")
+	if want := "store [REDACTED] at level info in /usr/local/bin"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,93 @@
+package security_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+)
+
+// TestHookKnowsEveryEnvFileValue: an env_file value of a plain name
+// (REGION_STORE_PATH, not KEY/TOKEN/SECRET-named, used by no server's env) that
+// a server prints in its crash text, through the real binary and the real
+// CLI. The crash happens only under the hook's probe (preflight sees a
+// plain crash), so only the hook inside the session can redact it: it
+// never reaches the model's deny reason, the cache or the events. Before:
+// the session's environment did not say which variables came from
+// env_file, and the hook let the value through.
+func TestHookKnowsEveryEnvFileValue(t *testing.T) {
+	testkit.ForEachClaude(t, testHookKnowsEveryEnvFileValue)
+}
+
+func testHookKnowsEveryEnvFileValue(t *testing.T, version string) {
+	const region = "regionW8e5Rt2Yq9Ua6Sb3"
+	bin := testkit.BuildNightwatch(t)
+	server := testkit.BuildTestServer(t)
+	api := fakeapi.Start(t)
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	alpha := filepath.Join(dir, "alpha-server")
+	// The hook's probe: parent nightwatch, command line "... hook".
+	writeFile(t, alpha, fmt.Sprintf(`#!/bin/sh
+parent=$(cat /proc/$PPID/comm 2>/dev/null)
+if [ "$parent" = nightwatch ]; then
+  if tr '\0' ' ' < /proc/$PPID/cmdline | grep -q ' hook'; then
+    echo "config region path is %s" >&2
+  else
+    echo "preflight crash" >&2
+  fi
+  exit 1
+fi
+exec %q
+`, region, server), 0o700)
+	writeFile(t, filepath.Join(dir, "night.env"), "REGION_STORE_PATH="+region+"\n", 0o600)
+	batch := filepath.Join(dir, "night.yaml")
+	writeFile(t, batch, fmt.Sprintf(`version: 1
+name: names
+state_dir: ./state
+env_file: ./night.env
+agent: {command: %q}
+defaults: {timeout: 2m, retries: 0, on_unhealthy: run}
+health: {backoff: 1s, max_backoff: 2s, probe_timeout: 5s, prewarm_timeout: 10s}
+servers:
+  alpha: {command: %q}
+jobs:
+  - {name: alpha, servers: [alpha], allowed_tools: [mcp__alpha], prompt: %q}
+`, testkit.ClaudeBinOf(t, version), alpha, "SESSION alpha\nCALL mcp__alpha__echo {\"message\":\"a\"}"), 0o600)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ANTHROPIC_BASE_URL=" + api.URL(),
+		"ANTHROPIC_API_KEY=sk-ant-test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "MCP_CONNECT_TIMEOUT_MS=30000"}
+	cmd := exec.Command(bin, "run", batch)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
+		t.Fatalf("nightwatch run: %v\n%s", err, out)
+	}
+	a := api.SessionToolResults("alpha")
+	if len(a) != 1 || !a[0].IsError || !strings.Contains(a[0].Content, `nightwatch: MCP server "alpha" is`) {
+		t.Fatalf("alpha: want nightwatch's deny reason, got %+v\n%s", a, out)
+	}
+	t.Logf("the model read: %s", a[0].Content)
+	if strings.Contains(a[0].ModelSaw(), region) {
+		t.Errorf("the model's deny reason holds env_file's REGION_STORE_PATH: %s", a[0].ModelSaw())
+	}
+	if !strings.Contains(a[0].Content, "region path is [REDACTED]") {
+		t.Errorf("the deny reason does not quote the hook's probe (redacted); the test proves nothing: %q", a[0].Content)
+	}
+	state := filepath.Join(dir, "state")
+	for _, f := range []string{"cache.json", "events.jsonl"} {
+		if data := readFile(t, filepath.Join(state, f)); strings.Contains(data, region) {
+			t.Errorf("%s holds env_file's REGION_STORE_PATH: %s", f, data)
+		}
+	}
+	if strings.Contains(string(out), region) {
+		t.Errorf("the console holds env_file's REGION_STORE_PATH:\n%s", out)
+	}
+}
