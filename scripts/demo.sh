@@ -54,7 +54,7 @@ echo "demo: preflight passed; 'calendar' is down as expected (its config lacks N
 
 if ! command -v npm >/dev/null 2>&1; then
   echo "      npm is not installed, so the example night is left out."
-  echo "      With Claude Code installed: ./bin/nightwatch run examples/batches.yaml"
+  echo "      With Claude Code installed: ./scripts/start-search.sh && ./bin/nightwatch run examples/batches.yaml"
   exit 0
 fi
 
@@ -102,4 +102,4 @@ echo
 echo "demo: the night is over. The outage (search stopped by the outage job's check), research deferred"
 echo "      until the reconnect brought search back, and every job's end are in the morning report:"
 echo "      $PWD/$report (and .html)"
-echo "      With Claude Code and a real API key: ./bin/nightwatch run examples/batches.yaml"
+echo "      With Claude Code and a real API key: ./scripts/start-search.sh && ./bin/nightwatch run examples/batches.yaml"
