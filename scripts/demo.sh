@@ -58,7 +58,7 @@ if ! command -v npm >/dev/null 2>&1; then
   exit 0
 fi
 
-# The pinned CLI, installed from the lock file (about 250 MB, once).
+# The pinned CLIs, installed from the lock file (both versions, about 650 MB, once).
 version=$(sed -n 's/.*"claude-code-\([0-9.]*\)".*/\1/p' testdata/npm/package.json | sort -t. -k1,1n -k2,2n -k3,3n | tail -n 1)
 claude="$PWD/testdata/npm/node_modules/claude-code-$version/bin/claude.exe"
 if [ ! -x "$claude" ]; then
