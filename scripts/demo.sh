@@ -59,7 +59,13 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 
 # The pinned CLIs, installed from the lock file (both versions, about 650 MB, once).
-version=$(sed -n 's/.*"claude-code-\([0-9.]*\)".*/\1/p' testdata/npm/package.json | sort -t. -k1,1n -k2,2n -k3,3n | tail -n 1)
+# The newest pinned version, or DEMO_CLAUDE_VERSION (another pinned one: 2.1.197).
+pinned=$(sed -n 's/.*"claude-code-\([0-9.]*\)".*/\1/p' testdata/npm/package.json | sort -t. -k1,1n -k2,2n -k3,3n)
+version="${DEMO_CLAUDE_VERSION:-$(echo "$pinned" | tail -n 1)}"
+if ! echo "$pinned" | grep -qxF "$version"; then
+  echo "demo: Claude Code $version is not pinned in testdata/npm/package.json (pinned: $(echo $pinned))" >&2
+  exit 2
+fi
 claude="$PWD/testdata/npm/node_modules/claude-code-$version/bin/claude.exe"
 if [ ! -x "$claude" ]; then
   echo
