@@ -408,7 +408,8 @@ func TestHooksNotRegisteredOrProjectOnly(t *testing.T) {
 func TestReconnectCommands(t *testing.T) {
 	s := newSandbox(t)
 	s.writeBatch([]string{"--mode", "healthy"}, "pm2 restart x && echo ok")
-	c := mustFind(t, s.run(), "reconnect", Fail, "shell syntax", "&&")
+	// The syntax is quoted: "($)" would read as a stray parenthesis for "$(".
+	c := mustFind(t, s.run(), "reconnect", Fail, `shell syntax ("&&")`)
 	if c.Fix != `write it as: sh -c 'pm2 restart x && echo ok'` {
 		t.Errorf("fix: %s", c.Fix)
 	}

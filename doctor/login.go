@@ -26,9 +26,11 @@ const loginTitle = "agent login"
 var loginNames = []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN"}
 
 // tokenFix is how a night gets a login it can always read.
+// It names the variables without "=": doctor's output is redacted, and
+// "NAME=<the token>" of a sensitive name would print as "NAME=[REDACTED] token>".
 const tokenFix = "run `claude setup-token` once (it prints a long-lived token for your subscription) and put\n" +
-	"CLAUDE_CODE_OAUTH_TOKEN=<the token> in the batch's env_file (chmod 600); or, with an API key,\n" +
-	"ANTHROPIC_API_KEY=<key> there. launchd and cron start the night without your login shell, and\n" +
+	"it in the batch's env_file as CLAUDE_CODE_OAUTH_TOKEN (chmod 600); or, with an API key, put\n" +
+	"the key there as ANTHROPIC_API_KEY. launchd and cron start the night without your login shell, and\n" +
 	"under launchd the macOS Keychain holding an interactive login is often locked or out of reach"
 
 // authStatus is what `claude auth status --json` prints (both tested

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
@@ -173,4 +174,17 @@ func TestAgentLoginUnreadableStatus(t *testing.T) {
 	b := newLoginBox(t, fake)
 	b.home = home
 	mustFind(t, b.run(), "agent-login", Warn, "auth status", "not auth status JSON")
+}
+
+// doctor prints through the redactor: the login fix must read the same
+// after it, not "CLAUDE_CODE_OAUTH_TOKEN=[REDACTED] token>".
+func TestAgentLoginFixSurvivesRedaction(t *testing.T) {
+	if got := redact.String(tokenFix); got != tokenFix {
+		t.Errorf("the login fix is mangled by redaction:\n%s\nwant:\n%s", got, tokenFix)
+	}
+	for _, name := range []string{"CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY", "claude setup-token"} {
+		if !strings.Contains(tokenFix, name) {
+			t.Errorf("the login fix does not name %s", name)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/nightwatch-dev/nightwatch/internal/text"
@@ -35,8 +36,12 @@ func (e *env) reconnect(context.Context) []Check {
 			continue
 		}
 		if syntax := reconnect.ShellSyntax(cmd); len(syntax) > 0 {
+			quoted := make([]string, len(syntax))
+			for i, w := range syntax {
+				quoted[i] = strconv.Quote(w)
+			}
 			add(Fail, fmt.Sprintf("server %q: reconnect %q (from %s) relies on shell syntax (%s), and nightwatch runs no shell",
-				s.Name, cmd, source, strings.Join(syntax, " ")),
+				s.Name, cmd, source, strings.Join(quoted, ", ")),
 				fmt.Sprintf("write it as: sh -c %s", text.ShellQuote(cmd)))
 			continue
 		}

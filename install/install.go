@@ -294,7 +294,9 @@ func (j *job) environment(b *jobs.Batch, getenv func(string) (string, bool)) err
 	required := map[string]bool{}
 	for _, s := range b.Servers {
 		for _, k := range s.RequiresEnv {
-			names[k], required[k] = true, true
+			// The server's own env gives it (a ${VAR:-default}): the night
+			// has it without the shell, as the loader judged.
+			names[k], required[k] = true, required[k] || s.MCP.Env[k] == ""
 		}
 	}
 	// A ${VAR} in a prompt is not expanded, so this may pick up a name the

@@ -224,3 +224,46 @@ func TestPrint(t *testing.T) {
 		t.Errorf("uninstall print:\n%s", out)
 	}
 }
+
+// A required variable the server's own env gives a default
+// (${NOTES_API_KEY:-demo}) loads without the shell's value, so the night
+// does not stop at preflight: no warning says it would. A required
+// variable nothing gives still gets the warning.
+func TestRequiredWithDefaultIsNoWarning(t *testing.T) {
+	f := newFixture(t, "d")
+	yaml := `version: 1
+name: defaults
+schedule: "0 2 * * *"
+state_dir: ./state
+agent: {command: /bin/sh}
+servers:
+  notes:
+    command: /bin/cat
+    env: {NOTES_API_KEY: "${NOTES_API_KEY:-demo-notes-key}"}
+    requires_env: [NOTES_API_KEY]
+jobs:
+  - {name: j, prompt: hi, servers: [notes]}
+`
+	if err := os.WriteFile(f.batch.File, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"PATH": "/usr/bin:/bin", "HOME": f.home}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	b, err := jobs.LoadWith(f.batch.File, getenv, jobs.LoadOptions{AgentOptional: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanInstall(Cron, Options{Binary: f.bin, Batch: b, Home: f.home, UID: 501, Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(p.Notes, "\n"); strings.Contains(notes, "NOTES_API_KEY") {
+		t.Errorf("a required variable with a default is warned about:\n%s", notes)
+	}
+
+	// The fixture's batch requires API_KEY and nothing gives it.
+	delete(f.env, "API_KEY")
+	if notes := strings.Join(f.plan(t, Cron).Notes, "\n"); !strings.Contains(notes, "WARNING: API_KEY is required") {
+		t.Errorf("an unset required variable is not warned about:\n%s", notes)
+	}
+}

@@ -3,6 +3,7 @@ package reconnect
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,8 +80,12 @@ func (r *Runner) Run(ctx context.Context, server string) healthcheck.ReconnectRe
 		return res
 	}
 	if syn := ShellSyntax(command); len(syn) > 0 {
+		quoted := make([]string, len(syn))
+		for i, s := range syn {
+			quoted[i] = strconv.Quote(s)
+		}
 		r.warn(fmt.Sprintf("nightwatch: %s uses shell syntax (%s) that nightwatch does not interpret; write sh -c '…' yourself if you need a shell",
-			source, strings.Join(syn, ", ")))
+			source, strings.Join(quoted, ", ")))
 	}
 	out := Run(ctx, Expand(argv, server), Options{Timeout: r.Timeout, Dir: r.Dir, Env: r.Env, Secrets: secrets})
 	res := healthcheck.ReconnectResult{Attempted: out.Attempted, OK: out.OK, Detail: Describe(out)}

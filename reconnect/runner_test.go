@@ -35,6 +35,10 @@ func TestRunner(t *testing.T) {
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "shell syntax") || !strings.Contains(warnings[0], "NIGHTWATCH_RECONNECT_NOTES") {
 		t.Fatalf("want one shell-syntax warning naming the variable, got %q", warnings)
 	}
+	// The syntax is quoted: "($() that" would read as a stray parenthesis.
+	if !strings.Contains(warnings[0], `shell syntax ("$(") that`) {
+		t.Errorf("the shell syntax is not quoted: %q", warnings[0])
+	}
 	res = r.Run(ctx, "web")
 	if !res.OK || !strings.Contains(res.Detail, "batch-restart web") || strings.Contains(res.Detail, "sk-secret") {
 		t.Fatalf("web (the batch's command wins, secrets redacted): %+v", res)

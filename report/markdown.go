@@ -110,8 +110,19 @@ func jobNotes(j Job) []string {
 			notes = append(notes, fmt.Sprintf("attempt %d %s: %s", a.n, a.outcome, short(a.reason)))
 		}
 	}
-	for _, d := range j.Deferrals {
-		notes = append(notes, fmt.Sprintf("deferred %s: %s", clock(d.At), short(d.Reason)))
+	// A job re-deferred at every maintenance pass for the same reason is
+	// one note, not one per pass: "deferred 09:09 (3 times): …".
+	for i := 0; i < len(j.Deferrals); {
+		d, n := j.Deferrals[i], 1
+		for i+n < len(j.Deferrals) && short(j.Deferrals[i+n].Reason) == short(d.Reason) {
+			n++
+		}
+		times := ""
+		if n > 1 {
+			times = fmt.Sprintf(" (%d times)", n)
+		}
+		notes = append(notes, fmt.Sprintf("deferred %s%s: %s", clock(d.At), times, short(d.Reason)))
+		i += n
 	}
 	if j.Reason != "" {
 		notes = append(notes, short(j.Reason))

@@ -386,3 +386,20 @@ func TestLegacyJournalRendersAsBefore(t *testing.T) {
 		})
 	}
 }
+
+// A job deferred again at every maintenance pass for the same reason gets
+// one note in the Markdown table, not one per pass; a new reason is a new
+// note.
+func TestJobNotesFoldRepeatedDeferrals(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 9, 51, 0, time.Local)
+	down := "server search is down since 09:09:51 (connection refused)"
+	j := Job{Name: "research", Deferrals: []Deferral{
+		{At: at, Reason: down}, {At: at.Add(time.Second), Reason: down}, {At: at.Add(4 * time.Second), Reason: down},
+		{At: at.Add(5 * time.Second), Reason: "it needs outage, which is not done"},
+	}}
+	got := strings.Join(jobNotes(j), "; ")
+	want := "deferred 09:09 (3 times): " + down + "; deferred 09:09: it needs outage, which is not done"
+	if got != want {
+		t.Errorf("notes = %q\nwant    %q", got, want)
+	}
+}

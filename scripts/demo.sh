@@ -54,12 +54,18 @@ echo "demo: preflight passed; 'calendar' is down as expected (its config lacks N
 
 if ! command -v npm >/dev/null 2>&1; then
   echo "      npm is not installed, so the example night is left out."
-  echo "      With Claude Code installed: ./bin/nightwatch run examples/batches.yaml"
+  echo "      With Claude Code installed: ./scripts/start-search.sh && ./bin/nightwatch run examples/batches.yaml"
   exit 0
 fi
 
-# The pinned CLI, installed from the lock file (about 250 MB, once).
-version=$(sed -n 's/.*"claude-code-\([0-9.]*\)".*/\1/p' testdata/npm/package.json | sort -t. -k1,1n -k2,2n -k3,3n | tail -n 1)
+# The pinned CLIs, installed from the lock file (both versions, about 650 MB, once).
+# The newest pinned version, or DEMO_CLAUDE_VERSION (another pinned one: 2.1.197).
+pinned=$(sed -n 's/.*"claude-code-\([0-9.]*\)".*/\1/p' testdata/npm/package.json | sort -t. -k1,1n -k2,2n -k3,3n)
+version="${DEMO_CLAUDE_VERSION:-$(echo "$pinned" | tail -n 1)}"
+if ! echo "$pinned" | grep -qxF "$version"; then
+  echo "demo: Claude Code $version is not pinned in testdata/npm/package.json (pinned: $(echo $pinned))" >&2
+  exit 2
+fi
 claude="$PWD/testdata/npm/node_modules/claude-code-$version/bin/claude.exe"
 if [ ! -x "$claude" ]; then
   echo
@@ -102,4 +108,4 @@ echo
 echo "demo: the night is over. The outage (search stopped by the outage job's check), research deferred"
 echo "      until the reconnect brought search back, and every job's end are in the morning report:"
 echo "      $PWD/$report (and .html)"
-echo "      With Claude Code and a real API key: ./bin/nightwatch run examples/batches.yaml"
+echo "      With Claude Code and a real API key: ./scripts/start-search.sh && ./bin/nightwatch run examples/batches.yaml"

@@ -42,7 +42,7 @@ func DryRun(spec Spec) (Plan, error) {
 	f := Files{Dir: dir, Settings: filepath.Join(dir, statedir.AttemptSettings),
 		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig)}
 	env := Environ(b, spec.Env)
-	cfg, err := mcpConfig(b, job, env)
+	cfg, err := launchConfig(spec.Binary, b, job, env) // what Prepare writes
 	if err != nil {
 		return Plan{}, fmt.Errorf("job %s: MCP config: %w", job.Name, err)
 	}

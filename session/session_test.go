@@ -788,3 +788,30 @@ func TestPrepareSessionRefusesSymlinkedFolders(t *testing.T) {
 		})
 	}
 }
+
+// run --dry-run prints the MCP config the session would get: the one
+// Prepare writes, stdio servers started through exec-server, not the bare
+// definitions.
+func TestDryRunShowsTheWrittenMCPConfig(t *testing.T) {
+	notes := sessionTestStdio("notes", "/usr/local/bin/notes-mcp", "--db", "/var/notes.db")
+	b := sessionTestBatch(t, notes)
+	spec := sessionTestSpec(b, sessionTestJob("j", "hello", "notes"), "PATH=/usr/bin:/bin")
+	plan, err := DryRun(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Prepare(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, err := os.ReadFile(f.MCPConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.MCPConfig != string(written) {
+		t.Errorf("dry run shows MCP config\n%s\nthe session gets\n%s", plan.MCPConfig, written)
+	}
+	if !strings.Contains(plan.MCPConfig, "exec-server") {
+		t.Errorf("dry run's MCP config does not start notes through exec-server:\n%s", plan.MCPConfig)
+	}
+}

@@ -102,7 +102,7 @@ jobs:
 					!strings.Contains(r.Reason, "exit-at-start") {
 					t.Errorf("a: %+v", r)
 				}
-				if r := jobResult(s, "b"); r.Status != StatusSkipped || !strings.Contains(r.Reason, "needs a, which skipped") {
+				if r := jobResult(s, "b"); r.Status != StatusSkipped || !strings.Contains(r.Reason, "needs a, which was skipped") {
 					t.Errorf("b: %+v", r)
 				}
 				if r := jobResult(s, "c"); r.Status != StatusDone || r.Attempts != 1 {

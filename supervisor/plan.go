@@ -341,8 +341,10 @@ func (p *plan) needsMet(jp *jobPlan) (ready bool, blocked string) {
 		case dep == nil:
 			return false, fmt.Sprintf("it needs %s, which the batch does not define", need)
 		case dep.phase == phaseDone:
-		case dep.phase == phaseFailed || dep.phase == phaseSkipped:
-			return false, fmt.Sprintf("it needs %s, which %s", need, dep.phase.status())
+		case dep.phase == phaseFailed:
+			return false, fmt.Sprintf("it needs %s, which failed", need)
+		case dep.phase == phaseSkipped:
+			return false, fmt.Sprintf("it needs %s, which was skipped", need)
 		default:
 			return false, ""
 		}

@@ -185,7 +185,7 @@ func TestPlanRules(t *testing.T) {
 			},
 			launches: []string{"a#1"},
 			records: []string{"job-finished a: exit 1: error_max_turns", "job-skipped b: it needs a, which failed",
-				"job-skipped c: it needs b, which skipped"},
+				"job-skipped c: it needs b, which was skipped"},
 			phases:   map[string]string{"a": "failed", "b": "skipped", "c": "skipped"},
 			finished: true,
 		},

@@ -229,7 +229,7 @@ next run resumes the night; no finished job runs again).`,
 		},
 	}
 	cmd.Flags().BoolVar(&fresh, "fresh", false, "start a new run even if the last one did not finish")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print each job's exact claude command, allowed tools, MCP config and environment names (secrets masked); run nothing")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print each job's exact claude command, allowed tools, verify command, MCP config (as the session gets it) and environment names (secrets masked); run nothing")
 	cmd.Flags().DurationVar(&maintenance, "maintenance-interval", 10*time.Second, "how often unhealthy servers are re-probed while jobs wait")
 	return cmd
 }
