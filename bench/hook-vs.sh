@@ -12,6 +12,8 @@ benchtime="${2:-200x}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 git archive "$rev" | tar -x -C "$tmp"
-(cd "$tmp" && CGO_ENABLED=0 go build -o "$tmp/nightwatch-$rev" ./cmd/nightwatch)
+# Built as testkit.BuildNightwatch builds the current tree (plain go build),
+# so that both binaries link the same way.
+(cd "$tmp" && go build -o "$tmp/nightwatch-$rev" ./cmd/nightwatch)
 NIGHTWATCH_BENCH_BASELINE="$tmp/nightwatch-$rev" \
   go test -run '^$' -bench 'HookProcess' -benchtime "$benchtime" ./cmd/nightwatch/

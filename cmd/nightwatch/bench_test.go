@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,20 +115,24 @@ func BenchmarkHookProcess(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			in := fmt.Sprintf(benchPayload, c.tool)
 			_ = os.Remove(rssFile)
-			var hook, base, old time.Duration
+			// Medians, not sums: on a shared machine one descheduled exec
+			// would otherwise weigh as much as a hundred normal ones.
+			var hook, base, old []time.Duration
 			for b.Loop() {
-				hook += execOnce(b, nw, []string{"hook"}, env, in, c.code)
-				base += execOnce(b, empty, nil, env, "", 0)
+				hook = append(hook, execOnce(b, nw, []string{"hook"}, env, in, c.code))
+				base = append(base, execOnce(b, empty, nil, env, "", 0))
 				if baseline != "" {
-					old += execOnce(b, baseline, []string{"hook"}, env, in, c.code)
+					old = append(old, execOnce(b, baseline, []string{"hook"}, env, in, c.code))
 				}
 			}
-			b.ReportMetric(float64(hook.Microseconds())/float64(b.N), "hook-µs/op")
-			b.ReportMetric(float64(base.Microseconds())/float64(b.N), "empty-µs/op")
-			b.ReportMetric(float64(hook)/float64(base), "x-empty")
+			h, e := median(hook), median(base)
+			b.ReportMetric(float64(h.Microseconds()), "hook-µs/op")
+			b.ReportMetric(float64(e.Microseconds()), "empty-µs/op")
+			b.ReportMetric(float64(h)/float64(e), "x-empty")
 			if baseline != "" {
-				b.ReportMetric(float64(old)/float64(base), "baseline-x-empty")
-				b.ReportMetric(float64(hook)/float64(old), "x-baseline")
+				o := median(old)
+				b.ReportMetric(float64(o)/float64(e), "baseline-x-empty")
+				b.ReportMetric(float64(h)/float64(o), "x-baseline")
 			}
 			b.ReportMetric(float64(peakRSS(b, rssFile))/1024, "peak-RSS-MiB")
 		})
@@ -177,4 +182,14 @@ func BenchmarkConcurrentHooks64(b *testing.B) {
 		b.ReportMetric(float64(lost), "lost-updates")
 		b.ReportMetric(float64(wall.Milliseconds()), "wall-ms")
 	}
+}
+
+// median of a run's samples.
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
