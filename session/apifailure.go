@@ -46,11 +46,11 @@ const (
 
 // APIFailure is the classifier's verdict.
 type APIFailure struct {
-	Class  APIFailureClass
-	Reason string // one line for the journal and the report; "" with NoAPIFailure
+	Class  APIFailureClass `json:"class"`
+	Reason string          `json:"reason,omitempty"` // one line for the journal and the report; "" with NoAPIFailure
 	// ResetAt is when a usage limit lifts (FailureUsageLimit only; zero when
 	// neither the event nor the text gave a time).
-	ResetAt time.Time
+	ResetAt time.Time `json:"reset_at,omitzero"`
 }
 
 // ClassifyAPIFailure classifies a finished session from its result event

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // Command is the `claude -p` command of one attempt, not started:
@@ -177,6 +178,10 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	}
 	st.fill(out)
 	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))
+	st.classify(out, time.Now())
+	if out.API != nil {
+		out.Reason = text.OneLine(out.API.Reason, 300)
+	}
 	if copyErr != nil && out.Status != Done {
 		out.Reason += " (" + copyErr.Error() + ")"
 	}

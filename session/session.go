@@ -140,6 +140,11 @@ const reconnectVariable = "NIGHTWATCH_RECONNECT_"
 func commandEnviron(spec Spec) []string {
 	env := Environ(spec.Batch, spec.Env)
 	over := map[string]string{}
+	// The CLI's own retries of a failing API stay short: the night waits
+	// out outages and limits without burning the job's attempts.
+	if _, set := environ.Lookup(env)("CLAUDE_CODE_MAX_RETRIES"); !set {
+		over["CLAUDE_CODE_MAX_RETRIES"] = strconv.Itoa(spec.Batch.APIRetries)
+	}
 	if t := spec.Job.MCPTimeout; t > 0 {
 		over["MCP_TIMEOUT"] = strconv.FormatInt(t.Milliseconds(), 10)
 	}

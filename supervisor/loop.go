@@ -95,6 +95,14 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 			if ev, failed := n.launch(ctx, a); failed {
 				acts = append(n.plan.step(n.now(), ev), acts...)
 			}
+		case actCheckAPI:
+			ok, why := n.checkAPI(ctx)
+			if !ok {
+				n.log.Info().Str("why", why).Msg("the API does not answer yet")
+			}
+			acts = append(n.plan.step(n.now(), evAPI{ok: ok, why: why}), acts...)
+		case actNotifyNow:
+			n.notifyNow(ctx, a.reason)
 		case actMaintain:
 			n.maintain(ctx)
 		case actFinish:

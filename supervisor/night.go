@@ -48,6 +48,12 @@ type NightOptions struct {
 	// RetryPause is the pause before a job's second attempt; it grows by
 	// the same amount per attempt (default 30 s).
 	RetryPause time.Duration
+	// APIWaits are the night's times for waiting on the model's API
+	// (zero fields: DefaultAPIWaits); tests make them seconds.
+	APIWaits APIWaits
+	// CheckAPI, when set, replaces the cheap check of the API (CheckAPI
+	// against the sessions' ANTHROPIC_BASE_URL).
+	CheckAPI func(ctx context.Context) (ok bool, why string)
 	// SkipPreflight is for resumed runs in tests; a normal run preflights.
 	SkipPreflight bool
 	Now           func() time.Time
@@ -305,6 +311,8 @@ func (n *night) openJournal() (bool, error) {
 				n.started = n.now()
 			}
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
+	n.plan.rules.waits = n.opts.APIWaits.withDefaults()
+			n.plan.rules.waits = n.opts.APIWaits.withDefaults()
 			n.plan.resume(rp)
 			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
@@ -367,6 +375,28 @@ func (n *night) journalFailed(ctx context.Context, summary *NightSummary, err er
 	for _, nerr := range notify(ctx, n.b.Notify, text.String(), n.log) {
 		n.log.Error().Err(nerr).Msg("the notification failed")
 	}
+}
+
+// notifyNow tells the operator at once that the night stopped early
+// (the agent's login was refused), not only when it ends.
+func (n *night) notifyNow(ctx context.Context, reason string) {
+	if n.b.Notify.Webhook == "" && len(n.b.Notify.Command) == 0 {
+		return
+	}
+	var text strings.Builder
+	fmt.Fprintf(&text, "nightwatch: batch %s STOPPED: %s\n\nThe remaining jobs are skipped. Check the agent's login: `nightwatch doctor` (agent-login).\n",
+		n.b.Name, reason)
+	for _, err := range notify(ctx, n.b.Notify, text.String(), n.log) {
+		n.append(journal.Event{Type: journal.NotifyFailed, Reason: err.Error()})
+	}
+}
+
+// checkAPI is the cheap check of the model's API (apicheck.go).
+func (n *night) checkAPI(ctx context.Context) (bool, string) {
+	if n.opts.CheckAPI != nil {
+		return n.opts.CheckAPI(ctx)
+	}
+	return CheckAPI(ctx, apiBase(session.Environ(n.b, n.opts.Env)))
 }
 
 func (n *night) warn(msg string) { n.log.Warn().Msg(msg) }

@@ -90,6 +90,10 @@ type jobPlan struct {
 	// bounces are attempts stopped because a server was unusable: they do
 	// not count against retries.
 	bounces int
+	// free are attempts that failed on the API and do not count against
+	// retries (apirules.go); chargedOutage is the last outage one of its
+	// attempts was counted in.
+	free, chargedOutage int
 	// feedback is told the next attempt (what the last verify said).
 	feedback string
 	// runsWithout are the servers that were down when its running attempt
@@ -182,6 +186,7 @@ type planRules struct {
 	maxCostUSD  float64   // 0: none
 	maxDefer    time.Duration
 	retryPause  time.Duration
+	waits       APIWaits
 }
 
 type plan struct {
@@ -194,13 +199,20 @@ type plan struct {
 	// the plan waits for ("" when none).
 	scan  int
 	asked string
+	// pause is the night waiting on the API (nil: it is not); outages
+	// counts the outages so far; stopped is why the night starts nothing
+	// more ("" while it goes on).
+	pause   *nightPause
+	outages int
+	stopped string
 }
 
 // newPlan starts every job of b as pending. The deadline is the first
 // moment at the batch's deadline time of day after the run started.
 func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *plan {
 	p := &plan{jobs: map[string]*jobPlan{}, rules: planRules{maxParallel: max(b.MaxParallel, 1),
-		maxCostUSD: b.MaxCostUSD, maxDefer: b.Defaults.MaxDefer, retryPause: retryPause}}
+		maxCostUSD: b.MaxCostUSD, maxDefer: b.Defaults.MaxDefer, retryPause: retryPause,
+		waits: DefaultAPIWaits.withDefaults()}}
 	if b.Deadline != nil {
 		p.rules.deadline = deadlineAfter(started, *b.Deadline)
 	}
@@ -247,8 +259,19 @@ func (p *plan) step(now time.Time, ev event) []action {
 			return nil // a scan is under way; it goes on with evHealth
 		}
 		acts := p.applyLimits(now)
+		more, paused := p.paused(now)
+		acts = append(acts, more...)
+		if paused {
+			if p.running == 0 && p.allEnded() {
+				acts = append(acts, actFinish{})
+			}
+			return acts
+		}
 		p.scan = 0
 		return append(acts, p.scanReady(now)...)
+	case evAPI:
+		acts := p.apiChecked(now, ev)
+		return append(acts, p.step(now, evWake{})...)
 	case evHealth:
 		if ev.job != p.asked {
 			return nil
@@ -269,6 +292,9 @@ func (p *plan) step(now time.Time, ev event) []action {
 // passed or the night's cost reached max_cost_usd.
 func (p *plan) applyLimits(now time.Time) []action {
 	var acts []action
+	if p.stopped != "" {
+		acts = append(acts, p.skipWaiting(p.stopped)...)
+	}
 	if d := p.rules.deadline; !d.IsZero() && !now.Before(d) {
 		acts = append(acts, p.skipWaiting(fmt.Sprintf("the deadline %s passed", d.Format("15:04")))...)
 	}
@@ -400,6 +426,14 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	result := resultOf(out)
 	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: result, Denied: out.Denied,
 		Unusable: unusableServers(out.Unusable), Verify: verifyOf(out.Verify)}
+	if out.Status != session.Done {
+		if acts, ok := p.apiFailed(now, jp, base, out); ok {
+			if ev.unstarted {
+				return acts
+			}
+			return append(acts, actMaintain{})
+		}
+	}
 	var rec actRecord
 	switch {
 	case out.Status == session.Done:
@@ -439,8 +473,8 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 			base.Type, base.Reason, base.Result = journal.JobDeferred, out.Reason, result
 			rec = actRecord{ev: base, level: logWarn, msg: "stopped: the session could not use its servers; waits for them"}
 		}
-	case jp.attempts-jp.bounces <= jp.job.Retries:
-		pause := p.rules.retryPause * time.Duration(jp.attempts-jp.bounces)
+	case jp.attempts-jp.bounces-jp.free <= jp.job.Retries:
+		pause := p.rules.retryPause * time.Duration(jp.attempts-jp.bounces-jp.free)
 		jp.phase, jp.notBefore = phaseWaitingRetry, now.Add(pause)
 		jp.feedback = out.Verify.Feedback()
 		base.Type, base.Reason = journal.JobRetried, out.Reason
