@@ -176,8 +176,8 @@ func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 		base.Type, base.Reason = journal.JobRetried, reason+" (the attempt is not counted)"
 		acts = append(acts, actRecord{ev: base, level: logWarn, msg: "attempt failed on the API; the job waits with the night"})
 	} else if jp.attempts-jp.bounces-jp.free <= jp.job.Retries {
-		jp.phase = phaseWaitingRetry
-		jp.notBefore = now.Add(p.rules.retryPause * time.Duration(jp.attempts-jp.bounces-jp.free))
+		// The night's wait is the retry's pause.
+		jp.phase, jp.notBefore = phaseWaitingRetry, now
 		base.Type, base.Reason = journal.JobRetried, reason
 		acts = append(acts, actRecord{ev: base, level: logWarn, msg: "attempt failed on the API; will retry after the night's wait"})
 	} else {

@@ -31,6 +31,10 @@ type planDriver struct {
 	records   []journal.Event
 	maintains int
 	finished  bool
+	// apiDown makes the API check fail; apiChecks counts the checks.
+	apiDown   bool
+	apiChecks int
+	notified  []string // actNotifyNow's reasons
 }
 
 func newPlanDriver(t *testing.T, b *jobs.Batch) *planDriver {
@@ -60,6 +64,11 @@ func (d *planDriver) do(acts []action) {
 			d.maintains++
 		case actFinish:
 			d.finished = true
+		case actCheckAPI:
+			d.apiChecks++
+			acts = append(d.p.step(d.now, evAPI{ok: !d.apiDown, why: "refused"}), acts...)
+		case actNotifyNow:
+			d.notified = append(d.notified, a.reason)
 		default:
 			d.t.Fatalf("unknown action %T", a)
 		}
