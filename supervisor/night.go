@@ -311,7 +311,7 @@ func (n *night) openJournal() (bool, error) {
 				n.started = n.now()
 			}
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-	n.plan.rules.waits = n.opts.APIWaits.withDefaults()
+			n.plan.rules.waits = n.opts.APIWaits.withDefaults()
 			n.plan.rules.waits = n.opts.APIWaits.withDefaults()
 			n.plan.resume(rp)
 			killLeftovers(rp.Sessions, n.log)
