@@ -312,7 +312,6 @@ func (n *night) openJournal() (bool, error) {
 			}
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
 			n.plan.rules.waits = n.opts.APIWaits.withDefaults()
-			n.plan.rules.waits = n.opts.APIWaits.withDefaults()
 			n.plan.resume(rp)
 			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
