@@ -1,0 +1,205 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// Nights whose model API fails (issue 11), through the real CLI on every
+// supported version and the fake Messages API. The night's waits are
+// seconds (APIWaits), and the CLI gives up on a failing API at once
+// (api_retries: 0), so each failing session lasts a second or two.
+
+// apiWaitsForTests are the night's waits in these tests.
+var apiWaitsForTests = APIWaits{UsageWait: 2 * time.Second, CheckMin: 500 * time.Millisecond,
+	CheckMax: 2 * time.Second, RateLimitMin: time.Second, RateLimitMax: 2 * time.Second, MaxOutage: 2 * time.Minute}
+
+// apiBatch is a batch of n jobs that need no server; each says its name.
+func (f *nightFixture) apiBatch(version string, n int, extra string) string {
+	var js strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&js, "  - {name: j%d, prompt: %s}\n", i, jsonString(prompt(fmt.Sprintf("j%d", i))))
+	}
+	return fmt.Sprintf(`version: 1
+name: api
+state_dir: ./state
+max_parallel: 1
+api_retries: 0
+agent: {command: %s}
+defaults: {timeout: 2m, stall_timeout: 1m, retries: 1}
+%sjobs:
+%s`, jsonString(testkit.ClaudeBinOf(f.t, version)), extra, js.String())
+}
+
+func (f *nightFixture) runAPINight(ctx context.Context, yaml string) (*NightSummary, error) {
+	f.t.Helper()
+	b := f.load(yaml)
+	return RunNight(ctx, b, NightOptions{
+		Binary: testkit.BuildNightwatch(f.t), Env: f.env,
+		LogWriter:   zerolog.NewTestWriter(f.t),
+		Maintenance: 200 * time.Millisecond, RetryPause: 200 * time.Millisecond,
+		APIWaits: apiWaitsForTests,
+	})
+}
+
+// startedPer counts the job-started lines of each job.
+func startedPer(events []journal.Event) map[string]int {
+	out := map[string]int{}
+	for _, ev := range events {
+		if ev.Type == journal.JobStarted {
+			out[ev.Job]++
+		}
+	}
+	return out
+}
+
+// TestNightWaitsOutAnAPIOutage: the API refuses connections for longer
+// than a session lasts. The first session fails on it; the night starts
+// nothing else until its check finds the API back, then every job runs
+// to done, and no job spent more than one attempt on the outage.
+func TestNightWaitsOutAnAPIOutage(t *testing.T) {
+	testkit.ForEachClaude(t, func(t *testing.T, version string) {
+		f := newNightFixture(t)
+		yaml := f.apiBatch(version, 3, "")
+		outage := fakeapi.Refused()
+		outage.For = 6 * time.Second
+		f.api.Inject(outage)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		s, err := f.runAPINight(ctx, yaml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Done != 3 {
+			t.Fatalf("want every job done, got %+v", s.Jobs)
+		}
+		events := readJournalTypes(t, s.Journal)
+		var paused, resumed, startedInOutage int
+		for _, ev := range events {
+			switch {
+			case ev.Type == journal.NightPaused:
+				paused++
+				if ev.Class != string(session.FailureAPIUnavailable) {
+					t.Errorf("paused for %q, want api-unavailable", ev.Class)
+				}
+			case ev.Type == journal.NightResumed:
+				resumed++
+			case ev.Type == journal.JobStarted && paused > resumed:
+				startedInOutage++
+			}
+		}
+		if paused != 1 || resumed != 1 {
+			t.Errorf("want one pause and one resume, got %d and %d", paused, resumed)
+		}
+		if startedInOutage != 0 {
+			t.Errorf("%d sessions started while the night waited for the API", startedInOutage)
+		}
+		for job, n := range startedPer(events) {
+			if n > 2 {
+				t.Errorf("%s started %d times; the outage may cost it one attempt", job, n)
+			}
+		}
+	})
+}
+
+// TestNightPausesOnAUsageLimit: a subscriber's plan limit with a reset a
+// few seconds ahead. The night pauses (journaled, with until), starts no
+// session before the reset, spends no attempt, and finishes every job
+// after it; the pause is in the summary's journal for the report.
+func TestNightPausesOnAUsageLimit(t *testing.T) {
+	testkit.ForEachClaude(t, func(t *testing.T, version string) {
+		f := newNightFixture(t)
+		f.env = environ.Overlay(f.env, map[string]string{"ANTHROPIC_API_KEY": "",
+			"CLAUDE_CODE_OAUTH_TOKEN": strings.TrimPrefix(testkit.SubscriberEnv[1], "CLAUDE_CODE_OAUTH_TOKEN=")})
+		yaml := f.apiBatch(version, 2, "")
+		reset := time.Now().Add(5 * time.Second)
+		limit := fakeapi.UsageLimit(fakeapi.FiveHour, reset)
+		limit.For = time.Until(reset)
+		f.api.Inject(limit)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		s, err := f.runAPINight(ctx, yaml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Done != 2 {
+			t.Fatalf("want every job done, got %+v", s.Jobs)
+		}
+		events := readJournalTypes(t, s.Journal)
+		var pause *journal.Event
+		for i, ev := range events {
+			if ev.Type == journal.NightPaused {
+				pause = &events[i]
+			}
+			if ev.Type == journal.JobStarted && pause != nil && ev.Time.Before(pause.Until) {
+				t.Errorf("%s started at %s, before the pause's end %s", ev.Job, ev.Time, pause.Until)
+			}
+		}
+		if pause == nil || pause.Class != string(session.FailureUsageLimit) || pause.Until.IsZero() {
+			t.Fatalf("want a usage-limit pause with its end, got %+v", pause)
+		}
+		for _, j := range s.Jobs {
+			if j.Name == "j1" && j.Attempts > 2 {
+				t.Errorf("j1 took %d attempts", j.Attempts)
+			}
+		}
+		if n := startedPer(events)["j2"]; n != 1 {
+			t.Errorf("j2 started %d times, want once (after the reset)", n)
+		}
+	})
+}
+
+// TestNightStopsOnAnInvalidKey: the API refuses the key for good. The
+// first session fails on it within seconds; the night stops at once: the
+// remaining jobs are skipped with the reason, the operator is told before
+// the night ends, and the night counts as failed.
+func TestNightStopsOnAnInvalidKey(t *testing.T) {
+	testkit.ForEachClaude(t, func(t *testing.T, version string) {
+		f := newNightFixture(t)
+		told := filepath.Join(f.dir, "told")
+		yaml := f.apiBatch(version, 3, fmt.Sprintf("notify: {command: [/bin/sh, -c, %s]}\n",
+			jsonString("cat >> "+told)))
+		f.api.Inject(fakeapi.InvalidAPIKey())
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		start := time.Now()
+		s, err := f.runAPINight(ctx, yaml)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > time.Minute {
+			t.Errorf("the night took %s to stop", took)
+		}
+		if s.Failed != 1 || s.Skipped != 2 || s.AllDone() {
+			t.Fatalf("want j1 failed and the rest skipped, got %+v", s.Jobs)
+		}
+		for _, j := range s.Jobs[1:] {
+			if !strings.Contains(j.Reason, "the night stopped") || !strings.Contains(j.Reason, "API key") {
+				t.Errorf("%s skipped for %q", j.Name, j.Reason)
+			}
+		}
+		if n := startedPer(readJournalTypes(t, s.Journal))["j1"]; n != 1 {
+			t.Errorf("j1 started %d times; an invalid key is not retried", n)
+		}
+		b, _ := os.ReadFile(told)
+		if !strings.Contains(string(b), "STOPPED") || !strings.Contains(string(b), "finished") {
+			t.Errorf("want the stop told at once and the end told after, got %q", b)
+		}
+		if i, j := strings.Index(string(b), "STOPPED"), strings.Index(string(b), "finished"); i > j {
+			t.Errorf("the stop was told after the end: %q", b)
+		}
+	})
+}
