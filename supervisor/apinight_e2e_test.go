@@ -44,11 +44,15 @@ defaults: {timeout: 2m, stall_timeout: 1m, retries: 1}
 %s`, jsonString(testkit.ClaudeBinOf(f.t, version)), extra, js.String())
 }
 
-func (f *nightFixture) runAPINight(ctx context.Context, yaml string) (*NightSummary, error) {
+// runAPINight runs the night of yaml; before runs just before it starts
+// (the nightwatch binary is built by then).
+func (f *nightFixture) runAPINight(ctx context.Context, yaml string, before func()) (*NightSummary, error) {
 	f.t.Helper()
 	b := f.load(yaml)
+	bin := testkit.BuildNightwatch(f.t)
+	before()
 	return RunNight(ctx, b, NightOptions{
-		Binary: testkit.BuildNightwatch(f.t), Env: f.env,
+		Binary: bin, Env: f.env,
 		LogWriter:   zerolog.NewTestWriter(f.t),
 		Maintenance: 200 * time.Millisecond, RetryPause: 200 * time.Millisecond,
 		APIWaits: apiWaitsForTests,
@@ -75,11 +79,10 @@ func TestNightWaitsOutAnAPIOutage(t *testing.T) {
 		f := newNightFixture(t)
 		yaml := f.apiBatch(version, 3, "")
 		outage := fakeapi.Refused()
-		outage.For = 6 * time.Second
-		f.api.Inject(outage)
+		outage.For = 8 * time.Second
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		s, err := f.runAPINight(ctx, yaml)
+		s, err := f.runAPINight(ctx, yaml, func() { f.api.Inject(outage) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,6 +105,9 @@ func TestNightWaitsOutAnAPIOutage(t *testing.T) {
 			}
 		}
 		if paused != 1 || resumed != 1 {
+			for _, ev := range events {
+				t.Logf("%s %s %s", ev.Type, ev.Job, ev.Class)
+			}
 			t.Errorf("want one pause and one resume, got %d and %d", paused, resumed)
 		}
 		if startedInOutage != 0 {
@@ -125,13 +131,14 @@ func TestNightPausesOnAUsageLimit(t *testing.T) {
 		f.env = environ.Overlay(f.env, map[string]string{"ANTHROPIC_API_KEY": "",
 			"CLAUDE_CODE_OAUTH_TOKEN": strings.TrimPrefix(testkit.SubscriberEnv[1], "CLAUDE_CODE_OAUTH_TOKEN=")})
 		yaml := f.apiBatch(version, 2, "")
-		reset := time.Now().Add(5 * time.Second)
-		limit := fakeapi.UsageLimit(fakeapi.FiveHour, reset)
-		limit.For = time.Until(reset)
-		f.api.Inject(limit)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		s, err := f.runAPINight(ctx, yaml)
+		s, err := f.runAPINight(ctx, yaml, func() {
+			reset := time.Now().Add(6 * time.Second)
+			limit := fakeapi.UsageLimit(fakeapi.FiveHour, reset)
+			limit.For = time.Until(reset) - time.Second // over by the reset
+			f.api.Inject(limit)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,11 +179,10 @@ func TestNightStopsOnAnInvalidKey(t *testing.T) {
 		told := filepath.Join(f.dir, "told")
 		yaml := f.apiBatch(version, 3, fmt.Sprintf("notify: {command: [/bin/sh, -c, %s]}\n",
 			jsonString("cat >> "+told)))
-		f.api.Inject(fakeapi.InvalidAPIKey())
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		start := time.Now()
-		s, err := f.runAPINight(ctx, yaml)
+		var start time.Time
+		s, err := f.runAPINight(ctx, yaml, func() { f.api.Inject(fakeapi.InvalidAPIKey()); start = time.Now() })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -322,6 +322,7 @@ func (n *night) openJournal() (bool, error) {
 	}
 	n.started = n.now()
 	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
+	n.plan.rules.waits = n.opts.APIWaits.withDefaults()
 	n.runID = journal.NewRunID(n.started)
 	j, err := journal.Create(n.b.StateDir, n.runID)
 	if err != nil {
