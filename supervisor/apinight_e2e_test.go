@@ -163,6 +163,9 @@ func TestNightPausesOnAUsageLimit(t *testing.T) {
 				t.Errorf("j1 took %d attempts", j.Attempts)
 			}
 		}
+		if len(s.Pauses) != 1 || !strings.Contains(s.Pauses[0], "usage-limit") {
+			t.Errorf("the summary (and so the notification) says the pauses %q", s.Pauses)
+		}
 		if n := startedPer(events)["j2"]; n != 1 {
 			t.Errorf("j2 started %d times, want once (after the reset)", n)
 		}

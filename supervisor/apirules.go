@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/journal"
@@ -231,6 +232,8 @@ func (p *plan) pauseFor(now time.Time, rule pauseRule, class session.APIFailureC
 		ev.Until = np.until
 		msg = "the night pauses until " + np.until.Local().Format("15:04:05")
 	}
+	p.pauses = append(p.pauses, fmt.Sprintf("paused at %s (%s): %s; %s", now.Local().Format("15:04:05"), class, reason,
+		strings.TrimPrefix(msg, "the night ")))
 	return []action{actRecord{ev: ev, level: logWarn, msg: msg}}
 }
 

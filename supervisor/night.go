@@ -93,6 +93,10 @@ type NightSummary struct {
 	Failed  int         `json:"failed"`
 	Skipped int         `json:"skipped"`
 	CostUSD float64     `json:"costUsd"`
+	// Pauses say when and why the night waited on the model's API;
+	// Stopped why it stopped starting jobs early ("" when it did not).
+	Pauses  []string `json:"pauses,omitempty"`
+	Stopped string   `json:"stopped,omitempty"`
 }
 
 // AllDone reports whether every job is done.
@@ -214,6 +218,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	err = n.loop(ctx)
 	summary.Jobs, summary.Done, summary.Failed, summary.Skipped = n.plan.summary()
 	summary.CostUSD = n.plan.cost
+	summary.Pauses, summary.Stopped = n.plan.pauses, n.plan.stopped
 	if err == nil && n.journalErr != nil {
 		err = fmt.Errorf("%w: %v", ErrJournal, n.journalErr)
 	}

@@ -205,6 +205,8 @@ type plan struct {
 	pause   *nightPause
 	outages int
 	stopped string
+	// pauses say each pause in words, for the summary.
+	pauses []string
 }
 
 // newPlan starts every job of b as pending. The deadline is the first
