@@ -201,7 +201,14 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 
 	if !opts.SkipPreflight {
 		report := Preflight(ctx, b, PreflightOptions{Store: n.store, Settings: n.checker.Settings,
-			Getenv: environ.Lookup(opts.Env), Warn: n.warn})
+			Getenv: environ.Lookup(opts.Env), Warn: n.warn, Login: true, LoginEnv: opts.Env})
+		if l := report.Login; l != nil {
+			e := n.log.Info()
+			if l.Level != "ok" {
+				e = n.log.Error().Str("fix", l.Fix)
+			}
+			e.Str("login", l.Level).Msg("agent login: " + l.Detail)
+		}
 		for _, row := range report.Rows {
 			n.log.Info().Str("server", row.Server).Str("verdict", string(row.Verdict)).
 				Dur("latency", row.Latency).Str("reason", row.Reason).Msg("preflight")
