@@ -52,6 +52,11 @@ type Outcome struct {
 	// API is why the session failed when the model's API or the CLI's
 	// limits were the cause (ClassifyAPIFailure); nil otherwise.
 	API *APIFailure `json:"api,omitempty"`
+	// ResumedFrom is the Claude session the attempt resumed (--resume);
+	// ResumeFailed, when set, is why it could not, and the attempt ran a
+	// fresh session instead.
+	ResumedFrom  string `json:"resumed_from,omitempty"`
+	ResumeFailed string `json:"resume_failed,omitempty"`
 
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended"`

@@ -37,6 +37,9 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 	args = append(args, "--settings", f.Settings, "--mcp-config", f.MCPConfig, "--strict-mcp-config",
 		"--output-format", "stream-json", "--verbose")
 	args = append(args, b.Agent.Args...)
+	if spec.Resume != "" {
+		args = append(args, "--resume", spec.Resume)
+	}
 	if allowed := job.Allowed(); len(allowed) > 0 {
 		args = append(args, "--allowedTools")
 		args = append(args, allowed...)
@@ -71,6 +74,19 @@ func Run(ctx context.Context, spec Spec, f Files, obs Observer) Outcome {
 	}
 	out := Outcome{Status: Failed, ExitCode: -1, Started: time.Now()}
 	run(ctx, spec, f, obs, &out)
+	if spec.Resume != "" {
+		out.ResumedFrom = spec.Resume
+		if cannotResume(out, f) && ctx.Err() == nil {
+			// The old session is gone (or never reached the disk): a fresh
+			// one, in the same attempt.
+			fresh := spec
+			fresh.Resume, fresh.ResumeWhy = "", ""
+			why := out.Reason
+			out = Outcome{Status: Failed, ExitCode: -1, Started: out.Started}
+			run(ctx, fresh, f, obs, &out)
+			out.ResumeFailed = text.OneLine(why, 200)
+		}
+	}
 	out.Ended = time.Now()
 	// The MCP config holds the servers' resolved secrets (API keys in env,
 	// bearer tokens in headers); only the session and its hook need it.
@@ -243,3 +259,19 @@ type noObserver struct{}
 
 func (noObserver) ServerStatus(string, string) {}
 func (noObserver) ToolUnavailable(string)      {}
+
+// cannotResume says whether a --resume session failed because the CLI
+// could not resume the session (measured on 2.1.197 and 2.1.332: "No
+// conversation found with session ID: …", exit 1, in stderr or the
+// result, before any turn).
+func cannotResume(out Outcome, f Files) bool {
+	if out.Status == Done || out.KilledBy != "" || out.NumTurns > 0 {
+		return false
+	}
+	for _, s := range []string{out.Reason, lastLine(f.Stderr)} {
+		if strings.Contains(strings.ToLower(s), "no conversation found") {
+			return true
+		}
+	}
+	return false
+}
