@@ -141,6 +141,8 @@ type Event struct {
 	// Class is an agent failure class (job-retried, job-finished,
 	// night-paused, night-stopped: usage-limit, rate-limit, …).
 	Class string `json:"class,omitempty"`
+	// Resume is the Claude session a job-started attempt resumes.
+	Resume string `json:"resume,omitempty"`
 	// Until is when a night-paused pause ends (zero: at a check).
 	Until     time.Time `json:"until,omitzero"`
 	Batch     string    `json:"batch,omitempty"`

@@ -262,3 +262,56 @@ func TestAPIRulesCoverEveryClass(t *testing.T) {
 		}
 	}
 }
+
+// Which retries resume the last attempt's Claude session.
+func TestPlanResumeRules(t *testing.T) {
+	timeout := session.Outcome{Status: session.Failed, KilledBy: "timeout", SessionID: "s-1", Reason: "killed after 1m timeout"}
+	tests := []struct {
+		name   string
+		resume bool
+		out    session.Outcome
+		want   string // the second launch's resume
+	}{
+		{"timeout resumes", true, timeout, "s-1"},
+		{"stall resumes", true, session.Outcome{Status: session.Failed, KilledBy: "stall", SessionID: "s-1"}, "s-1"},
+		{"a server lost mid-job resumes", true, session.Outcome{Status: session.Failed, KilledBy: session.KilledAbandoned, SessionID: "s-1", Reason: "x"}, "s-1"},
+		{"an outage resumes", true, func() session.Outcome {
+			o := apiOutcome(session.FailureAPIUnavailable, "refused", time.Time{})
+			o.SessionID = "s-1"
+			return o
+		}(), "s-1"},
+		{"a usage limit resumes", true, func() session.Outcome {
+			o := apiOutcome(session.FailureUsageLimit, "limit", time.Time{})
+			o.SessionID = "s-1"
+			return o
+		}(), "s-1"},
+		{"max turns starts fresh", true, func() session.Outcome {
+			o := apiOutcome(session.FailureMaxTurns, "max turns", time.Time{})
+			o.SessionID = "s-1"
+			return o
+		}(), ""},
+		{"the job's own failure starts fresh", true, session.Outcome{Status: session.Failed, SessionID: "s-1", Reason: "exit 1"}, ""},
+		{"no session id starts fresh", true, session.Outcome{Status: session.Failed, KilledBy: "timeout"}, ""},
+		{"resume: false starts fresh", false, timeout, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := planBatch(func(b *jobs.Batch) { b.Resume = tt.resume }, planJob("a", retries(1)))
+			b.Jobs[0].Servers = nil
+			d := newPlanDriver(t, b)
+			d.p.rules.waits = testWaits.withDefaults()
+			d.wake(0)
+			d.endWith("a", tt.out)
+			for range 10 {
+				if len(d.launches) > 1 {
+					break
+				}
+				d.apiDown = false
+				d.wake(30 * time.Second)
+			}
+			if len(d.resumes) != 2 || d.resumes[1] != tt.want {
+				t.Fatalf("launches %q resumes %q, want the second to resume %q", d.launches, d.resumes, tt.want)
+			}
+		})
+	}
+}

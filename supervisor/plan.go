@@ -96,6 +96,9 @@ type jobPlan struct {
 	free, chargedOutage int
 	// feedback is told the next attempt (what the last verify said).
 	feedback string
+	// resume is the Claude session the next attempt resumes, and
+	// resumeWhy how the last one ended ("" starts fresh).
+	resume, resumeWhy string
 	// runsWithout are the servers that were down when its running attempt
 	// started anyway (on_unhealthy: run).
 	runsWithout []string
@@ -150,6 +153,9 @@ type actLaunch struct {
 	job      string
 	attempt  int
 	feedback string // for the prompt: what the last attempt's verify said
+	// resume is the Claude session to resume and why the last attempt
+	// ended; "" starts a fresh session.
+	resume, resumeWhy string
 }
 
 // actRecord: append ev to the journal and log msg at level.
@@ -187,6 +193,8 @@ type planRules struct {
 	maxDefer    time.Duration
 	retryPause  time.Duration
 	waits       APIWaits
+	// resume: a retry after real work resumes the same Claude session.
+	resume bool
 }
 
 type plan struct {
@@ -214,7 +222,7 @@ type plan struct {
 func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *plan {
 	p := &plan{jobs: map[string]*jobPlan{}, rules: planRules{maxParallel: max(b.MaxParallel, 1),
 		maxCostUSD: b.MaxCostUSD, maxDefer: b.Defaults.MaxDefer, retryPause: retryPause,
-		waits: DefaultAPIWaits.withDefaults()}}
+		waits: DefaultAPIWaits.withDefaults(), resume: b.Resume}}
 	if b.Deadline != nil {
 		p.rules.deadline = deadlineAfter(started, *b.Deadline)
 	}
@@ -406,7 +414,8 @@ func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers 
 	jp.phase = phaseRunning
 	jp.startedAt = now
 	p.running++
-	return []action{actLaunch{job: jp.job.Name, attempt: jp.attempts, feedback: jp.feedback}}
+	return []action{actLaunch{job: jp.job.Name, attempt: jp.attempts, feedback: jp.feedback,
+		resume: jp.resume, resumeWhy: jp.resumeWhy}}
 }
 
 // attemptEnded judges the end of an attempt: done, another attempt after a
@@ -425,6 +434,10 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	}
 	jp.last = &out
 	p.cost += out.CostUSD
+	jp.resume, jp.resumeWhy = "", ""
+	if p.rules.resume && out.Status != session.Done && out.SessionID != "" && endedAfterWork(out) {
+		jp.resume, jp.resumeWhy = out.SessionID, out.Reason
+	}
 	result := resultOf(out)
 	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: result, Denied: out.Denied,
 		Unusable: unusableServers(out.Unusable), Verify: verifyOf(out.Verify)}
@@ -595,4 +608,24 @@ func (p *plan) summary() (jobs []JobResult, done, failed, skipped int) {
 		}
 	}
 	return jobs, done, failed, skipped
+}
+
+// endedAfterWork says whether an attempt was cut short while it worked,
+// so that its retry resumes the same Claude session rather than paying
+// for the work again: killed at its timeout or for a stall, stopped for a
+// server lost mid-job, or ended by a usage limit, a rate limit or an
+// outage of the API. A job's own failure (a wrong answer, verify, max
+// turns, a denial) starts fresh.
+func endedAfterWork(out session.Outcome) bool {
+	switch out.KilledBy {
+	case "timeout", "stall", session.KilledAbandoned:
+		return true
+	}
+	if out.API != nil {
+		switch out.API.Class {
+		case session.FailureUsageLimit, session.FailureRateLimit, session.FailureAPIUnavailable:
+			return true
+		}
+	}
+	return false
 }

@@ -28,6 +28,7 @@ type planDriver struct {
 	checks    []string
 	launches  []string // "job#attempt"
 	feedbacks []string // each launch's feedback
+	resumes   []string // each launch's session to resume
 	records   []journal.Event
 	maintains int
 	finished  bool
@@ -58,6 +59,7 @@ func (d *planDriver) do(acts []action) {
 		case actLaunch:
 			d.launches = append(d.launches, fmt.Sprintf("%s#%d", a.job, a.attempt))
 			d.feedbacks = append(d.feedbacks, a.feedback)
+			d.resumes = append(d.resumes, a.resume)
 		case actRecord:
 			d.records = append(d.records, a.ev)
 		case actMaintain:
