@@ -212,3 +212,60 @@ func TestNightStopsOnAnInvalidKey(t *testing.T) {
 		}
 	})
 }
+
+// TestNightRetryResumesAfterTimeout: a job killed at its timeout after
+// one tool call (its second one hangs) is retried in the same Claude
+// session: the retry's job-started names the first attempt's session id,
+// and the retry's session reports that id.
+func TestNightRetryResumesAfterTimeout(t *testing.T) {
+	testkit.ForEachClaude(t, func(t *testing.T, version string) {
+		f := newNightFixture(t)
+		server := testkit.BuildTestServer(t)
+		yaml := fmt.Sprintf(`version: 1
+name: resume
+state_dir: ./state
+agent: {command: %s}
+defaults: {timeout: 12s, stall_timeout: 1m, retries: 1}
+servers:
+  notes: {command: %s}
+jobs:
+  - {name: j1, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+`, jsonString(testkit.ClaudeBinOf(t, version)), jsonString(server),
+			jsonString(prompt("j1", `mcp__notes__echo {"message":"one"}`, `mcp__notes__hang {}`)))
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		s, err := f.runAPINight(ctx, yaml, func() {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := readJournalTypes(t, s.Journal)
+		var firstID string
+		var resumed []string
+		var retryIDs []string
+		for _, ev := range events {
+			switch {
+			case ev.Type == journal.JobRetried && ev.Attempt == 1 && ev.Result != nil:
+				firstID = ev.Result.SessionID
+				if ev.Result.KilledBy != "timeout" {
+					t.Errorf("attempt 1 ended %q, want killed at its timeout", ev.Result.KilledBy)
+				}
+			case ev.Type == journal.JobStarted && ev.Attempt == 2:
+				resumed = append(resumed, ev.Resume)
+			case (ev.Type == journal.JobFinished || ev.Type == journal.JobRetried) && ev.Attempt == 2 && ev.Result != nil:
+				retryIDs = append(retryIDs, ev.Result.SessionID)
+			}
+		}
+		if firstID == "" {
+			t.Fatalf("attempt 1 has no session id: %+v", s.Jobs)
+		}
+		if len(resumed) != 1 || resumed[0] != firstID {
+			t.Errorf("attempt 2 resumed %q, want %q", resumed, firstID)
+		}
+		if len(retryIDs) != 1 || retryIDs[0] != firstID {
+			t.Errorf("attempt 2's session is %q, want %q", retryIDs, firstID)
+		}
+		if echo := f.api.SessionToolResults("j1"); len(echo) == 0 || !strings.Contains(echo[0].Content, "one") {
+			t.Errorf("the first call's result: %+v", echo)
+		}
+	})
+}
