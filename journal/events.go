@@ -61,6 +61,11 @@ const (
 	// NightStopped: the night starts no more jobs (Class, Reason: the
 	// agent's login was refused); the remaining jobs are skipped.
 	NightStopped Type = "night-stopped"
+	// RunClosed closes a run that did not finish and can no longer be
+	// resumed (Reason: its window passed); the jobs it had not ended stay
+	// unfinished, and a new night begins. Like run-finished, it ends the
+	// journal.
+	RunClosed Type = "run-closed"
 	// RunFinished closes the run; a journal without it is resumed.
 	RunFinished Type = "run-finished"
 	// NotifyFailed: the end-of-night notification failed, Reason why.
@@ -70,7 +75,7 @@ const (
 // Types is every type this release writes.
 var Types = []Type{RunStarted, RunResumed, JobStarted, SessionProcess, JobDeferred, JobRetried,
 	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, Maintenance, NightPaused, NightResumed, NightStopped,
-	ServerFinal, RunFinished, NotifyFailed}
+	ServerFinal, RunClosed, RunFinished, NotifyFailed}
 
 // Status is a job's end (done, failed, skipped) or a server's state
 // (healthy, unhealthy; "" for an entry that was removed).

@@ -54,6 +54,9 @@ func (n *Night) Verdict() string {
 	if n.Stopped != "" {
 		parts = append(parts, "stopped early: "+short(n.Stopped))
 	}
+	if n.Closed != "" {
+		parts = append(parts, "closed unfinished: "+short(n.Closed))
+	}
 	if !n.Finished {
 		parts = append(parts, "run not finished")
 	}

@@ -39,6 +39,9 @@ type Night struct {
 	// Stopped is why the night stopped starting jobs early (the agent's
 	// login was refused); "" when it did not.
 	Stopped string `json:"stopped,omitempty"`
+	// Closed is why a run that never finished was closed (a later start
+	// began a new night); "" otherwise.
+	Closed string `json:"closed,omitempty"`
 	// Warnings are things the reader should know about the inputs: a torn
 	// last line, a cache that could not be read.
 	Warnings []string `json:"warnings,omitempty"`
@@ -229,6 +232,11 @@ func fromEvents(events []journal.Event) *Night {
 					a.to, a.ended, a.outcome = ev.Time, true, "interrupted"
 					a.reason = "the supervisor stopped; the run was resumed"
 				}
+			}
+		case journal.RunClosed:
+			n.Finished, n.Closed = true, clean(ev.Reason)
+			if p := lastPause(n); p != nil && p.To.IsZero() {
+				p.To = ev.Time
 			}
 		case journal.RunFinished:
 			n.Finished = true

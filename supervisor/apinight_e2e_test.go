@@ -14,6 +14,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -266,6 +267,93 @@ jobs:
 		}
 		if echo := f.api.SessionToolResults("j1"); len(echo) == 0 || !strings.Contains(echo[0].Content, "one") {
 			t.Errorf("the first call's result: %+v", echo)
+		}
+	})
+}
+
+// TestNightAfterSIGTERMNextStartIsANewNight: a night is stopped (as by
+// SIGTERM) while its job runs. The batch's next scheduled start, later
+// than the old night's window, does not resume it: the old journal gets
+// run-closed with the reason and its report, and a new night runs every
+// job.
+func TestNightAfterSIGTERMNextStartIsANewNight(t *testing.T) {
+	testkit.ForEachClaude(t, func(t *testing.T, version string) {
+		f := newNightFixture(t)
+		server := testkit.BuildTestServer(t)
+		// The next scheduled start is an hour or two after now.
+		at := time.Now().Add(2 * time.Hour)
+		yaml := fmt.Sprintf(`version: 1
+name: nextnight
+schedule: "0 %d * * *"
+state_dir: ./state
+agent: {command: %s}
+defaults: {timeout: 2m, stall_timeout: 2m, retries: 0}
+servers:
+  notes: {command: %s}
+jobs:
+  - {name: j1, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+`, at.Hour(), jsonString(testkit.ClaudeBinOf(t, version)), jsonString(server),
+			jsonString(prompt("j1", `mcp__notes__echo {"message":"one"}`)))
+		b := f.load(yaml)
+		bin := testkit.BuildNightwatch(t)
+
+		// The first night: the fake model answers nothing until it is
+		// stopped, so the job is running when SIGTERM comes.
+		f.api.Inject(fakeapi.Fault{Name: "hang", Status: 529, Body: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)})
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for ctx.Err() == nil {
+				if path, evs, _ := journal.LatestUnfinished(b.StateDir, b.Name); path != "" {
+					for _, ev := range evs {
+						if ev.Type == journal.SessionProcess {
+							cancel()
+							return
+						}
+					}
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+		env := environ.Overlay(f.env, map[string]string{"CLAUDE_CODE_MAX_RETRIES": "50"})
+		first, err := RunNight(ctx, b, NightOptions{Binary: bin, Env: env, LogWriter: zerolog.NewTestWriter(t),
+			Maintenance: 200 * time.Millisecond, APIWaits: apiWaitsForTests})
+		cancel()
+		if err == nil || first == nil {
+			t.Fatalf("the stopped night returned %v", err)
+		}
+		f.api.Clear()
+
+		// The next scheduled start, after the old night's window.
+		var closedReport string
+		later := func() time.Time { return time.Now().Add(3 * time.Hour) }
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel2()
+		s, err := RunNight(ctx2, b, NightOptions{Binary: bin, Env: f.env, LogWriter: zerolog.NewTestWriter(t),
+			Maintenance: 200 * time.Millisecond, APIWaits: apiWaitsForTests, Now: later,
+			AfterNight: func(_ *jobs.Batch, s *NightSummary) string {
+				if s.RunID == first.RunID {
+					closedReport = s.Journal
+				}
+				return ""
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.RunID == first.RunID || s.Resumed {
+			t.Fatalf("the next start resumed the old night %s", first.RunID)
+		}
+		if s.Done != 1 {
+			t.Errorf("the new night: %+v", s.Jobs)
+		}
+		if !strings.Contains(s.Closed, first.RunID) || !strings.Contains(s.Closed, "next scheduled start") {
+			t.Errorf("the summary says closed %q", s.Closed)
+		}
+		old := readJournalTypes(t, first.Journal)
+		if last := old[len(old)-1]; last.Type != journal.RunClosed || !strings.Contains(last.Reason, "new night") {
+			t.Errorf("the old journal ends with %+v, want run-closed", last)
+		}
+		if closedReport != first.Journal {
+			t.Errorf("the old night's report was not written (AfterNight got %q)", closedReport)
 		}
 	})
 }

@@ -97,6 +97,9 @@ type NightSummary struct {
 	// Stopped why it stopped starting jobs early ("" when it did not).
 	Pauses  []string `json:"pauses,omitempty"`
 	Stopped string   `json:"stopped,omitempty"`
+	// Closed is the unfinished run this night closed instead of resuming
+	// it (its window had passed), and why.
+	Closed string `json:"closed,omitempty"`
 }
 
 // AllDone reports whether every job is done.
@@ -139,6 +142,9 @@ type night struct {
 	// reconnecting those journaled down by a reconnect, until decide
 	// knows how it went.
 	down, reconnecting map[string]bool
+	// closed is the unfinished run this start closed instead of resuming,
+	// and why ("" when none).
+	closed string
 }
 
 func (n *night) now() time.Time {
@@ -197,7 +203,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	if n.journal.Repaired != "" {
 		n.log.Warn().Str("journal", n.journal.Path).Msg("the journal was repaired before resuming: " + n.journal.Repaired)
 	}
-	summary := &NightSummary{RunID: n.runID, Journal: n.journal.Path, Resumed: resumed}
+	summary := &NightSummary{RunID: n.runID, Journal: n.journal.Path, Resumed: resumed, Closed: n.closed}
 
 	if !opts.SkipPreflight {
 		report := Preflight(ctx, b, PreflightOptions{Store: n.store, Settings: n.checker.Settings,
@@ -315,9 +321,13 @@ func (n *night) openJournal() (bool, error) {
 				return false, fmt.Errorf("%w: %v", ErrJournal, err)
 			}
 			j.Warn = n.journalWarn
+			rp := journal.Replay(events)
+			if why := pastWindow(n.b, rp.Started, n.now()); why != "" {
+				n.closeRun(j, rp, why)
+				return n.newRun()
+			}
 			n.journal = j
 			n.runID = j.RunID
-			rp := journal.Replay(events)
 			n.started = rp.Started
 			if n.started.IsZero() {
 				n.started = n.now()
@@ -332,6 +342,11 @@ func (n *night) openJournal() (bool, error) {
 			return true, nil
 		}
 	}
+	return n.newRun()
+}
+
+// newRun starts a new run's journal and plan.
+func (n *night) newRun() (bool, error) {
 	n.started = n.now()
 	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
 	n.plan.rules.waits = n.opts.APIWaits.withDefaults()
@@ -446,5 +461,25 @@ func (n *night) journalFinalStates() {
 			}
 		}
 		n.append(ev)
+	}
+}
+
+// closeRun closes an unfinished run whose window passed: what its dead
+// supervisor left running is ended, its session files removed, a
+// run-closed line ends its journal, and its report is written (through
+// AfterNight), so the morning after it still has one.
+func (n *night) closeRun(j *journal.Journal, rp journal.RunState, why string) {
+	killLeftovers(rp.Sessions, n.log)
+	removeSessionConfigs(n.b.StateDir, j.RunID)
+	if err := j.Append(journal.Event{Type: journal.RunClosed, Run: j.RunID, Reason: why}); err != nil {
+		n.log.Error().Err(err).Str("run", j.RunID).Msg("cannot close the unfinished run's journal")
+	}
+	n.log.Warn().Str("run", j.RunID).Str("reason", why).Msg("the unfinished run is closed, not resumed")
+	n.closed = j.RunID + ": " + why
+	if n.opts.AfterNight != nil {
+		old := &NightSummary{RunID: j.RunID, Journal: j.Path}
+		if where := n.opts.AfterNight(n.b, old); where != "" {
+			n.log.Info().Str("run", j.RunID).Msg(where)
+		}
 	}
 }
