@@ -14,6 +14,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/awake"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
@@ -226,6 +227,9 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 	for _, j := range b.Jobs {
 		n.log.Info().Str("job", j.Name).Strs("allowed", j.Allowed()).Msg("the session will be allowed")
+	}
+	if release := n.keepAwake(ctx); release != nil {
+		defer release()
 	}
 
 	err = n.loop(ctx)
@@ -462,6 +466,23 @@ func (n *night) journalFinalStates() {
 		}
 		n.append(ev)
 	}
+}
+
+// keepAwake keeps the machine from sleeping while the night runs
+// (keep_awake, on by default) and says in the log what it did or why it
+// could not; the returned release ends it (nil when nothing is held).
+func (n *night) keepAwake(ctx context.Context) func() {
+	if !n.b.KeepAwake {
+		n.log.Info().Msg("keep_awake: false: the machine may sleep during the night")
+		return nil
+	}
+	release, how, err := awake.Hold(ctx, "nightwatch night "+n.runID+" ("+n.b.Name+")")
+	if err != nil {
+		n.log.Warn().Err(err).Msg("keep_awake: " + how + "; the machine may sleep during the night")
+		return release
+	}
+	n.log.Info().Msg("keep_awake: " + how)
+	return release
 }
 
 // closeRun closes an unfinished run whose window passed: what its dead
