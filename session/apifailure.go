@@ -74,7 +74,7 @@ func ClassifyAPIFailure(result map[string]any, stream []map[string]any, now time
 	errType := afStr(result["api_error_type"])
 
 	if subtype == "error_max_turns" || terminal == "max_turns" {
-		return APIFailure{Class: FailureMaxTurns, Reason: afFirst(afErrorsText(result), "the session reached its maximum afNumber of turns")}
+		return APIFailure{Class: FailureMaxTurns, Reason: afFirst(afErrorsText(result), "the session reached its maximum number of turns")}
 	}
 	if terminal == "prompt_too_long" {
 		return APIFailure{Class: FailureContextTooLong, Reason: afOneLine(afFirst(text, "the prompt is too long for the model's context"))}

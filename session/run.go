@@ -195,8 +195,10 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	st.fill(out)
 	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))
 	st.classify(out, time.Now())
-	if out.API != nil {
-		out.Reason = text.OneLine(out.API.Reason, 300)
+	if a := out.API; a != nil && a.Class != FailureMaxTurns && a.Class != FailureContextTooLong && a.Reason != "" {
+		// The API's own words say more than "api error 429: …"; the
+		// job's own failures keep judge's reason.
+		out.Reason = text.OneLine(a.Reason, 300)
 	}
 	if copyErr != nil && out.Status != Done {
 		out.Reason += " (" + copyErr.Error() + ")"
