@@ -16,6 +16,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/report"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -163,6 +164,14 @@ func TestNightPausesOnAUsageLimit(t *testing.T) {
 			if j.Name == "j1" && j.Attempts > 2 {
 				t.Errorf("j1 took %d attempts", j.Attempts)
 			}
+		}
+		night, err := report.Build(s.Journal, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(night.Pauses) != 1 || night.Pauses[0].Class != "usage-limit" || night.Pauses[0].To.IsZero() ||
+			!strings.Contains(night.Verdict(), "paused") {
+			t.Errorf("the report shows the pauses %+v, verdict %q", night.Pauses, night.Verdict())
 		}
 		if len(s.Pauses) != 1 || !strings.Contains(s.Pauses[0], "usage-limit") {
 			t.Errorf("the summary (and so the notification) says the pauses %q", s.Pauses)
