@@ -32,6 +32,11 @@ import (
 //     server that probes healthy but no session can use);
 //   - anything else (verify included): retried while retries last, the
 //     next prompt told what verify said.
+//
+// An attempt that failed on the model's API (a usage or rate limit, an
+// outage, a refused login) follows the table in apirules.go first: the
+// night pauses, waits for the API or stops. A retry after real work
+// resumes the same Claude session (endedAfterWork).
 
 // phase is where a job is in the night.
 type phase int
