@@ -175,4 +175,3 @@ func (e *env) installedEntries() []installedEntry {
 	}
 	return out
 }
-
