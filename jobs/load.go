@@ -42,6 +42,10 @@ const (
 	DefaultMCPTimeout = 30 * time.Second
 	DefaultRetries    = 1
 	DefaultMaxDefer   = time.Hour
+	// DefaultAPIRetries is CLAUDE_CODE_MAX_RETRIES for the night's
+	// sessions: the CLI's own retries of a failing API stay short, and the
+	// night, not the CLI, does the long waiting.
+	DefaultAPIRetries = 2
 	// maxRetries catches a typo (retries: 100000) that would retry a broken
 	// job all night.
 	maxRetries = 100
@@ -66,7 +70,7 @@ func DefaultHealth() Health {
 var topFields = []string{
 	"version", "name", "schedule", "deadline", "max_parallel", "max_cost_usd",
 	"state_dir", "env_file", "env", "fail_open", "agent", "defaults", "health",
-	"servers", "jobs", "notify",
+	"servers", "jobs", "notify", "api_retries", "resume", "keep_awake",
 }
 
 // loader holds the state of one Load: where the file is, the variables
@@ -236,6 +240,23 @@ func (l *loader) load() *Batch {
 	b.StateDir, _ = l.path(stateDir, stateLine, "state_dir")
 	if p, ok := f["fail_open"]; ok {
 		b.FailOpen, _ = l.boolean(p.val, "fail_open")
+	}
+	b.APIRetries = DefaultAPIRetries
+	if p, ok := f["api_retries"]; ok {
+		if v, line, ok := l.integer(p.val, "api_retries", 0); ok {
+			if v > maxRetries {
+				l.problem(line, "api_retries", "must be at most %d, not %d", maxRetries, v)
+			} else {
+				b.APIRetries = v
+			}
+		}
+	}
+	b.Resume, b.KeepAwake = true, true
+	if p, ok := f["resume"]; ok {
+		b.Resume, _ = l.boolean(p.val, "resume")
+	}
+	if p, ok := f["keep_awake"]; ok {
+		b.KeepAwake, _ = l.boolean(p.val, "keep_awake")
 	}
 	l.agent(b, f, root.Line)
 	l.notify(b, f)

@@ -38,9 +38,18 @@ type Batch struct {
 	EnvFileKeys []string          // the variables env_file sets, in file order (their values are in Env unless env overrides them)
 	Env         map[string]string // env_file then env, expanded
 	FailOpen    bool              // the batch asks the hook to fail open (debugging only)
-	Agent       Agent
-	Defaults    JobDefaults
-	Health      Health
+	// APIRetries is the sessions' CLAUDE_CODE_MAX_RETRIES (api_retries,
+	// default 2) unless the environment sets it.
+	APIRetries int
+	// Resume: a retry after real work resumes the same Claude session
+	// (resume, default true).
+	Resume bool
+	// KeepAwake: the machine is kept awake while the night runs
+	// (keep_awake, default true).
+	KeepAwake bool
+	Agent     Agent
+	Defaults  JobDefaults
+	Health    Health
 	// Servers are the MCP servers, in file order, nightwatch's own fields
 	// split from what goes into the session's MCP config.
 	Servers []*Server

@@ -51,6 +51,21 @@ const (
 	// night, written just before run-finished, so the report shows the
 	// night's end and not the cache as it is when the report is read.
 	ServerFinal Type = "server-final"
+	// NightPaused: no new session starts until Until (zero: until a check
+	// says the API answers again); Class is the agent failure that paused
+	// it (usage-limit, rate-limit, api-unavailable), Reason its words.
+	NightPaused Type = "night-paused"
+	// NightResumed: the pause ended (Reason how: the reset time came, the
+	// API answered).
+	NightResumed Type = "night-resumed"
+	// NightStopped: the night starts no more jobs (Class, Reason: the
+	// agent's login was refused); the remaining jobs are skipped.
+	NightStopped Type = "night-stopped"
+	// RunClosed closes a run that did not finish and can no longer be
+	// resumed (Reason: its window passed); the jobs it had not ended stay
+	// unfinished, and a new night begins. Like run-finished, it ends the
+	// journal.
+	RunClosed Type = "run-closed"
 	// RunFinished closes the run; a journal without it is resumed.
 	RunFinished Type = "run-finished"
 	// NotifyFailed: the end-of-night notification failed, Reason why.
@@ -59,7 +74,8 @@ const (
 
 // Types is every type this release writes.
 var Types = []Type{RunStarted, RunResumed, JobStarted, SessionProcess, JobDeferred, JobRetried,
-	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, Maintenance, ServerFinal, RunFinished, NotifyFailed}
+	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, Maintenance, NightPaused, NightResumed, NightStopped,
+	ServerFinal, RunClosed, RunFinished, NotifyFailed}
 
 // Status is a job's end (done, failed, skipped) or a server's state
 // (healthy, unhealthy; "" for an entry that was removed).
@@ -126,10 +142,17 @@ type Event struct {
 	// job that runs anyway (on_unhealthy: run) the servers it ran without.
 	Unusable []string `json:"unusable,omitempty"`
 	// Verify is the job's check of the attempt's work, when it ran.
-	Verify    *Verify `json:"verify,omitempty"`
-	Batch     string  `json:"batch,omitempty"`
-	BatchFile string  `json:"batchFile,omitempty"`
-	PID       int     `json:"pid,omitempty"`
+	Verify *Verify `json:"verify,omitempty"`
+	// Class is an agent failure class (job-retried, job-finished,
+	// night-paused, night-stopped: usage-limit, rate-limit, …).
+	Class string `json:"class,omitempty"`
+	// Resume is the Claude session a job-started attempt resumes.
+	Resume string `json:"resume,omitempty"`
+	// Until is when a night-paused pause ends (zero: at a check).
+	Until     time.Time `json:"until,omitzero"`
+	Batch     string    `json:"batch,omitempty"`
+	BatchFile string    `json:"batchFile,omitempty"`
+	PID       int       `json:"pid,omitempty"`
 }
 
 // Result is what an attempt's session reported, as job-retried and

@@ -502,7 +502,7 @@ func LatestUnfinished(stateDir, batchName string) (path string, events []Event, 
 	}
 	newest := runs[0]
 	for _, ev := range newest.events {
-		if ev.Type == RunFinished {
+		if ev.Type == RunFinished || ev.Type == RunClosed {
 			return "", nil, nil
 		}
 	}

@@ -24,8 +24,11 @@ func TestLegacyJournalReadsIntoFields(t *testing.T) {
 		if typ == RunResumed {
 			continue // the finished fixture was never resumed
 		}
-		if typ == ServerFinal {
-			continue // newer than the v0 release (issue 10)
+		switch typ {
+		case ServerFinal: // newer than the v0 release (issue 10)
+			continue
+		case NightPaused, NightResumed, NightStopped, RunClosed: // newer too (issue 11)
+			continue
 		}
 		if len(byType[typ]) == 0 {
 			t.Errorf("the fixture has no %s line: regenerate it with every type", typ)

@@ -194,7 +194,7 @@ func (n *Night) HTML(w io.Writer) error {
 // hook, which never writes a report, runs before every tool call.
 var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report").Funcs(template.FuncMap{
-		"clock": clock, "span": span, "notes": jobNotes, "server": serverLine,
+		"clock": clock, "span": span, "notes": jobNotes, "server": serverLine, "pause": pauseLine,
 		"f":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
 		"usd": func(v float64) string { return fmt.Sprintf("$%.2f", v) },
 	}).Parse(pageHTML))
@@ -268,6 +268,11 @@ td.n { text-align: right; white-space: nowrap; }
 {{range .Jobs}}<tr><td>{{.Name}}</td><td>{{.Status}}</td><td class="n">{{.Attempts}}</td><td class="n">{{span .Duration}}</td><td class="n">{{.Turns}}</td><td class="n">{{usd .CostUSD}}</td><td>{{range $i, $n := notes .}}{{if $i}}; {{end}}{{$n}}{{end}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p>No job started.</p>{{end}}
+
+{{if or .Stopped .Pauses}}<h2>The model's API</h2>
+<ul>{{if .Stopped}}<li>The night stopped early: {{.Stopped}}</li>{{end}}
+{{range .Pauses}}<li>{{pause .}}</li>
+{{end}}</ul>{{end}}
 
 <h2>Servers</h2>
 {{if .Servers}}<ul>

@@ -42,6 +42,21 @@ func (n *Night) Verdict() string {
 	} else {
 		parts = append(parts, plural(t.Outages, "outage"))
 	}
+	if len(n.Pauses) > 0 {
+		var d time.Duration
+		for _, ps := range n.Pauses {
+			if !ps.To.IsZero() {
+				d += ps.To.Sub(ps.From)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("paused %s on the API (%s)", span(d), plural(len(n.Pauses), "pause")))
+	}
+	if n.Stopped != "" {
+		parts = append(parts, "stopped early: "+short(n.Stopped))
+	}
+	if n.Closed != "" {
+		parts = append(parts, "closed unfinished: "+short(n.Closed))
+	}
 	if !n.Finished {
 		parts = append(parts, "run not finished")
 	}
@@ -75,6 +90,16 @@ func (n *Night) Markdown(w io.Writer) error {
 		}
 	}
 
+	if n.Stopped != "" || len(n.Pauses) > 0 {
+		p("\n## The model's API\n\n")
+		if n.Stopped != "" {
+			p("- The night stopped early: %s\n", short(n.Stopped))
+		}
+		for _, ps := range n.Pauses {
+			p("- %s\n", pauseLine(ps))
+		}
+	}
+
 	p("\n## Servers\n\n")
 	if len(n.Servers) == 0 {
 		p("No server was reported.\n")
@@ -99,6 +124,20 @@ func (n *Night) Markdown(w io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// pauseLine is one pause of the night, in words.
+func pauseLine(ps Pause) string {
+	line := fmt.Sprintf("paused %s", clock(ps.From))
+	switch {
+	case !ps.To.IsZero():
+		line += fmt.Sprintf("–%s (%s)", clock(ps.To), span(ps.To.Sub(ps.From)))
+	case !ps.Until.IsZero():
+		line += " until " + clock(ps.Until) + " (the journal ends first)"
+	default:
+		line += ", still waiting when the journal ends"
+	}
+	return fmt.Sprintf("%s, %s: %s", line, ps.Class, short(ps.Reason))
 }
 
 // jobNotes says what a reader wants to know beyond the numbers: why it

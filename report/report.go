@@ -33,6 +33,15 @@ type Night struct {
 	Jobs     []Job     `json:"jobs"`
 	Servers  []Server  `json:"servers"`
 	Totals   Totals    `json:"totals"`
+	// Pauses are the stretches the night started no session because the
+	// model's API failed (a usage limit, a rate limit, an outage).
+	Pauses []Pause `json:"pauses,omitempty"`
+	// Stopped is why the night stopped starting jobs early (the agent's
+	// login was refused); "" when it did not.
+	Stopped string `json:"stopped,omitempty"`
+	// Closed is why a run that never finished was closed (a later start
+	// began a new night); "" otherwise.
+	Closed string `json:"closed,omitempty"`
 	// Warnings are things the reader should know about the inputs: a torn
 	// last line, a cache that could not be read.
 	Warnings []string `json:"warnings,omitempty"`
@@ -102,6 +111,18 @@ type Server struct {
 	// StatusFrom says where Status came from: "night" (the journal) or
 	// "cache" (read when the report was made).
 	StatusFrom string `json:"statusFrom,omitempty"`
+}
+
+// Pause is one stretch the night waited on the model's API.
+type Pause struct {
+	From time.Time `json:"from"`
+	// To is when it ended; zero when the journal ends first.
+	To time.Time `json:"to,omitzero"`
+	// Until is when the night meant to go on (a usage limit's reset);
+	// zero for an outage, which ends when a check finds the API back.
+	Until  time.Time `json:"until,omitzero"`
+	Class  string    `json:"class"`
+	Reason string    `json:"reason"`
 }
 
 // Outage is one stretch of time a server was unhealthy.
@@ -212,8 +233,27 @@ func fromEvents(events []journal.Event) *Night {
 					a.reason = "the supervisor stopped; the run was resumed"
 				}
 			}
+		case journal.RunClosed:
+			n.Finished, n.Closed = true, clean(ev.Reason)
+			if p := lastPause(n); p != nil && p.To.IsZero() {
+				p.To = ev.Time
+			}
 		case journal.RunFinished:
 			n.Finished = true
+			if p := lastPause(n); p != nil && p.To.IsZero() {
+				p.To = ev.Time
+			}
+		case journal.NightPaused:
+			if p := lastPause(n); p != nil && p.To.IsZero() {
+				p.To = ev.Time // a longer pause replaces it
+			}
+			n.Pauses = append(n.Pauses, Pause{From: ev.Time, Until: ev.Until, Class: ev.Class, Reason: clean(ev.Reason)})
+		case journal.NightResumed:
+			if p := lastPause(n); p != nil && p.To.IsZero() {
+				p.To = ev.Time
+			}
+		case journal.NightStopped:
+			n.Stopped = clean(ev.Reason)
 		case journal.JobStarted:
 			j := b.job(ev.Job)
 			j.tries = append(j.tries, attempt{n: ev.Attempt, from: ev.Time, outcome: StatusUnfinished})
@@ -277,6 +317,14 @@ func fromEvents(events []journal.Event) *Night {
 	b.finishJobs()
 	b.finishServers()
 	return n
+}
+
+// lastPause is the night's latest pause; nil when none.
+func lastPause(n *Night) *Pause {
+	if len(n.Pauses) == 0 {
+		return nil
+	}
+	return &n.Pauses[len(n.Pauses)-1]
 }
 
 func (b *builder) job(name string) *Job {

@@ -46,11 +46,11 @@ const (
 
 // APIFailure is the classifier's verdict.
 type APIFailure struct {
-	Class  APIFailureClass
-	Reason string // one line for the journal and the report; "" with NoAPIFailure
+	Class  APIFailureClass `json:"class"`
+	Reason string          `json:"reason,omitempty"` // one line for the journal and the report; "" with NoAPIFailure
 	// ResetAt is when a usage limit lifts (FailureUsageLimit only; zero when
 	// neither the event nor the text gave a time).
-	ResetAt time.Time
+	ResetAt time.Time `json:"reset_at,omitzero"`
 }
 
 // ClassifyAPIFailure classifies a finished session from its result event
@@ -74,7 +74,7 @@ func ClassifyAPIFailure(result map[string]any, stream []map[string]any, now time
 	errType := afStr(result["api_error_type"])
 
 	if subtype == "error_max_turns" || terminal == "max_turns" {
-		return APIFailure{Class: FailureMaxTurns, Reason: afFirst(afErrorsText(result), "the session reached its maximum afNumber of turns")}
+		return APIFailure{Class: FailureMaxTurns, Reason: afFirst(afErrorsText(result), "the session reached its maximum number of turns")}
 	}
 	if terminal == "prompt_too_long" {
 		return APIFailure{Class: FailureContextTooLong, Reason: afOneLine(afFirst(text, "the prompt is too long for the model's context"))}

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -47,6 +49,14 @@ type Outcome struct {
 	Unusable []Unusable `json:"unusable,omitempty"`
 	// Verify is the job's check of its work, when it ran.
 	Verify *VerifyResult `json:"verify,omitempty"`
+	// API is why the session failed when the model's API or the CLI's
+	// limits were the cause (ClassifyAPIFailure); nil otherwise.
+	API *APIFailure `json:"api,omitempty"`
+	// ResumedFrom is the Claude session the attempt resumed (--resume);
+	// ResumeFailed, when set, is why it could not, and the attempt ran a
+	// fresh session instead.
+	ResumedFrom  string `json:"resumed_from,omitempty"`
+	ResumeFailed string `json:"resume_failed,omitempty"`
 
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended"`
@@ -86,6 +96,10 @@ type streamState struct {
 	denied        []PermissionDenied
 	notGranted    []string
 	unusable      []Unusable
+	// rawResult is the result line as parsed JSON, and rateLimits the
+	// rate_limit_event lines: what ClassifyAPIFailure reads.
+	rawResult  map[string]any
+	rateLimits []map[string]any
 }
 
 // own says whether tool belongs to one of the job's servers.
@@ -162,6 +176,33 @@ func (s *streamState) line(b []byte) {
 	}
 	if l.Result != nil {
 		s.result = l.Result // the last one counts
+		var m map[string]any
+		if json.Unmarshal(b, &m) == nil {
+			s.rawResult = m
+		}
+	}
+	if bytes.Contains(b, []byte("rate_limit_event")) && len(s.rateLimits) < maxRateLimitEvents {
+		var m map[string]any
+		if json.Unmarshal(b, &m) == nil && m["type"] == "rate_limit_event" {
+			s.rateLimits = append(s.rateLimits, m)
+		}
+	}
+}
+
+// maxRateLimitEvents bounds the rate_limit_event lines kept of a session.
+const maxRateLimitEvents = 64
+
+// classify sets out.API from the stream, for a failed session that no
+// one killed: a kill is the night's own ending, not the API's.
+func (s *streamState) classify(out *Outcome, now time.Time) {
+	if out.Status == Done || s.rawResult == nil {
+		return
+	}
+	if out.KilledBy != "" {
+		return
+	}
+	if f := ClassifyAPIFailure(s.rawResult, s.rateLimits, now, nil); f.Class != NoAPIFailure {
+		out.API = &f
 	}
 }
 

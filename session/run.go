@@ -14,6 +14,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // Command is the `claude -p` command of one attempt, not started:
@@ -37,6 +38,9 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 	args = append(args, "--settings", f.Settings, "--mcp-config", f.MCPConfig, "--strict-mcp-config",
 		"--output-format", "stream-json", "--verbose")
 	args = append(args, b.Agent.Args...)
+	if spec.Resume != "" {
+		args = append(args, "--resume", spec.Resume)
+	}
 	if allowed := job.Allowed(); len(allowed) > 0 {
 		args = append(args, "--allowedTools")
 		args = append(args, allowed...)
@@ -71,6 +75,19 @@ func Run(ctx context.Context, spec Spec, f Files, obs Observer) Outcome {
 	}
 	out := Outcome{Status: Failed, ExitCode: -1, Started: time.Now()}
 	run(ctx, spec, f, obs, &out)
+	if spec.Resume != "" {
+		out.ResumedFrom = spec.Resume
+		if cannotResume(out, f) && ctx.Err() == nil {
+			// The old session is gone (or never reached the disk): a fresh
+			// one, in the same attempt.
+			fresh := spec
+			fresh.Resume, fresh.ResumeWhy = "", ""
+			why := out.Reason
+			out = Outcome{Status: Failed, ExitCode: -1, Started: out.Started}
+			run(ctx, fresh, f, obs, &out)
+			out.ResumeFailed = text.OneLine(why, 200)
+		}
+	}
 	out.Ended = time.Now()
 	// The MCP config holds the servers' resolved secrets (API keys in env,
 	// bearer tokens in headers); only the session and its hook need it.
@@ -178,6 +195,12 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	}
 	st.fill(out)
 	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))
+	st.classify(out, time.Now())
+	if a := out.API; a != nil && a.Class != FailureMaxTurns && a.Class != FailureContextTooLong && a.Reason != "" {
+		// The API's own words say more than "api error 429: …"; the
+		// job's own failures keep judge's reason.
+		out.Reason = text.OneLine(a.Reason, 300)
+	}
 	if copyErr != nil && out.Status != Done {
 		out.Reason += " (" + copyErr.Error() + ")"
 	}
@@ -239,3 +262,19 @@ type noObserver struct{}
 
 func (noObserver) ServerStatus(string, string) {}
 func (noObserver) ToolUnavailable(string)      {}
+
+// cannotResume says whether a --resume session failed because the CLI
+// could not resume the session (measured on 2.1.197 and 2.1.332: "No
+// conversation found with session ID: …", exit 1, in stderr or the
+// result, before any turn).
+func cannotResume(out Outcome, f Files) bool {
+	if out.Status == Done || out.KilledBy != "" || out.NumTurns > 0 {
+		return false
+	}
+	for _, s := range []string{out.Reason, lastLine(f.Stderr)} {
+		if strings.Contains(strings.ToLower(s), "no conversation found") {
+			return true
+		}
+	}
+	return false
+}

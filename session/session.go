@@ -45,10 +45,26 @@ type Spec struct {
 	// Feedback is told the model after the job's prompt: what the last
 	// attempt's verify said. "" for none.
 	Feedback string
+	// Resume is the Claude session id this attempt continues (--resume),
+	// and ResumeWhy how the last attempt ended; "" starts a fresh session.
+	Resume, ResumeWhy string
 }
 
-// prompt is the attempt's prompt: the job's, then the feedback.
+// prompt is the attempt's prompt: the job's, then the feedback. A resumed
+// session has the job's prompt already: it is told what happened and to
+// go on.
 func (s Spec) prompt() string {
+	if s.Resume != "" {
+		p := "nightwatch: the previous attempt of this job ended before it finished"
+		if s.ResumeWhy != "" {
+			p += " (" + s.ResumeWhy + ")"
+		}
+		p += ". Continue the task from where it stopped; do not redo work that is already done."
+		if s.Feedback != "" {
+			p += "\n\n" + s.Feedback
+		}
+		return p
+	}
 	if s.Feedback == "" {
 		return s.Job.Prompt
 	}
@@ -141,6 +157,11 @@ const reconnectVariable = "NIGHTWATCH_RECONNECT_"
 func commandEnviron(spec Spec) []string {
 	env := Environ(spec.Batch, spec.Env)
 	over := map[string]string{}
+	// The CLI's own retries of a failing API stay short: the night waits
+	// out outages and limits without burning the job's attempts.
+	if _, set := environ.Lookup(env)("CLAUDE_CODE_MAX_RETRIES"); !set {
+		over["CLAUDE_CODE_MAX_RETRIES"] = strconv.Itoa(spec.Batch.APIRetries)
+	}
 	if t := spec.Job.MCPTimeout; t > 0 {
 		over["MCP_TIMEOUT"] = strconv.FormatInt(t.Milliseconds(), 10)
 	}

@@ -95,6 +95,14 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 			if ev, failed := n.launch(ctx, a); failed {
 				acts = append(n.plan.step(n.now(), ev), acts...)
 			}
+		case actCheckAPI:
+			ok, why := n.checkAPI(ctx)
+			if !ok {
+				n.log.Info().Str("why", why).Msg("the API does not answer yet")
+			}
+			acts = append(n.plan.step(n.now(), evAPI{ok: ok, why: why}), acts...)
+		case actNotifyNow:
+			n.notifyNow(ctx, a.reason)
 		case actMaintain:
 			n.maintain(ctx)
 		case actFinish:
@@ -212,14 +220,14 @@ func describeDown(server string, e *healthcheck.Entry) string {
 func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, failed bool) {
 	job := n.b.Job(a.job)
 	spec := session.Spec{Batch: n.b, Job: job, RunID: n.runID, Attempt: a.attempt,
-		Binary: n.opts.Binary, Env: n.opts.Env, Feedback: a.feedback}
+		Binary: n.opts.Binary, Env: n.opts.Env, Feedback: a.feedback, Resume: a.resume, ResumeWhy: a.resumeWhy}
 	files, err := session.Prepare(spec)
 	if err != nil {
 		return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
 			outcome: session.Outcome{Status: session.Failed, Reason: "cannot prepare the session: " + err.Error()}}, true
 	}
 	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: files.Dir,
-		Allowed: job.Allowed()})
+		Allowed: job.Allowed(), Resume: a.resume})
 	if n.journalErr != nil {
 		// An attempt the journal does not know of must not run.
 		return notStarted(a), true

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/awake"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
@@ -48,6 +49,12 @@ type NightOptions struct {
 	// RetryPause is the pause before a job's second attempt; it grows by
 	// the same amount per attempt (default 30 s).
 	RetryPause time.Duration
+	// APIWaits are the night's times for waiting on the model's API
+	// (zero fields: DefaultAPIWaits); tests make them seconds.
+	APIWaits APIWaits
+	// CheckAPI, when set, replaces the cheap check of the API (CheckAPI
+	// against the sessions' ANTHROPIC_BASE_URL).
+	CheckAPI func(ctx context.Context) (ok bool, why string)
 	// SkipPreflight is for resumed runs in tests; a normal run preflights.
 	SkipPreflight bool
 	Now           func() time.Time
@@ -87,6 +94,13 @@ type NightSummary struct {
 	Failed  int         `json:"failed"`
 	Skipped int         `json:"skipped"`
 	CostUSD float64     `json:"costUsd"`
+	// Pauses say when and why the night waited on the model's API;
+	// Stopped why it stopped starting jobs early ("" when it did not).
+	Pauses  []string `json:"pauses,omitempty"`
+	Stopped string   `json:"stopped,omitempty"`
+	// Closed is the unfinished run this night closed instead of resuming
+	// it (its window had passed), and why.
+	Closed string `json:"closed,omitempty"`
 }
 
 // AllDone reports whether every job is done.
@@ -129,6 +143,9 @@ type night struct {
 	// reconnecting those journaled down by a reconnect, until decide
 	// knows how it went.
 	down, reconnecting map[string]bool
+	// closed is the unfinished run this start closed instead of resuming,
+	// and why ("" when none).
+	closed string
 }
 
 func (n *night) now() time.Time {
@@ -187,11 +204,18 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	if n.journal.Repaired != "" {
 		n.log.Warn().Str("journal", n.journal.Path).Msg("the journal was repaired before resuming: " + n.journal.Repaired)
 	}
-	summary := &NightSummary{RunID: n.runID, Journal: n.journal.Path, Resumed: resumed}
+	summary := &NightSummary{RunID: n.runID, Journal: n.journal.Path, Resumed: resumed, Closed: n.closed}
 
 	if !opts.SkipPreflight {
 		report := Preflight(ctx, b, PreflightOptions{Store: n.store, Settings: n.checker.Settings,
-			Getenv: environ.Lookup(opts.Env), Warn: n.warn})
+			Getenv: environ.Lookup(opts.Env), Warn: n.warn, Login: true, LoginEnv: opts.Env})
+		if l := report.Login; l != nil {
+			e := n.log.Info()
+			if l.Level != "ok" {
+				e = n.log.Error().Str("fix", l.Fix)
+			}
+			e.Str("login", l.Level).Msg("agent login: " + l.Detail)
+		}
 		for _, row := range report.Rows {
 			n.log.Info().Str("server", row.Server).Str("verdict", string(row.Verdict)).
 				Dur("latency", row.Latency).Str("reason", row.Reason).Msg("preflight")
@@ -204,10 +228,14 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	for _, j := range b.Jobs {
 		n.log.Info().Str("job", j.Name).Strs("allowed", j.Allowed()).Msg("the session will be allowed")
 	}
+	if release := n.keepAwake(ctx); release != nil {
+		defer release()
+	}
 
 	err = n.loop(ctx)
 	summary.Jobs, summary.Done, summary.Failed, summary.Skipped = n.plan.summary()
 	summary.CostUSD = n.plan.cost
+	summary.Pauses, summary.Stopped = n.plan.pauses, n.plan.stopped
 	if err == nil && n.journalErr != nil {
 		err = fmt.Errorf("%w: %v", ErrJournal, n.journalErr)
 	}
@@ -297,14 +325,19 @@ func (n *night) openJournal() (bool, error) {
 				return false, fmt.Errorf("%w: %v", ErrJournal, err)
 			}
 			j.Warn = n.journalWarn
+			rp := journal.Replay(events)
+			if why := pastWindow(n.b, rp.Started, n.now()); why != "" {
+				n.closeRun(j, rp, why)
+				return n.newRun()
+			}
 			n.journal = j
 			n.runID = j.RunID
-			rp := journal.Replay(events)
 			n.started = rp.Started
 			if n.started.IsZero() {
 				n.started = n.now()
 			}
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
+			n.plan.rules.waits = n.opts.APIWaits.withDefaults()
 			n.plan.resume(rp)
 			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
@@ -313,8 +346,14 @@ func (n *night) openJournal() (bool, error) {
 			return true, nil
 		}
 	}
+	return n.newRun()
+}
+
+// newRun starts a new run's journal and plan.
+func (n *night) newRun() (bool, error) {
 	n.started = n.now()
 	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
+	n.plan.rules.waits = n.opts.APIWaits.withDefaults()
 	n.runID = journal.NewRunID(n.started)
 	j, err := journal.Create(n.b.StateDir, n.runID)
 	if err != nil {
@@ -369,6 +408,28 @@ func (n *night) journalFailed(ctx context.Context, summary *NightSummary, err er
 	}
 }
 
+// notifyNow tells the operator at once that the night stopped early
+// (the agent's login was refused), not only when it ends.
+func (n *night) notifyNow(ctx context.Context, reason string) {
+	if n.b.Notify.Webhook == "" && len(n.b.Notify.Command) == 0 {
+		return
+	}
+	var text strings.Builder
+	fmt.Fprintf(&text, "nightwatch: batch %s STOPPED: %s\n\nThe remaining jobs are skipped. Check the agent's login: `nightwatch doctor` (agent-login).\n",
+		n.b.Name, reason)
+	for _, err := range notify(ctx, n.b.Notify, text.String(), n.log) {
+		n.append(journal.Event{Type: journal.NotifyFailed, Reason: err.Error()})
+	}
+}
+
+// checkAPI is the cheap check of the model's API (apicheck.go).
+func (n *night) checkAPI(ctx context.Context) (bool, string) {
+	if n.opts.CheckAPI != nil {
+		return n.opts.CheckAPI(ctx)
+	}
+	return CheckAPI(ctx, apiBase(session.Environ(n.b, n.opts.Env)))
+}
+
 func (n *night) warn(msg string) { n.log.Warn().Msg(msg) }
 
 // journalPreflight records each server's preflight verdict as a state
@@ -404,5 +465,42 @@ func (n *night) journalFinalStates() {
 			}
 		}
 		n.append(ev)
+	}
+}
+
+// keepAwake keeps the machine from sleeping while the night runs
+// (keep_awake, on by default) and says in the log what it did or why it
+// could not; the returned release ends it (nil when nothing is held).
+func (n *night) keepAwake(ctx context.Context) func() {
+	if !n.b.KeepAwake {
+		n.log.Info().Msg("keep_awake: false: the machine may sleep during the night")
+		return nil
+	}
+	release, how, err := awake.Hold(ctx, "nightwatch night "+n.runID+" ("+n.b.Name+")")
+	if err != nil {
+		n.log.Warn().Err(err).Msg("keep_awake: " + how + "; the machine may sleep during the night")
+		return release
+	}
+	n.log.Info().Msg("keep_awake: " + how)
+	return release
+}
+
+// closeRun closes an unfinished run whose window passed: what its dead
+// supervisor left running is ended, its session files removed, a
+// run-closed line ends its journal, and its report is written (through
+// AfterNight), so the morning after it still has one.
+func (n *night) closeRun(j *journal.Journal, rp journal.RunState, why string) {
+	killLeftovers(rp.Sessions, n.log)
+	removeSessionConfigs(n.b.StateDir, j.RunID)
+	if err := j.Append(journal.Event{Type: journal.RunClosed, Run: j.RunID, Reason: why}); err != nil {
+		n.log.Error().Err(err).Str("run", j.RunID).Msg("cannot close the unfinished run's journal")
+	}
+	n.log.Warn().Str("run", j.RunID).Str("reason", why).Msg("the unfinished run is closed, not resumed")
+	n.closed = j.RunID + ": " + why
+	if n.opts.AfterNight != nil {
+		old := &NightSummary{RunID: j.RunID, Journal: j.Path}
+		if where := n.opts.AfterNight(n.b, old); where != "" {
+			n.log.Info().Str("run", j.RunID).Msg(where)
+		}
 	}
 }

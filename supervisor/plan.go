@@ -32,6 +32,11 @@ import (
 //     server that probes healthy but no session can use);
 //   - anything else (verify included): retried while retries last, the
 //     next prompt told what verify said.
+//
+// An attempt that failed on the model's API (a usage or rate limit, an
+// outage, a refused login) follows the table in apirules.go first: the
+// night pauses, waits for the API or stops. A retry after real work
+// resumes the same Claude session (endedAfterWork).
 
 // phase is where a job is in the night.
 type phase int
@@ -90,8 +95,15 @@ type jobPlan struct {
 	// bounces are attempts stopped because a server was unusable: they do
 	// not count against retries.
 	bounces int
+	// free are attempts that failed on the API and do not count against
+	// retries (apirules.go); chargedOutage is the last outage one of its
+	// attempts was counted in.
+	free, chargedOutage int
 	// feedback is told the next attempt (what the last verify said).
 	feedback string
+	// resume is the Claude session the next attempt resumes, and
+	// resumeWhy how the last one ended ("" starts fresh).
+	resume, resumeWhy string
 	// runsWithout are the servers that were down when its running attempt
 	// started anyway (on_unhealthy: run).
 	runsWithout []string
@@ -146,6 +158,9 @@ type actLaunch struct {
 	job      string
 	attempt  int
 	feedback string // for the prompt: what the last attempt's verify said
+	// resume is the Claude session to resume and why the last attempt
+	// ended; "" starts a fresh session.
+	resume, resumeWhy string
 }
 
 // actRecord: append ev to the journal and log msg at level.
@@ -182,6 +197,9 @@ type planRules struct {
 	maxCostUSD  float64   // 0: none
 	maxDefer    time.Duration
 	retryPause  time.Duration
+	waits       APIWaits
+	// resume: a retry after real work resumes the same Claude session.
+	resume bool
 }
 
 type plan struct {
@@ -194,13 +212,22 @@ type plan struct {
 	// the plan waits for ("" when none).
 	scan  int
 	asked string
+	// pause is the night waiting on the API (nil: it is not); outages
+	// counts the outages so far; stopped is why the night starts nothing
+	// more ("" while it goes on).
+	pause   *nightPause
+	outages int
+	stopped string
+	// pauses say each pause in words, for the summary.
+	pauses []string
 }
 
 // newPlan starts every job of b as pending. The deadline is the first
 // moment at the batch's deadline time of day after the run started.
 func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *plan {
 	p := &plan{jobs: map[string]*jobPlan{}, rules: planRules{maxParallel: max(b.MaxParallel, 1),
-		maxCostUSD: b.MaxCostUSD, maxDefer: b.Defaults.MaxDefer, retryPause: retryPause}}
+		maxCostUSD: b.MaxCostUSD, maxDefer: b.Defaults.MaxDefer, retryPause: retryPause,
+		waits: DefaultAPIWaits.withDefaults(), resume: b.Resume}}
 	if b.Deadline != nil {
 		p.rules.deadline = deadlineAfter(started, *b.Deadline)
 	}
@@ -247,8 +274,19 @@ func (p *plan) step(now time.Time, ev event) []action {
 			return nil // a scan is under way; it goes on with evHealth
 		}
 		acts := p.applyLimits(now)
+		more, paused := p.paused(now)
+		acts = append(acts, more...)
+		if paused {
+			if p.running == 0 && p.allEnded() {
+				acts = append(acts, actFinish{})
+			}
+			return acts
+		}
 		p.scan = 0
 		return append(acts, p.scanReady(now)...)
+	case evAPI:
+		acts := p.apiChecked(now, ev)
+		return append(acts, p.step(now, evWake{})...)
 	case evHealth:
 		if ev.job != p.asked {
 			return nil
@@ -269,6 +307,9 @@ func (p *plan) step(now time.Time, ev event) []action {
 // passed or the night's cost reached max_cost_usd.
 func (p *plan) applyLimits(now time.Time) []action {
 	var acts []action
+	if p.stopped != "" {
+		acts = append(acts, p.skipWaiting(p.stopped)...)
+	}
 	if d := p.rules.deadline; !d.IsZero() && !now.Before(d) {
 		acts = append(acts, p.skipWaiting(fmt.Sprintf("the deadline %s passed", d.Format("15:04")))...)
 	}
@@ -380,7 +421,8 @@ func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers 
 	jp.phase = phaseRunning
 	jp.startedAt = now
 	p.running++
-	return []action{actLaunch{job: jp.job.Name, attempt: jp.attempts, feedback: jp.feedback}}
+	return []action{actLaunch{job: jp.job.Name, attempt: jp.attempts, feedback: jp.feedback,
+		resume: jp.resume, resumeWhy: jp.resumeWhy}}
 }
 
 // attemptEnded judges the end of an attempt: done, another attempt after a
@@ -399,9 +441,21 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	}
 	jp.last = &out
 	p.cost += out.CostUSD
+	jp.resume, jp.resumeWhy = "", ""
+	if p.rules.resume && out.Status != session.Done && out.SessionID != "" && endedAfterWork(out) {
+		jp.resume, jp.resumeWhy = out.SessionID, out.Reason
+	}
 	result := resultOf(out)
 	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: result, Denied: out.Denied,
 		Unusable: unusableServers(out.Unusable), Verify: verifyOf(out.Verify)}
+	if out.Status != session.Done {
+		if acts, ok := p.apiFailed(now, jp, base, out); ok {
+			if ev.unstarted {
+				return acts
+			}
+			return append(acts, actMaintain{})
+		}
+	}
 	var rec actRecord
 	switch {
 	case out.Status == session.Done:
@@ -441,8 +495,8 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 			base.Type, base.Reason, base.Result = journal.JobDeferred, out.Reason, result
 			rec = actRecord{ev: base, level: logWarn, msg: "stopped: the session could not use its servers; waits for them"}
 		}
-	case jp.attempts-jp.bounces <= jp.job.Retries:
-		pause := p.rules.retryPause * time.Duration(jp.attempts-jp.bounces)
+	case jp.attempts-jp.bounces-jp.free <= jp.job.Retries:
+		pause := p.rules.retryPause * time.Duration(jp.attempts-jp.bounces-jp.free)
 		jp.phase, jp.notBefore = phaseWaitingRetry, now.Add(pause)
 		jp.feedback = out.Verify.Feedback()
 		base.Type, base.Reason = journal.JobRetried, out.Reason
@@ -561,4 +615,24 @@ func (p *plan) summary() (jobs []JobResult, done, failed, skipped int) {
 		}
 	}
 	return jobs, done, failed, skipped
+}
+
+// endedAfterWork says whether an attempt was cut short while it worked,
+// so that its retry resumes the same Claude session rather than paying
+// for the work again: killed at its timeout or for a stall, stopped for a
+// server lost mid-job, or ended by a usage limit, a rate limit or an
+// outage of the API. A job's own failure (a wrong answer, verify, max
+// turns, a denial) starts fresh.
+func endedAfterWork(out session.Outcome) bool {
+	switch out.KilledBy {
+	case "timeout", "stall", session.KilledAbandoned:
+		return true
+	}
+	if out.API != nil {
+		switch out.API.Class {
+		case session.FailureUsageLimit, session.FailureRateLimit, session.FailureAPIUnavailable:
+			return true
+		}
+	}
+	return false
 }

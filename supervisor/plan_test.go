@@ -28,9 +28,14 @@ type planDriver struct {
 	checks    []string
 	launches  []string // "job#attempt"
 	feedbacks []string // each launch's feedback
+	resumes   []string // each launch's session to resume
 	records   []journal.Event
 	maintains int
 	finished  bool
+	// apiDown makes the API check fail; apiChecks counts the checks.
+	apiDown   bool
+	apiChecks int
+	notified  []string // actNotifyNow's reasons
 }
 
 func newPlanDriver(t *testing.T, b *jobs.Batch) *planDriver {
@@ -54,12 +59,18 @@ func (d *planDriver) do(acts []action) {
 		case actLaunch:
 			d.launches = append(d.launches, fmt.Sprintf("%s#%d", a.job, a.attempt))
 			d.feedbacks = append(d.feedbacks, a.feedback)
+			d.resumes = append(d.resumes, a.resume)
 		case actRecord:
 			d.records = append(d.records, a.ev)
 		case actMaintain:
 			d.maintains++
 		case actFinish:
 			d.finished = true
+		case actCheckAPI:
+			d.apiChecks++
+			acts = append(d.p.step(d.now, evAPI{ok: !d.apiDown, why: "refused"}), acts...)
+		case actNotifyNow:
+			d.notified = append(d.notified, a.reason)
 		default:
 			d.t.Fatalf("unknown action %T", a)
 		}

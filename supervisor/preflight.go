@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,11 +15,13 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/operator"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 // Defaults for a batch whose health section leaves the timeouts at zero.
@@ -56,6 +59,16 @@ type PreflightReport struct {
 	Healthy bool `json:"healthy"`
 	// Jobs say what each job's session will be allowed.
 	Jobs []PreflightJob `json:"jobs,omitempty"`
+	// Login is the agent's login as the night sees it (with
+	// PreflightOptions.Login).
+	Login *PreflightLogin `json:"login,omitempty"`
+}
+
+// PreflightLogin is the agent-login verdict (internal/agentlogin).
+type PreflightLogin struct {
+	Level  string `json:"level"` // ok, warn, fail
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
 }
 
 // PreflightJob is what one job's session will be allowed.
@@ -88,6 +101,13 @@ type PreflightOptions struct {
 	// Home is the user's home folder, for finding Claude Code's own MCP
 	// config; "" means os.UserHomeDir().
 	Home string
+	// Login asks the agent whether it is logged in from the night's
+	// environment (Environ with the batch's env; `claude auth status`,
+	// no model turn) and puts the verdict in the report.
+	Login bool
+	// LoginEnv is the night's base environment for the login check; nil
+	// means Environ.
+	LoginEnv []string
 }
 
 // Preflight pre-warms and probes every server that some job needs, all at
@@ -115,6 +135,12 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 		}
 	}
 
+	if opts.Login {
+		rep.Login = checkLogin(ctx, b, opts)
+		if rep.Login.Level == string(agentlogin.Fail) {
+			rep.Healthy = false
+		}
+	}
 	checker := healthcheck.New(opts.Store, settingsFor(b, opts.Settings), healthcheck.Options{Warn: opts.Warn})
 	sessionEnviron := environ.Overlay(opts.Environ, b.Env)
 	probeTimeout, prewarmTimeout := timeoutsFor(b, opts.Getenv)
@@ -384,6 +410,13 @@ func PrintPreflight(w io.Writer, r PreflightReport) {
 		}
 		fmt.Fprintf(&buf, "job %s: the session is allowed %s (from %s)\n", j.Job, allowed, j.From)
 	}
+	if l := r.Login; l != nil {
+		if l.Level == string(agentlogin.OK) {
+			fmt.Fprintf(&buf, "agent login: %s\n", l.Detail)
+		} else {
+			fmt.Fprintf(&buf, "agent login (%s): %s\n  fix: %s\n", l.Level, l.Detail, strings.ReplaceAll(l.Fix, "\n", "\n  "))
+		}
+	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(&buf, "warning: %s\n", warn)
 	}
@@ -391,4 +424,30 @@ func PrintPreflight(w io.Writer, r PreflightReport) {
 		fmt.Fprintf(&buf, "unhealthy: %s\n", strings.Join(down, ", "))
 	}
 	_, _ = w.Write(buf.Bytes())
+}
+
+// checkLogin asks the agent, in the night's environment, whether it is
+// logged in (doctor's agent-login, without the installed entries).
+func checkLogin(ctx context.Context, b *jobs.Batch, opts PreflightOptions) *PreflightLogin {
+	base := opts.LoginEnv
+	if base == nil {
+		base = opts.Environ
+	}
+	if base == nil {
+		base = os.Environ()
+	}
+	env := session.Environ(b, base)
+	st, err := agentlogin.Query(ctx, b.Agent.Command, b.Dir, env)
+	if err != nil {
+		return &PreflightLogin{Level: string(agentlogin.Warn), Fix: "run `claude auth status` by hand; " + agentlogin.TokenFix,
+			Detail: fmt.Sprintf("cannot ask %s for its login: %v", b.Agent.Command, err)}
+	}
+	home, _ := os.UserHomeDir()
+	if opts.Home != "" {
+		home = opts.Home
+	}
+	w := agentlogin.Where{GOOS: runtime.GOOS, Home: home}
+	w.ConfigDir, _ = environ.Lookup(env)("CLAUDE_CONFIG_DIR")
+	v := agentlogin.Judge(st, "the night's environment", w)
+	return &PreflightLogin{Level: string(v.Level), Detail: v.Detail, Fix: v.Fix}
 }

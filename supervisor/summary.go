@@ -38,6 +38,15 @@ func PrintSummary(w io.Writer, s *NightSummary) {
 	if s.Resumed {
 		resumed = " (resumed)"
 	}
+	if s.Stopped != "" {
+		fmt.Fprintf(w, "\n%s\n", text.OneLine(s.Stopped, 200))
+	}
+	for _, p := range s.Pauses {
+		fmt.Fprintf(w, "\n%s", text.OneLine(p, 200))
+	}
+	if len(s.Pauses) > 0 {
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "\nrun %s%s: %d done, %d failed, %d skipped, $%.4f; journal %s\n",
 		s.RunID, resumed, s.Done, s.Failed, s.Skipped, s.CostUSD, s.Journal)
 }

@@ -33,6 +33,8 @@ func newFaultNight(t *testing.T, jobsYAML string) *faultNight {
 	f.state = filepath.Join(f.dir, "state")
 	agent := filepath.Join(f.dir, "agent")
 	script := fmt.Sprintf(`#!/bin/sh
+# The night's preflight asks for the agent's login first.
+if [ "$1" = auth ]; then echo '{"loggedIn":true,"authMethod":"api_key"}'; exit 0; fi
 # $2 is the prompt (claude -p <prompt> ...).
 printf '%%s\n' "$2" >> %[1]s/ran.log
 case "$2" in

@@ -100,7 +100,7 @@ Exit 0: all healthy. 1: some unhealthy (named). 2: the file is invalid.`,
 			}
 			report := supervisor.Preflight(cmd.Context(), b, supervisor.PreflightOptions{
 				Store:    &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: warnStderr},
-				Settings: settings, Getenv: lookupEnv, Warn: warnStderr,
+				Settings: settings, Getenv: lookupEnv, Warn: warnStderr, Login: true,
 			})
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())

@@ -1,0 +1,368 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/report"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// Nights whose model API fails (issue 11), through the real CLI on every
+// supported version and the fake Messages API. The night's waits are
+// seconds (APIWaits), and the CLI gives up on a failing API at once
+// (api_retries: 0), so each failing session lasts a second or two.
+
+// apiWaitsForTests are the night's waits in these tests.
+var apiWaitsForTests = APIWaits{UsageWait: 2 * time.Second, CheckMin: 500 * time.Millisecond,
+	CheckMax: 2 * time.Second, RateLimitMin: time.Second, RateLimitMax: 2 * time.Second, MaxOutage: 2 * time.Minute}
+
+// apiBatch is a batch of n jobs that need no server; each says its name.
+func (f *nightFixture) apiBatch(version string, n int, extra string) string {
+	var js strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&js, "  - {name: j%d, prompt: %s}\n", i, jsonString(prompt(fmt.Sprintf("j%d", i))))
+	}
+	return fmt.Sprintf(`version: 1
+name: api
+state_dir: ./state
+max_parallel: 1
+api_retries: 0
+agent: {command: %s}
+defaults: {timeout: 2m, stall_timeout: 1m, retries: 1}
+%sjobs:
+%s`, jsonString(testkit.ClaudeBinOf(f.t, version)), extra, js.String())
+}
+
+// runAPINight runs the night of yaml; before runs just before it starts
+// (the nightwatch binary is built by then).
+func (f *nightFixture) runAPINight(ctx context.Context, yaml string, before func()) (*NightSummary, error) {
+	f.t.Helper()
+	b := f.load(yaml)
+	bin := testkit.BuildNightwatch(f.t)
+	before()
+	return RunNight(ctx, b, NightOptions{
+		Binary: bin, Env: f.env,
+		LogWriter:   zerolog.NewTestWriter(f.t),
+		Maintenance: 200 * time.Millisecond, RetryPause: 200 * time.Millisecond,
+		APIWaits: apiWaitsForTests,
+	})
+}
+
+// startedPer counts the job-started lines of each job.
+func startedPer(events []journal.Event) map[string]int {
+	out := map[string]int{}
+	for _, ev := range events {
+		if ev.Type == journal.JobStarted {
+			out[ev.Job]++
+		}
+	}
+	return out
+}
+
+// TestNightWaitsOutAnAPIOutage: the API refuses connections for longer
+// than a session lasts. The first session fails on it; the night starts
+// nothing else until its check finds the API back, then every job runs
+// to done, and no job spent more than one attempt on the outage.
+func TestNightWaitsOutAnAPIOutage(t *testing.T) {
+	testkit.ForEachClaude(t, func(t *testing.T, version string) {
+		f := newNightFixture(t)
+		yaml := f.apiBatch(version, 3, "")
+		outage := fakeapi.Refused()
+		outage.For = 8 * time.Second
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		s, err := f.runAPINight(ctx, yaml, func() { f.api.Inject(outage) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Done != 3 {
+			t.Fatalf("want every job done, got %+v", s.Jobs)
+		}
+		events := readJournalTypes(t, s.Journal)
+		var paused, resumed, startedInOutage int
+		for _, ev := range events {
+			switch {
+			case ev.Type == journal.NightPaused:
+				paused++
+				if ev.Class != string(session.FailureAPIUnavailable) {
+					t.Errorf("paused for %q, want api-unavailable", ev.Class)
+				}
+			case ev.Type == journal.NightResumed:
+				resumed++
+			case ev.Type == journal.JobStarted && paused > resumed:
+				startedInOutage++
+			}
+		}
+		if paused != 1 || resumed != 1 {
+			for _, ev := range events {
+				t.Logf("%s %s %s", ev.Type, ev.Job, ev.Class)
+			}
+			t.Errorf("want one pause and one resume, got %d and %d", paused, resumed)
+		}
+		if startedInOutage != 0 {
+			t.Errorf("%d sessions started while the night waited for the API", startedInOutage)
+		}
+		for job, n := range startedPer(events) {
+			if n > 2 {
+				t.Errorf("%s started %d times; the outage may cost it one attempt", job, n)
+			}
+		}
+	})
+}
+
+// TestNightPausesOnAUsageLimit: a subscriber's plan limit with a reset a
+// few seconds ahead. The night pauses (journaled, with until), starts no
+// session before the reset, spends no attempt, and finishes every job
+// after it; the pause is in the summary's journal for the report.
+func TestNightPausesOnAUsageLimit(t *testing.T) {
+	testkit.ForEachClaude(t, func(t *testing.T, version string) {
+		f := newNightFixture(t)
+		f.env = environ.Overlay(f.env, map[string]string{"ANTHROPIC_API_KEY": "",
+			"CLAUDE_CODE_OAUTH_TOKEN": strings.TrimPrefix(testkit.SubscriberEnv[1], "CLAUDE_CODE_OAUTH_TOKEN=")})
+		yaml := f.apiBatch(version, 2, "")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		s, err := f.runAPINight(ctx, yaml, func() {
+			reset := time.Now().Add(6 * time.Second)
+			limit := fakeapi.UsageLimit(fakeapi.FiveHour, reset)
+			limit.For = time.Until(reset) - time.Second // over by the reset
+			f.api.Inject(limit)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Done != 2 {
+			t.Fatalf("want every job done, got %+v", s.Jobs)
+		}
+		events := readJournalTypes(t, s.Journal)
+		var pause *journal.Event
+		for i, ev := range events {
+			if ev.Type == journal.NightPaused {
+				pause = &events[i]
+			}
+			if ev.Type == journal.JobStarted && pause != nil && ev.Time.Before(pause.Until) {
+				t.Errorf("%s started at %s, before the pause's end %s", ev.Job, ev.Time, pause.Until)
+			}
+		}
+		if pause == nil || pause.Class != string(session.FailureUsageLimit) || pause.Until.IsZero() {
+			t.Fatalf("want a usage-limit pause with its end, got %+v", pause)
+		}
+		for _, j := range s.Jobs {
+			if j.Name == "j1" && j.Attempts > 2 {
+				t.Errorf("j1 took %d attempts", j.Attempts)
+			}
+		}
+		night, err := report.Build(s.Journal, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(night.Pauses) != 1 || night.Pauses[0].Class != "usage-limit" || night.Pauses[0].To.IsZero() ||
+			!strings.Contains(night.Verdict(), "paused") {
+			t.Errorf("the report shows the pauses %+v, verdict %q", night.Pauses, night.Verdict())
+		}
+		if len(s.Pauses) != 1 || !strings.Contains(s.Pauses[0], "usage-limit") {
+			t.Errorf("the summary (and so the notification) says the pauses %q", s.Pauses)
+		}
+		if n := startedPer(events)["j2"]; n != 1 {
+			t.Errorf("j2 started %d times, want once (after the reset)", n)
+		}
+	})
+}
+
+// TestNightStopsOnAnInvalidKey: the API refuses the key for good. The
+// first session fails on it within seconds; the night stops at once: the
+// remaining jobs are skipped with the reason, the operator is told before
+// the night ends, and the night counts as failed.
+func TestNightStopsOnAnInvalidKey(t *testing.T) {
+	testkit.ForEachClaude(t, func(t *testing.T, version string) {
+		f := newNightFixture(t)
+		told := filepath.Join(f.dir, "told")
+		yaml := f.apiBatch(version, 3, fmt.Sprintf("notify: {command: [/bin/sh, -c, %s]}\n",
+			jsonString("cat >> "+told)))
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		var start time.Time
+		s, err := f.runAPINight(ctx, yaml, func() { f.api.Inject(fakeapi.InvalidAPIKey()); start = time.Now() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > time.Minute {
+			t.Errorf("the night took %s to stop", took)
+		}
+		if s.Failed != 1 || s.Skipped != 2 || s.AllDone() {
+			t.Fatalf("want j1 failed and the rest skipped, got %+v", s.Jobs)
+		}
+		for _, j := range s.Jobs[1:] {
+			if !strings.Contains(j.Reason, "the night stopped") || !strings.Contains(j.Reason, "API key") {
+				t.Errorf("%s skipped for %q", j.Name, j.Reason)
+			}
+		}
+		if n := startedPer(readJournalTypes(t, s.Journal))["j1"]; n != 1 {
+			t.Errorf("j1 started %d times; an invalid key is not retried", n)
+		}
+		b, _ := os.ReadFile(told)
+		if !strings.Contains(string(b), "STOPPED") || !strings.Contains(string(b), "finished") {
+			t.Errorf("want the stop told at once and the end told after, got %q", b)
+		}
+		if i, j := strings.Index(string(b), "STOPPED"), strings.Index(string(b), "finished"); i > j {
+			t.Errorf("the stop was told after the end: %q", b)
+		}
+	})
+}
+
+// TestNightRetryResumesAfterTimeout: a job killed at its timeout after
+// one tool call (its second one hangs) is retried in the same Claude
+// session: the retry's job-started names the first attempt's session id,
+// and the retry's session reports that id.
+func TestNightRetryResumesAfterTimeout(t *testing.T) {
+	testkit.ForEachClaude(t, func(t *testing.T, version string) {
+		f := newNightFixture(t)
+		server := testkit.BuildTestServer(t)
+		yaml := fmt.Sprintf(`version: 1
+name: resume
+state_dir: ./state
+agent: {command: %s}
+defaults: {timeout: 12s, stall_timeout: 1m, retries: 1}
+servers:
+  notes: {command: %s}
+jobs:
+  - {name: j1, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+`, jsonString(testkit.ClaudeBinOf(t, version)), jsonString(server),
+			jsonString(prompt("j1", `mcp__notes__echo {"message":"one"}`, `mcp__notes__hang {}`)))
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		s, err := f.runAPINight(ctx, yaml, func() {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := readJournalTypes(t, s.Journal)
+		var firstID string
+		var resumed []string
+		var retryIDs []string
+		for _, ev := range events {
+			switch {
+			case ev.Type == journal.JobRetried && ev.Attempt == 1 && ev.Result != nil:
+				firstID = ev.Result.SessionID
+				if ev.Result.KilledBy != "timeout" {
+					t.Errorf("attempt 1 ended %q, want killed at its timeout", ev.Result.KilledBy)
+				}
+			case ev.Type == journal.JobStarted && ev.Attempt == 2:
+				resumed = append(resumed, ev.Resume)
+			case (ev.Type == journal.JobFinished || ev.Type == journal.JobRetried) && ev.Attempt == 2 && ev.Result != nil:
+				retryIDs = append(retryIDs, ev.Result.SessionID)
+			}
+		}
+		if firstID == "" {
+			t.Fatalf("attempt 1 has no session id: %+v", s.Jobs)
+		}
+		if len(resumed) != 1 || resumed[0] != firstID {
+			t.Errorf("attempt 2 resumed %q, want %q", resumed, firstID)
+		}
+		if len(retryIDs) != 1 || retryIDs[0] != firstID {
+			t.Errorf("attempt 2's session is %q, want %q", retryIDs, firstID)
+		}
+		if echo := f.api.SessionToolResults("j1"); len(echo) == 0 || !strings.Contains(echo[0].Content, "one") {
+			t.Errorf("the first call's result: %+v", echo)
+		}
+	})
+}
+
+// TestNightAfterSIGTERMNextStartIsANewNight: a night is stopped (as by
+// SIGTERM) while its job runs. The batch's next scheduled start, later
+// than the old night's window, does not resume it: the old journal gets
+// run-closed with the reason and its report, and a new night runs every
+// job.
+func TestNightAfterSIGTERMNextStartIsANewNight(t *testing.T) {
+	testkit.ForEachClaude(t, func(t *testing.T, version string) {
+		f := newNightFixture(t)
+		server := testkit.BuildTestServer(t)
+		// The next scheduled start is an hour or two after now.
+		at := time.Now().Add(2 * time.Hour)
+		yaml := fmt.Sprintf(`version: 1
+name: nextnight
+schedule: "0 %d * * *"
+state_dir: ./state
+agent: {command: %s}
+defaults: {timeout: 2m, stall_timeout: 2m, retries: 0}
+servers:
+  notes: {command: %s}
+jobs:
+  - {name: j1, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+`, at.Hour(), jsonString(testkit.ClaudeBinOf(t, version)), jsonString(server),
+			jsonString(prompt("j1", `mcp__notes__echo {"message":"one"}`)))
+		b := f.load(yaml)
+		bin := testkit.BuildNightwatch(t)
+
+		// The first night: the fake model answers nothing until it is
+		// stopped, so the job is running when SIGTERM comes.
+		f.api.Inject(fakeapi.Fault{Name: "hang", Status: 529, Body: []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)})
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for ctx.Err() == nil {
+				if path, evs, _ := journal.LatestUnfinished(b.StateDir, b.Name); path != "" {
+					for _, ev := range evs {
+						if ev.Type == journal.SessionProcess {
+							cancel()
+							return
+						}
+					}
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+		env := environ.Overlay(f.env, map[string]string{"CLAUDE_CODE_MAX_RETRIES": "50"})
+		first, err := RunNight(ctx, b, NightOptions{Binary: bin, Env: env, LogWriter: zerolog.NewTestWriter(t),
+			Maintenance: 200 * time.Millisecond, APIWaits: apiWaitsForTests})
+		cancel()
+		if err == nil || first == nil {
+			t.Fatalf("the stopped night returned %v", err)
+		}
+		f.api.Clear()
+
+		// The next scheduled start, after the old night's window.
+		var closedReport string
+		later := func() time.Time { return time.Now().Add(3 * time.Hour) }
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel2()
+		s, err := RunNight(ctx2, b, NightOptions{Binary: bin, Env: f.env, LogWriter: zerolog.NewTestWriter(t),
+			Maintenance: 200 * time.Millisecond, APIWaits: apiWaitsForTests, Now: later,
+			AfterNight: func(_ *jobs.Batch, s *NightSummary) string {
+				if s.RunID == first.RunID {
+					closedReport = s.Journal
+				}
+				return ""
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.RunID == first.RunID || s.Resumed {
+			t.Fatalf("the next start resumed the old night %s", first.RunID)
+		}
+		if s.Done != 1 {
+			t.Errorf("the new night: %+v", s.Jobs)
+		}
+		if !strings.Contains(s.Closed, first.RunID) || !strings.Contains(s.Closed, "next scheduled start") {
+			t.Errorf("the summary says closed %q", s.Closed)
+		}
+		old := readJournalTypes(t, first.Journal)
+		if last := old[len(old)-1]; last.Type != journal.RunClosed || !strings.Contains(last.Reason, "new night") {
+			t.Errorf("the old journal ends with %+v, want run-closed", last)
+		}
+		if closedReport != first.Journal {
+			t.Errorf("the old night's report was not written (AfterNight got %q)", closedReport)
+		}
+	})
+}

@@ -1,0 +1,317 @@
+package supervisor
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// apiOutcome is an attempt that failed on the API with class.
+func apiOutcome(class session.APIFailureClass, reason string, reset time.Time) session.Outcome {
+	return session.Outcome{Status: session.Failed, ExitCode: 1, Reason: reason,
+		API: &session.APIFailure{Class: class, Reason: reason, ResetAt: reset}}
+}
+
+// testWaits are the API waits of the table: seconds.
+var testWaits = APIWaits{UsageWait: 20 * time.Second, CheckMin: 5 * time.Second, CheckMax: 20 * time.Second,
+	RateLimitMin: 10 * time.Second, RateLimitMax: 40 * time.Second, MaxOutage: 10 * time.Minute}
+
+func TestAPIRules(t *testing.T) {
+	reset := planT0.Add(2 * time.Minute)
+	usage := func() session.Outcome {
+		return apiOutcome(session.FailureUsageLimit, "You've hit your 5-hour limit · resets 2:02am", reset)
+	}
+	outage := func() session.Outcome {
+		return apiOutcome(session.FailureAPIUnavailable, "API Error: Connection refused (ECONNREFUSED)", time.Time{})
+	}
+	invalid := apiOutcome(session.FailureInvalidCredentials, "Invalid API key · Fix external API key", time.Time{})
+	tests := []struct {
+		name     string
+		batch    *jobs.Batch
+		script   func(d *planDriver)
+		launches []string
+		records  []string
+		phases   map[string]string
+		finished bool
+		notified int
+	}{
+		{
+			name:  "usage limit: the night pauses until the reset, the attempt is not spent",
+			batch: planBatch(nil, planJob("a", retries(0)), planJob("b", retries(0))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", usage())
+				d.wake(time.Minute) // still paused: nothing starts
+				d.wake(time.Minute) // the reset came
+				d.end("a", session.Done, 0)
+				d.end("b", session.Done, 0)
+			},
+			launches: []string{"a#1", "a#2", "b#1"},
+			records: []string{"job-retried a: You've hit your 5-hour limit · resets 2:02am (the attempt is not counted)",
+				"night-paused : You've hit your 5-hour limit · resets 2:02am",
+				"night-resumed : the pause ended at " + reset.Format("15:04:05"),
+				"job-finished a:", "job-finished b:"},
+			phases:   map[string]string{"a": "done", "b": "done"},
+			finished: true,
+		},
+		{
+			name:  "usage limit without a reset time: a bounded wait, then a session probes it",
+			batch: planBatch(nil, planJob("a", retries(0))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", apiOutcome(session.FailureUsageLimit, "You've hit your limit", time.Time{}))
+				d.wake(19 * time.Second)
+				d.wake(time.Second)
+				d.end("a", session.Done, 0)
+			},
+			launches: []string{"a#1", "a#2"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
+		},
+		{
+			name: "usage limit past the deadline: the rest is skipped with the pause's reason",
+			batch: planBatch(func(b *jobs.Batch) { b.Deadline = &jobs.ClockTime{Hour: 2, Minute: 1} },
+				planJob("a", nil), planJob("b", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", usage())
+			},
+			launches: []string{"a#1"},
+			records: []string{"job-retried a: You've hit your 5-hour limit · resets 2:02am (the attempt is not counted)",
+				"night-paused : You've hit your 5-hour limit · resets 2:02am",
+				"job-skipped a: the night paused until 02:02 (usage-limit: You've hit your 5-hour limit · resets 2:02am), past the deadline 02:01",
+				"job-skipped b: the night paused until 02:02 (usage-limit: You've hit your 5-hour limit · resets 2:02am), past the deadline 02:01"},
+			phases:   map[string]string{"a": "skipped", "b": "skipped"},
+			finished: true,
+		},
+		{
+			name:  "usage limit: a running session is let finish",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", nil), planJob("b", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", usage())
+				d.end("b", session.Done, 0) // b ran on
+				d.wake(2 * time.Minute)
+				d.end("a", session.Done, 0)
+			},
+			launches: []string{"a#1", "b#1", "a#2"},
+			phases:   map[string]string{"a": "done", "b": "done"},
+			finished: true,
+		},
+		{
+			name:  "outage: nothing starts until the check says the API answers; counted once per outage",
+			batch: planBatch(nil, planJob("a", retries(1)), planJob("b", retries(0))),
+			script: func(d *planDriver) {
+				d.apiDown = true
+				d.wake(0)
+				d.endWith("a", outage()) // counted: retry 1 of 1
+				d.wake(5 * time.Second)  // check 1: down; next in 10 s
+				d.wake(5 * time.Second)  // not yet
+				d.wake(5 * time.Second)  // check 2: down; next in 20 s
+				d.apiDown = false
+				d.wake(20 * time.Second) // check 3: up
+				d.endWith("a", outage()) // a new outage: counted, and a has no retry left
+			},
+			launches: []string{"a#1", "a#2"},
+			records: []string{"job-retried a: API Error: Connection refused (ECONNREFUSED)",
+				"night-paused : API Error: Connection refused (ECONNREFUSED)",
+				"night-resumed : the API answers again after 35s",
+				"job-finished a: API Error: Connection refused (ECONNREFUSED)",
+				"night-paused : API Error: Connection refused (ECONNREFUSED)"},
+			phases: map[string]string{"a": "failed", "b": "pending"},
+		},
+		{
+			name:  "outage: each job's first failure in an outage is counted",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", retries(1)), planJob("b", retries(0))),
+			script: func(d *planDriver) {
+				d.apiDown = true
+				d.wake(0)
+				d.endWith("a", outage())
+				d.endWith("b", outage()) // b's first in this outage: counted, b fails (retries 0)
+				d.wake(5 * time.Second)
+				d.apiDown = false
+				d.wake(10 * time.Second)
+				d.endWith("a", outage()) // a new outage: a's second counted attempt, none left
+			},
+			launches: []string{"a#1", "b#1", "a#2"},
+			phases:   map[string]string{"a": "failed", "b": "failed"},
+			finished: true,
+		},
+		{
+			name:  "outage: the same job failing twice in one outage spends one attempt",
+			batch: planBatch(nil, planJob("a", retries(1)), planJob("b", nil)),
+			script: func(d *planDriver) {
+				d.apiDown = true
+				d.wake(0)
+				d.endWith("a", outage())
+				d.p.pause = nil          // as if a check had let it start while the outage went on
+				d.wake(30 * time.Second) // a#2 starts
+				d.p.pause = &nightPause{class: session.FailureAPIUnavailable, since: d.now, until: d.now.Add(time.Hour)}
+				d.endWith("a", outage()) // the same outage: not counted
+				d.apiDown = false
+				d.p.pause.until = d.now
+				d.wake(time.Second)
+				d.end("a", session.Done, 0)
+				d.end("b", session.Done, 0)
+			},
+			launches: []string{"a#1", "a#2", "a#3", "b#1"},
+			phases:   map[string]string{"a": "done", "b": "done"},
+			finished: true,
+		},
+		{
+			name:  "outage longer than the bound: the rest is skipped",
+			batch: planBatch(nil, planJob("a", retries(3))),
+			script: func(d *planDriver) {
+				d.apiDown = true
+				d.wake(0)
+				d.endWith("a", outage())
+				for range 40 {
+					d.wake(20 * time.Second)
+				}
+			},
+			launches: []string{"a#1"},
+			phases:   map[string]string{"a": "skipped"},
+			finished: true,
+		},
+		{
+			name:  "invalid credentials: the night stops at once, the rest skipped, the operator told now",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", retries(2)), planJob("b", nil), planJob("c", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", invalid)
+				d.endWith("b", invalid) // running when it stopped: let finish, then failed
+			},
+			launches: []string{"a#1", "b#1"},
+			records: []string{"job-finished a: Invalid API key · Fix external API key",
+				"night-stopped : Invalid API key · Fix external API key",
+				"job-skipped c: the night stopped: Invalid API key · Fix external API key",
+				"job-finished b: Invalid API key · Fix external API key"},
+			phases:   map[string]string{"a": "failed", "b": "failed", "c": "skipped"},
+			finished: true,
+			notified: 1,
+		},
+		{
+			name:  "rate limit: the night backs off, doubling, and the attempt is not spent",
+			batch: planBatch(nil, planJob("a", retries(0))),
+			script: func(d *planDriver) {
+				rl := apiOutcome(session.FailureRateLimit, "API Error: Request rejected (429)", time.Time{})
+				d.wake(0)
+				d.endWith("a", rl)
+				d.wake(10 * time.Second)
+				d.endWith("a", rl)
+				d.wake(10 * time.Second) // paused 20 s this time
+				d.wake(10 * time.Second)
+				d.end("a", session.Done, 0)
+			},
+			launches: []string{"a#1", "a#2", "a#3"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
+		},
+		{
+			name:  "max turns: the job's own failure, retried as any",
+			batch: planBatch(nil, planJob("a", retries(1))),
+			script: func(d *planDriver) {
+				mt := apiOutcome(session.FailureMaxTurns, "exit 1: error_max_turns", time.Time{})
+				d.wake(0)
+				d.endWith("a", mt)
+				d.wake(30 * time.Second)
+				d.endWith("a", mt)
+			},
+			launches: []string{"a#1", "a#2"},
+			records:  []string{"job-retried a: exit 1: error_max_turns", "job-finished a: exit 1: error_max_turns"},
+			phases:   map[string]string{"a": "failed"},
+			finished: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newPlanDriver(t, tt.batch)
+			d.p.rules.waits = testWaits.withDefaults()
+			tt.script(d)
+			if tt.launches != nil && !slices.Equal(d.launches, tt.launches) {
+				t.Errorf("launches = %q, want %q", d.launches, tt.launches)
+			}
+			if tt.records != nil && !slices.Equal(d.recorded(), tt.records) {
+				t.Errorf("records =\n%q\nwant\n%q", d.recorded(), tt.records)
+			}
+			for job, want := range tt.phases {
+				if got := d.phases()[job]; got != want {
+					t.Errorf("%s is %s, want %s", job, got, want)
+				}
+			}
+			if d.finished != tt.finished {
+				t.Errorf("finished = %v, want %v", d.finished, tt.finished)
+			}
+			if len(d.notified) != tt.notified {
+				t.Errorf("notified %q, want %d notification(s)", d.notified, tt.notified)
+			}
+		})
+	}
+}
+
+// Every class of the classifier has a rule.
+func TestAPIRulesCoverEveryClass(t *testing.T) {
+	for _, c := range []session.APIFailureClass{session.FailureUsageLimit, session.FailureRateLimit,
+		session.FailureAPIUnavailable, session.FailureInvalidCredentials, session.FailureMaxTurns,
+		session.FailureContextTooLong} {
+		if _, ok := apiRules[c]; !ok {
+			t.Errorf("no rule for %s", c)
+		}
+	}
+}
+
+// Which retries resume the last attempt's Claude session.
+func TestPlanResumeRules(t *testing.T) {
+	timeout := session.Outcome{Status: session.Failed, KilledBy: "timeout", SessionID: "s-1", Reason: "killed after 1m timeout"}
+	tests := []struct {
+		name   string
+		resume bool
+		out    session.Outcome
+		want   string // the second launch's resume
+	}{
+		{"timeout resumes", true, timeout, "s-1"},
+		{"stall resumes", true, session.Outcome{Status: session.Failed, KilledBy: "stall", SessionID: "s-1"}, "s-1"},
+		{"a server lost mid-job resumes", true, session.Outcome{Status: session.Failed, KilledBy: session.KilledAbandoned, SessionID: "s-1", Reason: "x"}, "s-1"},
+		{"an outage resumes", true, func() session.Outcome {
+			o := apiOutcome(session.FailureAPIUnavailable, "refused", time.Time{})
+			o.SessionID = "s-1"
+			return o
+		}(), "s-1"},
+		{"a usage limit resumes", true, func() session.Outcome {
+			o := apiOutcome(session.FailureUsageLimit, "limit", time.Time{})
+			o.SessionID = "s-1"
+			return o
+		}(), "s-1"},
+		{"max turns starts fresh", true, func() session.Outcome {
+			o := apiOutcome(session.FailureMaxTurns, "max turns", time.Time{})
+			o.SessionID = "s-1"
+			return o
+		}(), ""},
+		{"the job's own failure starts fresh", true, session.Outcome{Status: session.Failed, SessionID: "s-1", Reason: "exit 1"}, ""},
+		{"no session id starts fresh", true, session.Outcome{Status: session.Failed, KilledBy: "timeout"}, ""},
+		{"resume: false starts fresh", false, timeout, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := planBatch(func(b *jobs.Batch) { b.Resume = tt.resume }, planJob("a", retries(1)))
+			b.Jobs[0].Servers = nil
+			d := newPlanDriver(t, b)
+			d.p.rules.waits = testWaits.withDefaults()
+			d.wake(0)
+			d.endWith("a", tt.out)
+			for range 10 {
+				if len(d.launches) > 1 {
+					break
+				}
+				d.apiDown = false
+				d.wake(30 * time.Second)
+			}
+			if len(d.resumes) != 2 || d.resumes[1] != tt.want {
+				t.Fatalf("launches %q resumes %q, want the second to resume %q", d.launches, d.resumes, tt.want)
+			}
+		})
+	}
+}
