@@ -27,13 +27,7 @@ const updateFix = "claude update   # or: npm install -g @anthropic-ai/claude-cod
 // payloads, deny framing and error texts differ between versions, and
 // nightwatch only knows the ones it is tested on.
 func (e *env) agent(ctx context.Context) []Check {
-	bin := e.ClaudeBin
-	if bin == "" && e.batch != nil {
-		bin = e.batch.Agent.Command
-	}
-	if bin == "" {
-		bin = "claude"
-	}
+	bin := e.agentBin()
 	path, err := lookPath(bin, e.Getenv)
 	if err != nil {
 		e.agentBroken = true
@@ -109,4 +103,16 @@ func joinPath(dir, bin string) string {
 		dir = "."
 	}
 	return filepath.Join(dir, bin)
+}
+
+// agentBin is the agent to check: Options.ClaudeBin, else the batch's
+// agent.command, else claude on the night's PATH.
+func (e *env) agentBin() string {
+	switch {
+	case e.ClaudeBin != "":
+		return e.ClaudeBin
+	case e.batch != nil && e.batch.Agent.Command != "":
+		return e.batch.Agent.Command
+	}
+	return "claude"
 }

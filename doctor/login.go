@@ -37,13 +37,7 @@ func (e *env) login(ctx context.Context) []Check {
 			Fix:    "repair the agent first, then run doctor again"}}
 	}
 	nightEnv, sources := e.nightLoginEnv()
-	bin := e.ClaudeBin
-	if bin == "" && e.batch != nil {
-		bin = e.batch.Agent.Command
-	}
-	if bin == "" {
-		bin = "claude"
-	}
+	bin := e.agentBin()
 	path, err := lookPath(bin, e.Getenv)
 	if err != nil {
 		return []Check{{ID: "agent-login", Title: loginTitle, Level: Warn,
