@@ -38,7 +38,7 @@ var wantByMode = map[string]APIFailureClass{
 	"prompt-too-long":     FailureContextTooLong,
 	"max-turns":           FailureMaxTurns,
 	"529-once-absorbed":   NoAPIFailure,
-	"refused-3s-absorbed": NoAPIFailure,
+	"refused-briefly-absorbed": NoAPIFailure,
 	// Without CLAUDE_CODE_MAX_RETRIES the CLI's own texts differ: 2.1.197
 	// reports repeated 529s with no api_error_status at all.
 	"529-default-retries":                 FailureAPIUnavailable,

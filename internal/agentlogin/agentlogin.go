@@ -84,7 +84,14 @@ func Query(ctx context.Context, bin, dir string, env []string) (Status, error) {
 		return Status{}, fmt.Errorf("no answer within 10s")
 	}
 	var st Status
-	// Not logged in exits 1 with the same JSON.
+	// Not logged in exits 1 with the same JSON. An answer without
+	// "loggedIn" is not auth status (an agent that is not Claude Code, a
+	// script that prints a result line for any arguments): it tells nothing.
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &keys); err == nil && keys["loggedIn"] == nil {
+		return Status{}, fmt.Errorf("%s, output has no loggedIn: not auth status: %s", proc.ExitDescription(werr),
+			text.OneLine(stdout.String(), 200))
+	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &st); err != nil {
 		return Status{}, fmt.Errorf("%s, output not auth status JSON: %s", proc.ExitDescription(werr),
 			text.OneLine(stdout.String()+" "+stderr.String(), 200))

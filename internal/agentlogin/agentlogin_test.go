@@ -66,3 +66,20 @@ func TestQuery(t *testing.T) {
 		t.Fatalf("with a key: %+v, %v", st, err)
 	}
 }
+
+// An agent that is not Claude Code (a scripted stand-in that prints a
+// result line whatever it is asked) gives no auth status: that is "cannot
+// tell", never "logged out".
+func TestQueryOfSomethingElse(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a shell script stands in for claude")
+	}
+	bin := filepath.Join(t.TempDir(), "agent")
+	script := "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false}'\n"
+	if err := os.WriteFile(bin, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := Query(context.Background(), bin, "", []string{"PATH=/usr/bin:/bin"}); err == nil {
+		t.Fatalf("a result line read as auth status: %+v", st)
+	}
+}

@@ -110,11 +110,14 @@ func apiFailureModes() []apiFailureMode {
 				return fakeapi.UsageLimit(fakeapi.FiveHour, reset), reset
 			}},
 		{name: "529-default-retries", defaultRetries: true, maxDuration: 30 * time.Second, fault: fixed(fakeapi.Overloaded())},
-		// A refusal shorter than the CLI's retries is absorbed.
-		{name: "refused-3s-absorbed", success: true, knobs: []string{"CLAUDE_CODE_MAX_RETRIES=6"},
+		// A refusal shorter than the CLI's retries is absorbed. 2.1.332
+		// reports a refused connection as "overloaded" (529) in its
+		// api_retry events and gives up after three of them (about 2 s):
+		// the window stays well inside that.
+		{name: "refused-briefly-absorbed", success: true, knobs: []string{"CLAUDE_CODE_MAX_RETRIES=6"},
 			fault: func(time.Time) (fakeapi.Fault, time.Time) {
 				f := fakeapi.Refused()
-				f.For = 3 * time.Second
+				f.For = 800 * time.Millisecond
 				return f, time.Time{}
 			}},
 		// A short outage: the CLI's own retry absorbs it.
