@@ -24,20 +24,20 @@ type apiFixture struct {
 
 // wantByMode is the class every recorded mode must get, on every version.
 var wantByMode = map[string]APIFailureClass{
-	"refused":             FailureAPIUnavailable,
-	"500":                 FailureAPIUnavailable,
-	"502":                 FailureAPIUnavailable,
-	"503":                 FailureAPIUnavailable,
-	"529":                 FailureAPIUnavailable,
-	"401":                 FailureInvalidCredentials,
-	"usage-5h":            FailureRateLimit, // an API key sees the bare 429
-	"usage-7d":            FailureRateLimit,
-	"usage-5h-subscriber": FailureUsageLimit,
-	"usage-7d-subscriber": FailureUsageLimit,
-	"account-429":         FailureRateLimit,
-	"prompt-too-long":     FailureContextTooLong,
-	"max-turns":           FailureMaxTurns,
-	"529-once-absorbed":   NoAPIFailure,
+	"refused":                  FailureAPIUnavailable,
+	"500":                      FailureAPIUnavailable,
+	"502":                      FailureAPIUnavailable,
+	"503":                      FailureAPIUnavailable,
+	"529":                      FailureAPIUnavailable,
+	"401":                      FailureInvalidCredentials,
+	"usage-5h":                 FailureRateLimit, // an API key sees the bare 429
+	"usage-7d":                 FailureRateLimit,
+	"usage-5h-subscriber":      FailureUsageLimit,
+	"usage-7d-subscriber":      FailureUsageLimit,
+	"account-429":              FailureRateLimit,
+	"prompt-too-long":          FailureContextTooLong,
+	"max-turns":                FailureMaxTurns,
+	"529-once-absorbed":        NoAPIFailure,
 	"refused-briefly-absorbed": NoAPIFailure,
 	// Without CLAUDE_CODE_MAX_RETRIES the CLI's own texts differ: 2.1.197
 	// reports repeated 529s with no api_error_status at all.
