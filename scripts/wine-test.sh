@@ -121,12 +121,20 @@ for pkg in "${pkgs[@]}"; do
   (cd "$pkg" && timeout 360 "$wine" "$exe" "${args[@]}") >"$log" 2>&1 || rc=$?
   passed=$(grep -c '^--- PASS' "$log" || true)
   skipped=$(grep -c '^--- SKIP' "$log" || true)
-  if [ "$rc" -ne 0 ] || ! grep -qx PASS "$log"; then
+  # A name in run that matches no test would drop it silently: each must run.
+  missing=
+  if [ -n "${run[$pkg]:-}" ]; then
+    for name in $(echo "${run[$pkg]}" | tr -d '^$()' | tr '|' ' '); do
+      grep -q "^--- [A-Z]*: $name " "$log" || missing+=" $name"
+    done
+  fi
+  [ -z "$missing" ] || echo "wine-test: $pkg: named tests that did not run:$missing"
+  if [ "$rc" -ne 0 ] || [ -n "$missing" ] || ! grep -qx PASS "$log"; then
     grep -v -e '^=== ' -e '^--- PASS' -e '^    --- PASS' "$log" || true
     echo "FAIL $pkg under Wine (exit $rc, $((SECONDS - start))s)"
     failed+=("$pkg")
   else
-    echo "ok   $pkg under Wine: $passed passed, $skipped skipped by the test, ${run[$pkg]:+only $(echo "${run[$pkg]}" | tr -cd "|" | wc -c | awk "{print \$1+1}") named tests, }excluded: ${skip[$pkg]:-none} ($((SECONDS - start))s)"
+    echo "ok   $pkg under Wine: $passed passed, $skipped skipped by the test, ${run[$pkg]:+only the named tests, }excluded: ${skip[$pkg]:-none} ($((SECONDS - start))s)"
   fi
 done
 if [ ${#failed[@]} -gt 0 ]; then
