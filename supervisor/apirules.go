@@ -61,6 +61,9 @@ var apiRules = map[session.APIFailureClass]apiRule{
 	session.FailureContextTooLong:     {spend: spendAlways, pause: pauseNone},
 }
 
+// uncountedNote ends the reason of an attempt that is not counted.
+const uncountedNote = " (the attempt is not counted)"
+
 // maxFree bounds the attempts of one job that are not counted (usage
 // limits, rate limits, repeated failures in one outage): a limit that
 // never lifts ends in the job's retry rules, not in a loop.
@@ -171,10 +174,13 @@ func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 	if free && jp.free >= maxFree {
 		free = false
 	}
+	if rule.spend == spendOncePerOutage {
+		base.Outage = p.outages
+	}
 	if free {
 		jp.free++
 		jp.phase = phasePending
-		base.Type, base.Reason = journal.JobRetried, reason+" (the attempt is not counted)"
+		base.Type, base.Reason, base.Uncounted = journal.JobRetried, reason+uncountedNote, true
 		acts = append(acts, actRecord{ev: base, level: logWarn, msg: "attempt failed on the API; the job waits with the night"})
 	} else if jp.attempts-jp.bounces-jp.free <= jp.job.Retries {
 		// The night's wait is the retry's pause.
