@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/awake"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
@@ -215,6 +216,12 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 				e = n.log.Error().Str("fix", l.Fix)
 			}
 			e.Str("login", l.Level).Msg("agent login: " + l.Detail)
+			if l.Level == string(agentlogin.Fail) {
+				// A refused login fails every session: the night stops
+				// before the first, as it does after one (apirules.go).
+				n.do(ctx, n.plan.stopNight(string(session.FailureInvalidCredentials),
+					fmt.Sprintf("the agent's login was refused before the night: %s (fix: %s)", l.Detail, l.Fix)))
+			}
 		}
 		for _, row := range report.Rows {
 			n.log.Info().Str("server", row.Server).Str("verdict", string(row.Verdict)).
