@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -70,7 +71,7 @@ const uncountedNote = " (the attempt is not counted)"
 const maxFree = 10
 
 // APIWaits are the night's times for waiting on the API; zero fields take
-// the defaults (DefaultAPIWaits).
+// the batch's api: block, then the defaults (DefaultAPIWaits).
 type APIWaits struct {
 	// UsageWait is how long the night pauses on a usage limit that gave no
 	// reset time; a session after it is the probe of the limit.
@@ -88,6 +89,18 @@ type APIWaits struct {
 // DefaultAPIWaits are the times of a real night.
 var DefaultAPIWaits = APIWaits{UsageWait: 30 * time.Minute, CheckMin: 15 * time.Second, CheckMax: 5 * time.Minute,
 	RateLimitMin: time.Minute, RateLimitMax: 15 * time.Minute, MaxOutage: 6 * time.Hour}
+
+// over sets w's zero fields from the batch's api: block (b).
+func (w APIWaits) over(b jobs.APIWaits) APIWaits {
+	for _, f := range []struct{ v, from *time.Duration }{{&w.UsageWait, &b.PauseWithoutReset},
+		{&w.CheckMin, &b.CheckInterval}, {&w.CheckMax, &b.MaxCheckInterval}, {&w.RateLimitMin, &b.RateLimitPause},
+		{&w.RateLimitMax, &b.MaxRateLimitPause}, {&w.MaxOutage, &b.MaxWait}} {
+		if *f.v <= 0 {
+			*f.v = *f.from
+		}
+	}
+	return w
+}
 
 func (w APIWaits) withDefaults() APIWaits {
 	d := DefaultAPIWaits

@@ -51,7 +51,8 @@ type NightOptions struct {
 	// the same amount per attempt (default 30 s).
 	RetryPause time.Duration
 	// APIWaits are the night's times for waiting on the model's API
-	// (zero fields: DefaultAPIWaits); tests make them seconds.
+	// (zero fields: the batch's api: block, then DefaultAPIWaits); tests
+	// make them seconds.
 	APIWaits APIWaits
 	// CheckAPI, when set, replaces the cheap check of the API (CheckAPI
 	// against the sessions' ANTHROPIC_BASE_URL).
@@ -344,7 +345,7 @@ func (n *night) openJournal() (bool, error) {
 				n.started = n.now()
 			}
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-			n.plan.rules.waits = n.opts.APIWaits.withDefaults()
+			n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
 			n.plan.resume(rp)
 			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
@@ -360,7 +361,7 @@ func (n *night) openJournal() (bool, error) {
 func (n *night) newRun() (bool, error) {
 	n.started = n.now()
 	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-	n.plan.rules.waits = n.opts.APIWaits.withDefaults()
+	n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
 	n.runID = journal.NewRunID(n.started)
 	j, err := journal.Create(n.b.StateDir, n.runID)
 	if err != nil {

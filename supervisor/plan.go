@@ -227,7 +227,7 @@ type plan struct {
 func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *plan {
 	p := &plan{jobs: map[string]*jobPlan{}, rules: planRules{maxParallel: max(b.MaxParallel, 1),
 		maxCostUSD: b.MaxCostUSD, maxDefer: b.Defaults.MaxDefer, retryPause: retryPause,
-		waits: DefaultAPIWaits.withDefaults(), resume: b.Resume}}
+		waits: APIWaits{}.over(b.API).withDefaults(), resume: b.Resume}}
 	if b.Deadline != nil {
 		p.rules.deadline = deadlineAfter(started, *b.Deadline)
 	}
