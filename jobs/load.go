@@ -70,7 +70,7 @@ func DefaultHealth() Health {
 var topFields = []string{
 	"version", "name", "schedule", "deadline", "max_parallel", "max_cost_usd",
 	"state_dir", "env_file", "env", "fail_open", "agent", "defaults", "health",
-	"servers", "jobs", "notify", "api_retries", "resume", "keep_awake",
+	"servers", "jobs", "notify", "api_retries", "resume", "keep_awake", "api",
 }
 
 // loader holds the state of one Load: where the file is, the variables
@@ -258,6 +258,7 @@ func (l *loader) load() *Batch {
 	if p, ok := f["keep_awake"]; ok {
 		b.KeepAwake, _ = l.boolean(p.val, "keep_awake")
 	}
+	l.apiWaits(b, f)
 	l.agent(b, f, root.Line)
 	l.notify(b, f)
 	l.defaults(b, f)
@@ -481,6 +482,42 @@ func (c ClockTime) String() string { return fmt.Sprintf("%02d:%02d", c.Hour, c.M
 
 // notify reads `notify: {webhook: URL, command: [argv…]}`: how the
 // operator hears that the night ended.
+// apiWaits reads the api: block, the night's waits on the model's API.
+func (l *loader) apiWaits(b *Batch, f map[string]pair) {
+	p, ok := f["api"]
+	if !ok {
+		return
+	}
+	af := l.fields(p.val, "api", "check_interval", "max_check_interval", "max_wait", "pause_without_reset",
+		"rate_limit_pause", "max_rate_limit_pause")
+	w := &b.API
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+	}{{"check_interval", &w.CheckInterval}, {"max_check_interval", &w.MaxCheckInterval}, {"max_wait", &w.MaxWait},
+		{"pause_without_reset", &w.PauseWithoutReset}, {"rate_limit_pause", &w.RateLimitPause},
+		{"max_rate_limit_pause", &w.MaxRateLimitPause}} {
+		q, ok := af[d.name]
+		if !ok {
+			continue
+		}
+		v, ok := l.duration(q.val, "api."+d.name)
+		if !ok {
+			continue
+		}
+		*d.v = v
+	}
+	for _, c := range []struct {
+		lo, hi   string
+		min, max *time.Duration
+	}{{"check_interval", "max_check_interval", &w.CheckInterval, &w.MaxCheckInterval},
+		{"rate_limit_pause", "max_rate_limit_pause", &w.RateLimitPause, &w.MaxRateLimitPause}} {
+		if *c.min > 0 && *c.max > 0 && *c.max < *c.min {
+			l.problem(af[c.hi].line(), "api."+c.hi, "%s is less than %s (%s)", *c.max, c.lo, *c.min)
+		}
+	}
+}
+
 func (l *loader) notify(b *Batch, f map[string]pair) {
 	p, ok := f["notify"]
 	if !ok {

@@ -47,9 +47,12 @@ type Batch struct {
 	// KeepAwake: the machine is kept awake while the night runs
 	// (keep_awake, default true).
 	KeepAwake bool
-	Agent     Agent
-	Defaults  JobDefaults
-	Health    Health
+	// API are the night's waits on the model's API (api:); zero fields
+	// take the supervisor's defaults.
+	API      APIWaits
+	Agent    Agent
+	Defaults JobDefaults
+	Health   Health
 	// Servers are the MCP servers, in file order, nightwatch's own fields
 	// split from what goes into the session's MCP config.
 	Servers []*Server
@@ -156,4 +159,23 @@ type Verify struct {
 	Command []string      // the program (absolute) and its arguments
 	Timeout time.Duration // > 0
 	Line    int
+}
+
+// APIWaits are the batch's api: block: how long the night waits on the
+// model's API. A zero field is not set (the default holds).
+type APIWaits struct {
+	// CheckInterval is the first interval between checks of an API that
+	// stopped answering (check_interval, default 15s); it doubles up to
+	// MaxCheckInterval (max_check_interval, default 5m).
+	CheckInterval, MaxCheckInterval time.Duration
+	// MaxWait is how long the night waits for the API before it skips the
+	// rest (max_wait, default 6h; the deadline may end it sooner).
+	MaxWait time.Duration
+	// PauseWithoutReset is the pause on a usage limit that gave no reset
+	// time (pause_without_reset, default 30m).
+	PauseWithoutReset time.Duration
+	// RateLimitPause is the first pause after a rate limit
+	// (rate_limit_pause, default 1m); it doubles up to MaxRateLimitPause
+	// (max_rate_limit_pause, default 15m).
+	RateLimitPause, MaxRateLimitPause time.Duration
 }

@@ -149,10 +149,16 @@ type Event struct {
 	// Resume is the Claude session a job-started attempt resumes.
 	Resume string `json:"resume,omitempty"`
 	// Until is when a night-paused pause ends (zero: at a check).
-	Until     time.Time `json:"until,omitzero"`
-	Batch     string    `json:"batch,omitempty"`
-	BatchFile string    `json:"batchFile,omitempty"`
-	PID       int       `json:"pid,omitempty"`
+	Until time.Time `json:"until,omitzero"`
+	// Uncounted: the attempt (job-retried) does not count against the
+	// job's retries (a usage or rate limit, a repeated outage).
+	Uncounted bool `json:"uncounted,omitempty"`
+	// Outage is the outage of the API (1, 2, …) the attempt (job-retried,
+	// job-finished) was counted against; 0 for none.
+	Outage    int    `json:"outage,omitempty"`
+	Batch     string `json:"batch,omitempty"`
+	BatchFile string `json:"batchFile,omitempty"`
+	PID       int    `json:"pid,omitempty"`
 }
 
 // Result is what an attempt's session reported, as job-retried and

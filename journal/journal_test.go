@@ -390,8 +390,13 @@ func TestReplay(t *testing.T) {
 			if want.Skipped == nil {
 				want.Skipped = map[string]string{}
 			}
-			if want.Attempts == nil {
-				want.Attempts = map[string]int{}
+			for _, m := range []*map[string]int{&want.Attempts, &want.Uncounted, &want.Bounces, &want.Outage} {
+				if *m == nil {
+					*m = map[string]int{}
+				}
+			}
+			if want.Retried == nil {
+				want.Retried = map[string]Event{}
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("\n got %+v\nwant %+v", got, want)

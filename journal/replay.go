@@ -19,6 +19,22 @@ type RunState struct {
 	// Sessions are the session-process lines of attempts that never
 	// ended: what a dead supervisor may have left running.
 	Sessions []Event
+	// Uncounted are each job's attempts that did not count against its
+	// retries (job-retried with Uncounted); Bounces its attempts stopped
+	// for an unusable server (job-deferred with Attempt).
+	Uncounted map[string]int
+	Bounces   map[string]int
+	// Outage is the last outage each job's attempts were counted against;
+	// Outages the highest outage of the run.
+	Outage  map[string]int
+	Outages int
+	// Pause is the night-paused line of a pause that had not ended (no
+	// night-resumed or night-stopped after it); nil when none.
+	Pause *Event
+	// Retried is the job-retried line of each job whose last attempt
+	// ended with one and that has not started again: its result says
+	// which session the next attempt may resume.
+	Retried map[string]Event
 }
 
 // Replay rebuilds a run's state. Each job-started line is one attempt, so
@@ -28,7 +44,14 @@ type RunState struct {
 // once even if both lines carry the result.
 func Replay(events []Event) RunState {
 	r := RunState{Done: map[string]bool{}, Skipped: map[string]string{}, Failed: map[string]bool{},
-		Attempts: map[string]int{}, Running: map[string]bool{}}
+		Attempts: map[string]int{}, Running: map[string]bool{}, Uncounted: map[string]int{}, Bounces: map[string]int{},
+		Outage: map[string]int{}, Retried: map[string]Event{}}
+	outage := func(ev Event) {
+		if ev.Outage > 0 {
+			r.Outage[ev.Job] = ev.Outage
+			r.Outages = max(r.Outages, ev.Outage)
+		}
+	}
 	type attempt struct {
 		job string
 		n   int
@@ -61,7 +84,19 @@ func Replay(events []Event) RunState {
 		case JobStarted:
 			r.Attempts[ev.Job]++
 			r.Running[ev.Job] = true
+			delete(r.Retried, ev.Job)
+		case JobDeferred:
+			if ev.Attempt > 0 {
+				r.Bounces[ev.Job]++
+			}
+		case NightPaused:
+			p := ev
+			r.Pause = &p
+		case NightResumed, NightStopped:
+			r.Pause = nil
 		case JobFinished:
+			outage(ev)
+			delete(r.Retried, ev.Job)
 			delete(r.Running, ev.Job)
 			delete(open, key(ev))
 			addCost(ev)
@@ -80,6 +115,11 @@ func Replay(events []Event) RunState {
 			delete(r.Failed, ev.Job)
 			delete(open, key(ev))
 			addCost(ev)
+			outage(ev)
+			if ev.Uncounted {
+				r.Uncounted[ev.Job]++
+			}
+			r.Retried[ev.Job] = ev
 		case JobSkipped:
 			delete(r.Running, ev.Job)
 			delete(open, key(ev))

@@ -30,6 +30,17 @@ type timeline struct {
 	Ticks               []tick
 	Rows                []row
 	Outages             []band
+	// Pauses are the night's pauses on the model's API, drawn as bands
+	// over every row like the outages.
+	Pauses []pauseBand
+}
+
+type pauseBand struct {
+	X, W  float64
+	Class string // the failure class that paused the night
+	Label string
+	Title string
+	Open  bool // not ended when the journal ends
 }
 
 type tick struct {
@@ -129,6 +140,18 @@ func (n *Night) layout() timeline {
 				Label: s.Name + " down", Title: title, Open: o.To.IsZero()})
 		}
 	}
+	for _, p := range n.Pauses {
+		end, title := p.To, fmt.Sprintf("the night paused %s–%s (%s): %s", clock(p.From), clock(p.To), p.Class, p.Reason)
+		if end.IsZero() {
+			end = n.Ended
+			title = fmt.Sprintf("the night paused since %s (%s), still paused at the end: %s", clock(p.From), p.Class, p.Reason)
+		}
+		if !p.Until.IsZero() {
+			title += "; until " + clock(p.Until)
+		}
+		tl.Pauses = append(tl.Pauses, pauseBand{X: x(p.From), W: width(p.From, end), Class: p.Class,
+			Label: "paused (" + p.Class + ")", Title: title, Open: p.To.IsZero()})
+	}
 	ts := ticks(from, to)
 	// A night of seconds (a test, a dry run) needs seconds on its axis.
 	seconds := len(ts) > 1 && ts[1].Sub(ts[0]) < time.Minute
@@ -218,6 +241,8 @@ svg .tick line { stroke: #d5d9df; }
 svg .lane { fill: #e9ecf0; fill-opacity: 0.55; }
 .outage { fill: #d64545; fill-opacity: 0.14; stroke: #d64545; stroke-opacity: 0.5; stroke-dasharray: 3 3; }
 svg text.outage-label { fill: #a32b2b; font-weight: 600; }
+.pause { fill: #3d6fd6; fill-opacity: 0.12; stroke: #3d6fd6; stroke-opacity: 0.5; stroke-dasharray: 6 3; }
+svg text.pause-label { fill: #2a4f9e; font-weight: 600; }
 .done { fill: #2e9e5b; background: #2e9e5b; }
 .failed { fill: #d64545; background: #d64545; }
 .retried { fill: #e89a2c; background: #e89a2c; }
@@ -227,6 +252,7 @@ svg text.outage-label { fill: #a32b2b; font-weight: 600; }
 .legend { display: flex; flex-wrap: wrap; gap: 14px; margin: 8px 0 0; padding: 0; list-style: none; font-size: 13px; }
 .legend span { display: inline-block; width: 14px; height: 10px; margin-right: 5px; vertical-align: middle; border-radius: 2px; }
 .legend .band { background: #d64545; opacity: 0.3; }
+.legend .pauseband { background: #3d6fd6; opacity: 0.3; }
 .legend .dot { width: 10px; border: 2px solid #e89a2c; border-radius: 50%; background: #fff; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #e3e6ea; vertical-align: top; }
@@ -238,7 +264,7 @@ td.n { text-align: right; white-space: nowrap; }
 <p class="verdict">{{.Verdict}}</p>
 {{if not .Finished}}<p class="warn">The journal has no run-finished line: the night is still running, or the supervisor stopped.</p>{{end}}
 {{with .Timeline}}
-<svg viewBox="0 0 {{f .Width}} {{f .Height}}" role="img" aria-label="Timeline of the night: jobs as bars, outages as shaded bands">
+<svg viewBox="0 0 {{f .Width}} {{f .Height}}" role="img" aria-label="Timeline of the night: jobs as bars, outages and pauses as shaded bands">
 {{$t := .}}{{range .Ticks}}<g class="tick"><line x1="{{f .X}}" x2="{{f .X}}" y1="{{f $t.RowsTop}}" y2="{{f $t.RowsBottom}}"/><text x="{{f .X}}" y="{{f $t.AxisY}}" text-anchor="middle">{{.Label}}</text></g>
 {{end}}
 {{range .Rows}}<rect class="lane" x="{{f $t.PlotLeft}}" y="{{f .Y}}" width="{{f $t.PlotWidth}}" height="16"/>
@@ -247,6 +273,9 @@ td.n { text-align: right; white-space: nowrap; }
 {{end}}{{end}}
 {{range .Outages}}<rect class="outage" data-server="{{.Server}}" x="{{f .X}}" y="{{f $t.RowsTop}}" width="{{f .W}}" height="{{f $t.RowsHeight}}"><title>{{.Title}}</title></rect>
 <text class="outage-label" x="{{f .X}}" y="{{f $t.LabelY}}">{{.Label}}{{if .Open}} (still down){{end}}</text>
+{{end}}
+{{range .Pauses}}<rect class="pause" data-class="{{.Class}}" x="{{f .X}}" y="{{f $t.RowsTop}}" width="{{f .W}}" height="{{f $t.RowsHeight}}"><title>{{.Title}}</title></rect>
+<text class="pause-label" x="{{f .X}}" y="{{f $t.LabelY}}">{{.Label}}{{if .Open}} (still paused){{end}}</text>
 {{end}}
 {{range .Rows}}{{range .Marks}}<circle class="{{.Class}}" cx="{{f .X}}" cy="{{f .Y}}" r="4"><title>{{.Title}}</title></circle>
 {{end}}{{end}}
@@ -259,6 +288,7 @@ td.n { text-align: right; white-space: nowrap; }
 <li><span class="unfinished"></span>interrupted, unfinished, or stopped: a server it needed was unusable</li>
 <li><span class="dot"></span>deferred</li>
 <li><span class="band"></span>server down</li>
+<li><span class="pauseband"></span>the night paused on the model's API</li>
 </ul>
 
 <h2>Jobs</h2>

@@ -19,7 +19,9 @@ import (
 // plain crash), so only the hook inside the session can redact it: it
 // never reaches the model's deny reason, the cache or the events. Before:
 // the session's environment did not say which variables came from
-// env_file, and the hook let the value through.
+// env_file, and the hook let the value through. The backoff is a few
+// milliseconds so that preflight's verdict has always expired when the
+// session's call comes, however fast the CLI starts: the hook probes.
 func TestHookKnowsEveryEnvFileValue(t *testing.T) {
 	testkit.ForEachClaude(t, testHookKnowsEveryEnvFileValue)
 }
@@ -56,7 +58,7 @@ state_dir: ./state
 env_file: ./night.env
 agent: {command: %q}
 defaults: {timeout: 2m, retries: 0, on_unhealthy: run}
-health: {backoff: 1s, max_backoff: 2s, probe_timeout: 5s, prewarm_timeout: 10s}
+health: {backoff: 20ms, max_backoff: 40ms, probe_timeout: 5s, prewarm_timeout: 10s}
 servers:
   alpha: {command: %q}
 jobs:

@@ -72,15 +72,24 @@ func startedPer(events []journal.Event) map[string]int {
 	return out
 }
 
-// TestNightWaitsOutAnAPIOutage: the API refuses connections for longer
-// than a session lasts. The first session fails on it; the night starts
-// nothing else until its check finds the API back, then every job runs
-// to done, and no job spent more than one attempt on the outage.
+// TestNightWaitsOutAnAPIOutage: the API fails for longer than a session
+// lasts, one night per kind of outage: refused connections, a 503 window
+// and a 529 (overloaded) window. The first session fails on it; the night
+// starts nothing else until its check finds the API back, then every job
+// runs to done, and no job spent more than one attempt on the outage.
 func TestNightWaitsOutAnAPIOutage(t *testing.T) {
+	for _, kind := range []struct {
+		name  string
+		fault fakeapi.Fault
+	}{{"refused", fakeapi.Refused()}, {"503", fakeapi.ServerError(503)}, {"529", fakeapi.Overloaded()}} {
+		t.Run(kind.name, func(t *testing.T) { testNightWaitsOutAnAPIOutage(t, kind.fault) })
+	}
+}
+
+func testNightWaitsOutAnAPIOutage(t *testing.T, outage fakeapi.Fault) {
 	testkit.ForEachClaude(t, func(t *testing.T, version string) {
 		f := newNightFixture(t)
 		yaml := f.apiBatch(version, 3, "")
-		outage := fakeapi.Refused()
 		outage.For = 8 * time.Second
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -114,6 +123,9 @@ func TestNightWaitsOutAnAPIOutage(t *testing.T) {
 		}
 		if startedInOutage != 0 {
 			t.Errorf("%d sessions started while the night waited for the API", startedInOutage)
+		}
+		if !outage.Refuse && f.api.Faulted() == 0 {
+			t.Errorf("the API never answered with the fault %s", outage.Name)
 		}
 		for job, n := range startedPer(events) {
 			if n > 2 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -61,13 +62,16 @@ var apiRules = map[session.APIFailureClass]apiRule{
 	session.FailureContextTooLong:     {spend: spendAlways, pause: pauseNone},
 }
 
+// uncountedNote ends the reason of an attempt that is not counted.
+const uncountedNote = " (the attempt is not counted)"
+
 // maxFree bounds the attempts of one job that are not counted (usage
 // limits, rate limits, repeated failures in one outage): a limit that
 // never lifts ends in the job's retry rules, not in a loop.
 const maxFree = 10
 
 // APIWaits are the night's times for waiting on the API; zero fields take
-// the defaults (DefaultAPIWaits).
+// the batch's api: block, then the defaults (DefaultAPIWaits).
 type APIWaits struct {
 	// UsageWait is how long the night pauses on a usage limit that gave no
 	// reset time; a session after it is the probe of the limit.
@@ -85,6 +89,18 @@ type APIWaits struct {
 // DefaultAPIWaits are the times of a real night.
 var DefaultAPIWaits = APIWaits{UsageWait: 30 * time.Minute, CheckMin: 15 * time.Second, CheckMax: 5 * time.Minute,
 	RateLimitMin: time.Minute, RateLimitMax: 15 * time.Minute, MaxOutage: 6 * time.Hour}
+
+// over sets w's zero fields from the batch's api: block (b).
+func (w APIWaits) over(b jobs.APIWaits) APIWaits {
+	for _, f := range []struct{ v, from *time.Duration }{{&w.UsageWait, &b.PauseWithoutReset},
+		{&w.CheckMin, &b.CheckInterval}, {&w.CheckMax, &b.MaxCheckInterval}, {&w.RateLimitMin, &b.RateLimitPause},
+		{&w.RateLimitMax, &b.MaxRateLimitPause}, {&w.MaxOutage, &b.MaxWait}} {
+		if *f.v <= 0 {
+			*f.v = *f.from
+		}
+	}
+	return w
+}
 
 func (w APIWaits) withDefaults() APIWaits {
 	d := DefaultAPIWaits
@@ -171,10 +187,13 @@ func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 	if free && jp.free >= maxFree {
 		free = false
 	}
+	if rule.spend == spendOncePerOutage {
+		base.Outage = p.outages
+	}
 	if free {
 		jp.free++
 		jp.phase = phasePending
-		base.Type, base.Reason = journal.JobRetried, reason+" (the attempt is not counted)"
+		base.Type, base.Reason, base.Uncounted = journal.JobRetried, reason+uncountedNote, true
 		acts = append(acts, actRecord{ev: base, level: logWarn, msg: "attempt failed on the API; the job waits with the night"})
 	} else if jp.attempts-jp.bounces-jp.free <= jp.job.Retries {
 		// The night's wait is the retry's pause.

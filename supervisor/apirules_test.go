@@ -315,3 +315,36 @@ func TestPlanResumeRules(t *testing.T) {
 		})
 	}
 }
+
+// The night's waits: a test's APIWaits over the batch's api: block over
+// the defaults, field by field.
+func TestAPIWaitsOverTheBatch(t *testing.T) {
+	batch := jobs.APIWaits{CheckInterval: 2 * time.Second, MaxWait: time.Hour, PauseWithoutReset: time.Minute}
+	tests := []struct {
+		name  string
+		opts  APIWaits
+		batch jobs.APIWaits
+		want  APIWaits
+	}{
+		{"defaults", APIWaits{}, jobs.APIWaits{}, DefaultAPIWaits},
+		{"the batch", APIWaits{}, batch, APIWaits{UsageWait: time.Minute, CheckMin: 2 * time.Second, CheckMax: DefaultAPIWaits.CheckMax,
+			RateLimitMin: DefaultAPIWaits.RateLimitMin, RateLimitMax: DefaultAPIWaits.RateLimitMax, MaxOutage: time.Hour}},
+		{"the options over the batch", APIWaits{CheckMin: time.Second}, batch, APIWaits{UsageWait: time.Minute, CheckMin: time.Second,
+			CheckMax: DefaultAPIWaits.CheckMax, RateLimitMin: DefaultAPIWaits.RateLimitMin, RateLimitMax: DefaultAPIWaits.RateLimitMax,
+			MaxOutage: time.Hour}},
+		{"a check interval past the default maximum raises it", APIWaits{}, jobs.APIWaits{CheckInterval: 10 * time.Minute},
+			APIWaits{UsageWait: DefaultAPIWaits.UsageWait, CheckMin: 10 * time.Minute, CheckMax: 10 * time.Minute,
+				RateLimitMin: DefaultAPIWaits.RateLimitMin, RateLimitMax: DefaultAPIWaits.RateLimitMax, MaxOutage: DefaultAPIWaits.MaxOutage}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.opts.over(tt.batch).withDefaults(); got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	b := planBatch(func(b *jobs.Batch) { b.API = batch }, planJob("a", nil))
+	if got := newPlan(b, planT0, time.Second).rules.waits; got.CheckMin != 2*time.Second || got.MaxOutage != time.Hour {
+		t.Errorf("the plan's waits %+v, want the batch's", got)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/awake"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
@@ -50,7 +51,8 @@ type NightOptions struct {
 	// the same amount per attempt (default 30 s).
 	RetryPause time.Duration
 	// APIWaits are the night's times for waiting on the model's API
-	// (zero fields: DefaultAPIWaits); tests make them seconds.
+	// (zero fields: the batch's api: block, then DefaultAPIWaits); tests
+	// make them seconds.
 	APIWaits APIWaits
 	// CheckAPI, when set, replaces the cheap check of the API (CheckAPI
 	// against the sessions' ANTHROPIC_BASE_URL).
@@ -215,6 +217,12 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 				e = n.log.Error().Str("fix", l.Fix)
 			}
 			e.Str("login", l.Level).Msg("agent login: " + l.Detail)
+			if l.Level == string(agentlogin.Fail) {
+				// A refused login fails every session: the night stops
+				// before the first, as it does after one (apirules.go).
+				n.do(ctx, n.plan.stopNight(string(session.FailureInvalidCredentials),
+					fmt.Sprintf("the agent's login was refused before the night: %s (fix: %s)", l.Detail, l.Fix)))
+			}
 		}
 		for _, row := range report.Rows {
 			n.log.Info().Str("server", row.Server).Str("verdict", string(row.Verdict)).
@@ -337,7 +345,7 @@ func (n *night) openJournal() (bool, error) {
 				n.started = n.now()
 			}
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-			n.plan.rules.waits = n.opts.APIWaits.withDefaults()
+			n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
 			n.plan.resume(rp)
 			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
@@ -353,7 +361,7 @@ func (n *night) openJournal() (bool, error) {
 func (n *night) newRun() (bool, error) {
 	n.started = n.now()
 	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-	n.plan.rules.waits = n.opts.APIWaits.withDefaults()
+	n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
 	n.runID = journal.NewRunID(n.started)
 	j, err := journal.Create(n.b.StateDir, n.runID)
 	if err != nil {

@@ -227,7 +227,7 @@ type plan struct {
 func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *plan {
 	p := &plan{jobs: map[string]*jobPlan{}, rules: planRules{maxParallel: max(b.MaxParallel, 1),
 		maxCostUSD: b.MaxCostUSD, maxDefer: b.Defaults.MaxDefer, retryPause: retryPause,
-		waits: DefaultAPIWaits.withDefaults(), resume: b.Resume}}
+		waits: APIWaits{}.over(b.API).withDefaults(), resume: b.Resume}}
 	if b.Deadline != nil {
 		p.rules.deadline = deadlineAfter(started, *b.Deadline)
 	}
@@ -251,10 +251,41 @@ func deadlineAfter(started time.Time, clock jobs.ClockTime) time.Time {
 
 // resume sets the jobs' state from a replayed journal: done, skipped and
 // failed jobs stay so; the others keep the attempts they used.
+//
+// What the night's API rules kept in memory is restored too: the attempts
+// that were not counted, the outage each job was counted against, a pause
+// that had not ended (the night stays paused until its time, or checks the
+// API at once), and the session a retry resumes.
 func (p *plan) resume(r journal.RunState) {
 	p.cost = r.CostUSD
+	p.outages = r.Outages
+	if ev := r.Pause; ev != nil {
+		np := &nightPause{class: session.APIFailureClass(ev.Class), reason: ev.Reason, since: ev.Time, until: ev.Until}
+		if np.class != session.FailureAPIUnavailable && np.until.IsZero() {
+			np = nil // a pause without its end: the night goes on
+		}
+		if np != nil {
+			np.backoff = np.until.Sub(np.since)
+			if np.class == session.FailureAPIUnavailable {
+				np.backoff = p.rules.waits.CheckMin
+			}
+			p.pause = np
+			p.pauses = append(p.pauses, fmt.Sprintf("paused at %s (%s): %s; before the restart",
+				ev.Time.Local().Format("15:04:05"), np.class, ev.Reason))
+		}
+	}
 	for name, jp := range p.jobs {
 		jp.attempts = r.Attempts[name]
+		jp.free, jp.bounces, jp.chargedOutage = r.Uncounted[name], r.Bounces[name], r.Outage[name]
+		if ev, ok := r.Retried[name]; ok && ev.Result != nil && p.rules.resume {
+			out := session.Outcome{SessionID: ev.Result.SessionID, KilledBy: ev.Result.KilledBy}
+			if ev.Class != "" {
+				out.API = &session.APIFailure{Class: session.APIFailureClass(ev.Class)}
+			}
+			if out.SessionID != "" && endedAfterWork(out) {
+				jp.resume, jp.resumeWhy = out.SessionID, strings.TrimSuffix(ev.Reason, uncountedNote)
+			}
+		}
 		switch {
 		case r.Done[name]:
 			jp.phase = phaseDone

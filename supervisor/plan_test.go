@@ -36,6 +36,9 @@ type planDriver struct {
 	apiDown   bool
 	apiChecks int
 	notified  []string // actNotifyNow's reasons
+	// journal is what the loop would append: a job-started line per
+	// launch and every record, stamped with the driver's clock.
+	journal []journal.Event
 }
 
 func newPlanDriver(t *testing.T, b *jobs.Batch) *planDriver {
@@ -60,8 +63,14 @@ func (d *planDriver) do(acts []action) {
 			d.launches = append(d.launches, fmt.Sprintf("%s#%d", a.job, a.attempt))
 			d.feedbacks = append(d.feedbacks, a.feedback)
 			d.resumes = append(d.resumes, a.resume)
+			d.journal = append(d.journal, journal.Event{Time: d.now, Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Resume: a.resume})
 		case actRecord:
 			d.records = append(d.records, a.ev)
+			ev := a.ev
+			if ev.Time.IsZero() {
+				ev.Time = d.now
+			}
+			d.journal = append(d.journal, ev)
 		case actMaintain:
 			d.maintains++
 		case actFinish:

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -84,15 +85,21 @@ func Query(ctx context.Context, bin, dir string, env []string) (Status, error) {
 		return Status{}, fmt.Errorf("no answer within 10s")
 	}
 	var st Status
-	// Not logged in exits 1 with the same JSON. An answer without
-	// "loggedIn" is not auth status (an agent that is not Claude Code, a
-	// script that prints a result line for any arguments): it tells nothing.
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &keys); err == nil && keys["loggedIn"] == nil {
-		return Status{}, fmt.Errorf("%s, output has no loggedIn: not auth status: %s", proc.ExitDescription(werr),
-			text.OneLine(stdout.String(), 200))
+	// Not logged in exits 1 with the same JSON. A JSON line without
+	// loggedIn is not the answer (an agent that does not know the
+	// command): it says nothing of the login.
+	var has struct {
+		LoggedIn *bool `json:"loggedIn"`
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &st); err != nil {
+	out := bytes.TrimSpace(stdout.Bytes())
+	err := json.Unmarshal(out, &st)
+	if err == nil {
+		err = json.Unmarshal(out, &has)
+	}
+	if err == nil && has.LoggedIn == nil {
+		err = errors.New("no loggedIn field")
+	}
+	if err != nil {
 		return Status{}, fmt.Errorf("%s, output not auth status JSON: %s", proc.ExitDescription(werr),
 			text.OneLine(stdout.String()+" "+stderr.String(), 200))
 	}

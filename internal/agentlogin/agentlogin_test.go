@@ -67,19 +67,19 @@ func TestQuery(t *testing.T) {
 	}
 }
 
-// An agent that is not Claude Code (a scripted stand-in that prints a
-// result line whatever it is asked) gives no auth status: that is "cannot
-// tell", never "logged out".
-func TestQueryOfSomethingElse(t *testing.T) {
+// An agent that answers `auth status` with some other JSON (a stand-in
+// that prints a result whatever it is asked) says nothing of the login:
+// an error, not "logged out".
+func TestQueryNotAuthStatus(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("a shell script stands in for claude")
 	}
-	bin := filepath.Join(t.TempDir(), "agent")
-	script := "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false}'\n"
+	bin := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"success\",\"session_id\":\"s\"}'\n"
 	if err := os.WriteFile(bin, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := Query(context.Background(), bin, "", []string{"PATH=/usr/bin:/bin"}); err == nil {
-		t.Fatalf("a result line read as auth status: %+v", st)
+		t.Fatalf("a result line read as a login: %+v", st)
 	}
 }
