@@ -90,10 +90,11 @@ func testNightWaitsOutAnAPIOutage(t *testing.T, outage fakeapi.Fault) {
 	testkit.ForEachClaude(t, func(t *testing.T, version string) {
 		f := newNightFixture(t)
 		yaml := f.apiBatch(version, 3, "")
-		outage.For = 8 * time.Second
+		fault := outage // each version's subtest runs in parallel: its own copy
+		fault.For = 8 * time.Second
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		s, err := f.runAPINight(ctx, yaml, func() { f.api.Inject(outage) })
+		s, err := f.runAPINight(ctx, yaml, func() { f.api.Inject(fault) })
 		if err != nil {
 			t.Fatal(err)
 		}
