@@ -63,6 +63,12 @@ type noIn struct{}
 //	env {name}      returns the value of an environment variable
 //	slow {ms}       sleeps ms milliseconds, then answers
 //	break {mode}    writes mode (default exit-at-start) to the control file, then exits
+//
+// hangBound is how long the hang tool waits at most: far beyond every
+// tool timeout a test sets (2–8 s), short enough that a lost cancellation
+// cannot stall a test run.
+const hangBound = 30 * time.Second
+
 func NewServer(opts Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: "0.0.1"}, nil)
 
@@ -114,8 +120,16 @@ func NewServer(opts Options) *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answers until cancelled."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
-			<-ctx.Done()
-			return nil, nil, ctx.Err()
+			// Bounded all the same: go-sdk's SSE session waits for its
+			// in-flight handlers when it closes, and a client's
+			// cancellation can lose the race with its own close, which
+			// would keep a test server (and its test) waiting forever.
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(hangBound):
+				return nil, nil, errors.New("hang: gave up after " + hangBound.String())
+			}
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Returns the value of an environment variable."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in envIn) (*mcp.CallToolResult, any, error) {
