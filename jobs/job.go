@@ -11,7 +11,7 @@ import (
 
 var jobFields = []string{
 	"name", "prompt", "prompt_file", "servers", "cwd", "needs",
-	"timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "allowed_tools", "verify",
+	"timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "allowed_tools", "verify", "hosts",
 }
 
 // jobRefs keeps the lines of a job's references for the checks that need
@@ -86,6 +86,17 @@ func (l *loader) job(b *Batch, i int, n *yaml.Node) (*Job, jobRefs) {
 					l.problem(line, field+".cwd", "%s is not an existing folder", dir)
 				}
 			}
+		}
+	}
+
+	if p, ok := f["hosts"]; ok {
+		for k, it := range l.strList(p.val, field+".hosts", false) {
+			if l.checkName(it.value, it.line, fmt.Sprintf("%s.hosts[%d]", field, k), "host label") {
+				j.Hosts = append(j.Hosts, it.value)
+			}
+		}
+		if b.Cluster == nil {
+			l.problem(p.line(), field+".hosts", "pins the job to hosts, but the batch has no cluster: section (one host runs every job)")
 		}
 	}
 

@@ -70,7 +70,7 @@ func DefaultHealth() Health {
 var topFields = []string{
 	"version", "name", "schedule", "deadline", "max_parallel", "max_cost_usd",
 	"state_dir", "env_file", "env", "fail_open", "agent", "defaults", "health",
-	"servers", "jobs", "notify", "api_retries", "resume", "keep_awake", "api",
+	"servers", "jobs", "notify", "api_retries", "resume", "keep_awake", "api", "cluster",
 }
 
 // loader holds the state of one Load: where the file is, the variables
@@ -259,6 +259,7 @@ func (l *loader) load() *Batch {
 		b.KeepAwake, _ = l.boolean(p.val, "keep_awake")
 	}
 	l.apiWaits(b, f)
+	l.cluster(b, f)
 	l.agent(b, f, root.Line)
 	l.notify(b, f)
 	l.defaults(b, f)
@@ -270,6 +271,7 @@ func (l *loader) load() *Batch {
 		}
 	}
 	l.jobs(b, f, root.Line)
+	l.checkRescue(b)
 	return b
 }
 

@@ -59,9 +59,32 @@ type Batch struct {
 	Jobs    []*Job
 	// Notify says how to tell the operator the night ended.
 	Notify Notify
+	// Cluster is the cluster: section: the night runs over several hosts
+	// on a shared Postgres; nil: on this host alone, with local files.
+	Cluster *Cluster
 	// Warnings are problems a LoadWith option let through.
 	Warnings []string
 }
+
+// Cluster is the batch's cluster: section. The connection string itself
+// is never in the batch file: DatabaseEnv names the variable that holds it,
+// set in the environment or in env_file.
+type Cluster struct {
+	// DatabaseEnv is the variable with the Postgres connection string
+	// (database_env, default NIGHTWATCH_DATABASE_URL).
+	DatabaseEnv string
+	// RescueAfter is how long a running attempt may go without its worker
+	// before River rescues it and the night counts it as a crash
+	// (rescue_after; default: the longest job timeout plus 5 minutes). It
+	// must be longer than every job's timeout, or a live attempt would be
+	// rescued.
+	RescueAfter time.Duration
+	// Line is where the section starts, for messages.
+	Line int
+}
+
+// DefaultDatabaseEnv is the variable of the cluster's connection string.
+const DefaultDatabaseEnv = "NIGHTWATCH_DATABASE_URL"
 
 // Notify is where the night's summary goes when it ends: a webhook (a
 // JSON body with a Slack-compatible "text" field) and/or a command (argv,
@@ -149,7 +172,11 @@ type Job struct {
 	AllowedToolsSet bool
 	// Verify is the check run after a success result; nil: none.
 	Verify *Verify
-	Line   int
+	// Hosts pins the job to the cluster's workers that carry one of these
+	// labels (a worker's labels are its host name and its --label flags);
+	// empty: any worker. Only with a cluster: section.
+	Hosts []string
+	Line  int
 }
 
 // Verify is a job's check of its own work: a command (argv, no shell) run

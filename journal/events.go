@@ -159,6 +159,9 @@ type Event struct {
 	Batch     string `json:"batch,omitempty"`
 	BatchFile string `json:"batchFile,omitempty"`
 	PID       int    `json:"pid,omitempty"`
+	// Host is the cluster host that ran the attempt (its worker), or that
+	// coordinated the night (run-started, run-resumed); "" on one host.
+	Host string `json:"host,omitempty"`
 }
 
 // Result is what an attempt's session reported, as job-retried and

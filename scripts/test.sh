@@ -33,6 +33,20 @@ GOOS=darwin GOARCH=arm64 go vet ./...
 GOOS=windows GOARCH=amd64 go vet ./...
 GOOS=windows GOARCH=arm64 go vet ./...
 
+echo "== PostgreSQL for the cluster tests"
+# The cluster tests start their own PostgreSQL (internal/testkit/pgtest) on
+# loopback, as a non-root user, from the Debian packages; installed when
+# missing. NIGHTWATCH_REQUIRE_POSTGRES=1 turns their "not installed" skip
+# into a failure, so this suite never passes without them.
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postgres >/dev/null; then
+  echo "-- installing postgresql"
+  if ! { apt-get update && apt-get install -y --no-install-recommends postgresql; }; then
+    echo "!! FAILED: cannot install PostgreSQL; the cluster tests cannot run" >&2
+    exit 1
+  fi
+fi
+export NIGHTWATCH_REQUIRE_POSTGRES=1
+
 echo "== go test -race"
 go test -race -count=1 -timeout 12m ./...
 
