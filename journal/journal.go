@@ -33,6 +33,11 @@ type Journal struct {
 	// deleted or replaced mid-run, written anew); the supervisor says it
 	// loudly.
 	Warn func(string)
+	// Mirror, when set, gets every line after it is in the file: a
+	// cluster's coordinator writes it to the shared journal table too. An
+	// error makes Append fail as a broken journal does (the night starts
+	// nothing more); the line stays in the file.
+	Mirror func(ev Event) error
 
 	mu sync.Mutex // keeps lines in the order the supervisor produced them
 	// lines are every line of the run so far, in order: what a journal
@@ -96,6 +101,31 @@ func Create(stateDir, runID string) (*Journal, error) {
 		return nil, fmt.Errorf("create journal: %w", err)
 	}
 	return &Journal{Path: path, RunID: runID, file: fi}, nil
+}
+
+// Restore writes the journal of run runID anew from events (a cluster's
+// shared journal, the truth when a coordinator on another host wrote it)
+// and opens it to resume.
+func Restore(stateDir, runID string, events []Event) (*Journal, error) {
+	if runID == "" || strings.ContainsAny(runID, `/\`) || runID == "." || runID == ".." {
+		return nil, fmt.Errorf("restore journal: invalid run id %q", runID)
+	}
+	if err := os.MkdirAll(statedir.Runs(stateDir), 0o700); err != nil {
+		return nil, fmt.Errorf("restore journal folder: %w", err)
+	}
+	var lines [][]byte
+	for _, ev := range events {
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("restore journal: encode %s event: %w", ev.Type, err)
+		}
+		lines = append(lines, line)
+	}
+	path := statedir.Journal(stateDir, runID)
+	if err := atomicfile.WriteFile(path, joinLines(lines), atomicfile.Mode); err != nil {
+		return nil, fmt.Errorf("restore journal: %w", err)
+	}
+	return Open(path)
 }
 
 // Open reopens the journal of an unfinished run to resume it. Torn text
@@ -194,6 +224,11 @@ func (j *Journal) Append(ev Event) error {
 		}
 		if err == nil {
 			j.lines = append(j.lines, line)
+			if j.Mirror != nil {
+				if err := j.Mirror(ev); err != nil {
+					return fmt.Errorf("%w: the shared journal: the %s line is in %s only: %v", ErrBroken, ev.Type, j.Path, err)
+				}
+			}
 			return nil
 		}
 		j.broken = err
