@@ -54,6 +54,9 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 	// Otherwise stdin stays /dev/null: `claude -p` appends piped stdin to
 	// the prompt, and the supervisor's stdin is nobody's input.
 	proc.Prepare(cmd, grace)
+	if spec.DieWithParent {
+		proc.DieWithParent(cmd)
+	}
 	return cmd
 }
 

@@ -48,7 +48,19 @@ type Spec struct {
 	// Resume is the Claude session id this attempt continues (--resume),
 	// and ResumeWhy how the last attempt ended; "" starts a fresh session.
 	Resume, ResumeWhy string
+	// PeersSocket is the cluster's claims socket on this host (a worker's
+	// health relay), handed to the session's hooks in PeersSocketEnv so
+	// that a probe or a trial holds across hosts; "" on one host.
+	PeersSocket string
+	// DieWithParent: the session dies with the process that started it (a
+	// cluster's worker, whose death River answers by running the attempt
+	// elsewhere: a session left behind would do the job twice).
+	DieWithParent bool
 }
+
+// PeersSocketEnv is the variable that tells a session's hooks where the
+// cluster's claims socket is. A path, never a secret.
+const PeersSocketEnv = "NIGHTWATCH_CLUSTER_SOCKET"
 
 // prompt is the attempt's prompt: the job's, then the feedback. A resumed
 // session has the job's prompt already: it is told what happened and to
@@ -126,6 +138,11 @@ func Environ(b *jobs.Batch, base []string) []string {
 	for _, k := range slices.Sorted(maps.Keys(b.Env)) {
 		set(k, b.Env[k])
 	}
+	if b.Cluster != nil {
+		// The cluster's connection string is the supervisor's and the
+		// workers' alone: never the model's, a hook's or a server's.
+		delete(vals, b.Cluster.DatabaseEnv)
+	}
 	if !b.FailOpen {
 		for _, k := range knobs.EnvFailOpen {
 			delete(vals, k)
@@ -168,6 +185,9 @@ func commandEnviron(spec Spec) []string {
 	// The hook remembers env_file's values by their names (issue 12).
 	if names := secrets.EnvFileNames(spec.Batch); names != "" {
 		over[secrets.NamesVariable] = names
+	}
+	if spec.PeersSocket != "" {
+		over[PeersSocketEnv] = spec.PeersSocket
 	}
 	for _, srv := range spec.Batch.ServersOf(spec.Job) {
 		if srv.Reconnect == "" {

@@ -17,7 +17,7 @@ import (
 // outlives its night.
 func sessionProcessEvent(job string, attempt, pid int) journal.Event {
 	return journal.Event{Type: journal.SessionProcess, Job: job, Attempt: attempt, PID: pid,
-		StartID: processStartID(pid)}
+		StartID: proc.StartID(pid)}
 }
 
 // killLeftovers kills the process groups of sessions that were running
@@ -26,10 +26,11 @@ func sessionProcessEvent(job string, attempt, pid int) journal.Event {
 // (same start time), so a reused pid is never hit.
 func killLeftovers(sessions []journal.Event, log zerolog.Logger) {
 	for _, ev := range sessions {
-		if ev.PID <= 0 {
+		if ev.PID <= 0 || ev.Host != "" {
+			// ev.Host: a cluster worker's session, on another host.
 			continue
 		}
-		id := processStartID(ev.PID)
+		id := proc.StartID(ev.PID)
 		if id == "" || id != ev.StartID {
 			continue
 		}

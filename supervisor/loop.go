@@ -32,6 +32,9 @@ func (n *night) loop(ctx context.Context) error {
 			n.stop()
 			return ErrStopped
 		}
+		if n.cluster != nil {
+			n.plan.rules.maxParallel = n.cluster.maxParallel(ctx, n.now())
+		}
 		if wake {
 			// What the hooks saw since the last look reaches the journal
 			// before the plan decides on it.
@@ -128,7 +131,7 @@ func (n *night) drain(ctx context.Context) {
 		case m.ended != nil:
 			n.do(ctx, n.plan.step(n.now(), *m.ended))
 		case m.seen.pgid > 0:
-			n.append(sessionProcessEvent(m.seen.job, m.seen.attempt, m.seen.pgid))
+			n.append(n.processEvent(m.seen))
 		}
 	}
 }
@@ -138,6 +141,10 @@ func (n *night) drain(ctx context.Context) {
 // groups are journaled), so that no session goroutine is left blocked on a
 // send.
 func (n *night) stop() {
+	if n.cluster != nil {
+		n.stopRemote()
+		return
+	}
 	for n.plan.running > 0 {
 		m := <-n.inbox
 		switch {
@@ -145,7 +152,7 @@ func (n *night) stop() {
 			n.plan.step(n.now(), *m.ended)
 			n.log.Warn().Str("job", m.ended.job).Msg("stopped with the night")
 		case m.seen.pgid > 0:
-			n.append(sessionProcessEvent(m.seen.job, m.seen.attempt, m.seen.pgid))
+			n.append(n.processEvent(m.seen))
 		}
 	}
 }
@@ -218,6 +225,9 @@ func describeDown(server string, e *healthcheck.Entry) string {
 // n.inbox. An attempt that cannot be prepared ends at once: failed is
 // true and ev is its end, for the plan.
 func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, failed bool) {
+	if n.cluster != nil {
+		return n.launchRemote(ctx, a)
+	}
 	job := n.b.Job(a.job)
 	spec := session.Spec{Batch: n.b, Job: job, RunID: n.runID, Attempt: a.attempt,
 		Binary: n.opts.Binary, Env: n.opts.Env, Feedback: a.feedback, Resume: a.resume, ResumeWhy: a.resumeWhy}
@@ -269,6 +279,8 @@ type observation struct {
 	pgid           int    // the session's process group started
 	// unusable is a server of the job the session cannot use, and why.
 	unusable, why string
+	// host is the cluster worker's host that saw it ("" on one host).
+	host string
 }
 
 // observe records what a session saw. A server Claude Code could not
@@ -278,9 +290,9 @@ type observation struct {
 func (n *night) observe(ctx context.Context, o observation) {
 	switch {
 	case o.pgid > 0:
-		n.append(sessionProcessEvent(o.job, o.attempt, o.pgid))
+		n.append(n.processEvent(o))
 	case o.tool != "":
-		n.append(journal.Event{Type: journal.ToolUnavailable, Job: o.job, Attempt: o.attempt, Tool: o.tool})
+		n.append(journal.Event{Type: journal.ToolUnavailable, Job: o.job, Attempt: o.attempt, Tool: o.tool, Host: o.host})
 		n.log.Warn().Str("job", o.job).Str("tool", o.tool).Msg("the model called a tool the session does not have")
 	case o.server != "":
 		var srv *mcpconfig.Server

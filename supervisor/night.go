@@ -148,6 +148,9 @@ type night struct {
 	// closed is the unfinished run this start closed instead of resuming,
 	// and why ("" when none).
 	closed string
+	// cluster is the night's cluster when the batch has a cluster:
+	// section: attempts run on its workers (cluster.go); nil on one host.
+	cluster *clusterLink
 }
 
 func (n *night) now() time.Time {
@@ -192,8 +195,19 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	defer unlock()
 
 	n := newNight(b, opts)
+	if b.Cluster != nil {
+		if n.cluster, err = openCluster(ctx, b, opts.Env); err != nil {
+			return nil, err
+		}
+		defer n.cluster.close()
+	}
 
-	resumed, err := n.openJournal()
+	var resumed bool
+	if n.cluster != nil {
+		resumed, err = n.openClusterJournal(ctx)
+	} else {
+		resumed, err = n.openJournal()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +254,14 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		defer release()
 	}
 
+	if n.cluster != nil {
+		// The pump feeds the loop until the loop is done with it,
+		// stopping included: it does not end with the night's ctx.
+		pctx, stopPump := context.WithCancel(context.WithoutCancel(ctx))
+		pumped := make(chan struct{})
+		go func() { defer close(pumped); n.pump(pctx) }()
+		defer func() { stopPump(); <-pumped }()
+	}
 	err = n.loop(ctx)
 	summary.Jobs, summary.Done, summary.Failed, summary.Skipped = n.plan.summary()
 	summary.CostUSD = n.plan.cost

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -292,7 +293,7 @@ jobs:
 	for _, line := range strings.Fields(string(data)) {
 		var pid int
 		fmt.Sscan(line, &pid)
-		if processStartID(pid) != "" && !isZombie(pid) {
+		if proc.StartID(pid) != "" && !isZombie(pid) {
 			t.Errorf("MCP server pid %d outlived its session", pid)
 		}
 	}

@@ -139,6 +139,8 @@ type evAttemptEnded struct {
 	attempt   int
 	outcome   session.Outcome
 	unstarted bool
+	// host is the cluster host whose worker ran it ("" on one host).
+	host string
 }
 
 func (evWake) isEvent()         {}
@@ -295,6 +297,17 @@ func (p *plan) resume(r journal.RunState) {
 			jp.phase, jp.reason = phaseFailed, "failed before the restart"
 		}
 	}
+}
+
+// adopt takes attempt of job as running: a resumed coordinator's attempt
+// that goes on on a cluster's worker. Its end comes as any other.
+func (p *plan) adopt(job string, attempt int, now time.Time) {
+	jp := p.jobs[job]
+	if jp == nil || jp.phase.ended() || jp.phase == phaseRunning {
+		return
+	}
+	jp.phase, jp.attempts, jp.startedAt = phaseRunning, attempt, now
+	p.running++
 }
 
 // step applies what happened at now and returns what to do next, in order.
@@ -461,7 +474,9 @@ func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers 
 // stopped leaves the job as it was before it started, for a resumed run.
 func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	jp := p.jobs[ev.job]
-	if jp == nil || jp.phase != phaseRunning {
+	if jp == nil || jp.phase != phaseRunning || (ev.attempt != 0 && ev.attempt != jp.attempts) {
+		// Not the attempt that runs: a cluster's report of an older
+		// attempt, told again to a coordinator that resumed.
 		return nil
 	}
 	p.running--
@@ -478,7 +493,7 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	}
 	result := resultOf(out)
 	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: result, Denied: out.Denied,
-		Unusable: unusableServers(out.Unusable), Verify: verifyOf(out.Verify)}
+		Unusable: unusableServers(out.Unusable), Verify: verifyOf(out.Verify), Host: ev.host}
 	if out.Status != session.Done {
 		if acts, ok := p.apiFailed(now, jp, base, out); ok {
 			if ev.unstarted {

@@ -96,8 +96,12 @@ func where(cfg *pgxpool.Config) string {
 // Close ends the pool.
 func (db *DB) Close() { db.Pool.Close() }
 
-// Host is this host's name in the cluster's tables.
+// Host is this host's name in the cluster's tables: NIGHTWATCH_HOST, else
+// the host name.
 func Host() string {
+	if h := os.Getenv("NIGHTWATCH_HOST"); h != "" {
+		return h
+	}
 	h, err := os.Hostname()
 	if err != nil || h == "" {
 		return "unknown-host"

@@ -21,7 +21,7 @@ headless Claude Code sessions still gets its work done when a server dies at 2 a
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newHookCmd(), newStatusCmd(), newResetCmd(), newProbeCmd(),
+	root.AddCommand(newHookCmd(), newWorkerCmd(), newStatusCmd(), newResetCmd(), newProbeCmd(),
 		newPreflightCmd(), newRunCmd(), newDaemonCmd(),
 		newDoctorCmd(), newInstallCmd(false), newInstallCmd(true), newReportCmd(), newLogsCmd(),
 		newExecServerCmd())

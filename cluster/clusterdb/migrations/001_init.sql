@@ -62,6 +62,7 @@ CREATE TABLE nightwatch_attempts (
     host         text,
     worker_id    text,
     pgid         integer,
+    start_id     text,
     abandon      text,
     outcome      jsonb,
     queued_at    timestamptz NOT NULL DEFAULT now(),
@@ -83,6 +84,7 @@ CREATE TABLE nightwatch_observations (
     status  text        NOT NULL DEFAULT '',
     tool    text        NOT NULL DEFAULT '',
     why     text        NOT NULL DEFAULT '',
+    pgid    integer     NOT NULL DEFAULT 0,
     host    text        NOT NULL,
     at      timestamptz NOT NULL DEFAULT now()
 );

@@ -1,4 +1,4 @@
-package supervisor
+package proc
 
 import (
 	"os"
@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// processStartID is the start time of pid in clock ticks since boot
+// StartID is the start time of pid in clock ticks since boot
 // (field 22 of /proc/<pid>/stat), "" when the process is gone.
-func processStartID(pid int) string {
+func StartID(pid int) string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return ""

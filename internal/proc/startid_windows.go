@@ -1,4 +1,4 @@
-package supervisor
+package proc
 
 import (
 	"strconv"
@@ -6,10 +6,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// processStartID is the creation time of pid (FILETIME, 100 ns ticks), ""
+// StartID is the creation time of pid (FILETIME, 100 ns ticks), ""
 // when the process is gone: with the pid it names one process, so a pid
 // the system reused is never taken for a session a dead supervisor left.
-func processStartID(pid int) string {
+func StartID(pid int) string {
 	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
 	if err != nil {
 		return ""

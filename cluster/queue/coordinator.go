@@ -1,0 +1,297 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// Coordinator is the night's side of the queue: it enqueues attempts and
+// hears of them. It runs nothing itself.
+type Coordinator struct {
+	DB  *clusterdb.DB
+	Run string
+
+	river     *river.Client[pgx.Tx]
+	lastObs   int64
+	delivered map[attemptKey]bool
+}
+
+// NewCoordinator is run's coordinator on db (an insert-only River client:
+// it takes no jobs and never leads River's maintenance).
+func NewCoordinator(db *clusterdb.DB, run string) (*Coordinator, error) {
+	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("River: %w", err)
+	}
+	return &Coordinator{DB: db, Run: run, river: client, delivered: map[attemptKey]bool{}}, nil
+}
+
+// Enqueue adds attempt a of a job pinned to hosts (none: any worker). A
+// job pinned to several labels goes to the first one a live worker
+// carries. Enqueuing the same attempt again does nothing.
+func (c *Coordinator) Enqueue(ctx context.Context, a AttemptArgs, hosts []string) error {
+	a.Batch, a.Run = c.DB.Batch, c.Run
+	queue := QueueName(c.DB.Batch, "")
+	if len(hosts) > 0 {
+		queue = QueueName(c.DB.Batch, c.pickLabel(ctx, hosts))
+	}
+	return pgx.BeginFunc(ctx, c.DB.Pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO nightwatch_attempts (batch, run_id, job, attempt) VALUES ($1, $2, $3, $4)
+			ON CONFLICT DO NOTHING`, c.DB.Batch, c.Run, a.Job, a.Attempt)
+		if err != nil {
+			return fmt.Errorf("enqueue attempt %d of %s: %w", a.Attempt, a.Job, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil // enqueued before (a coordinator restarted)
+		}
+		res, err := c.river.InsertTx(ctx, tx, a, &river.InsertOpts{Queue: queue, MaxAttempts: 1,
+			UniqueOpts: river.UniqueOpts{ByArgs: true}})
+		if err != nil {
+			return fmt.Errorf("enqueue attempt %d of %s in River: %w", a.Attempt, a.Job, err)
+		}
+		_, err = tx.Exec(ctx, `UPDATE nightwatch_attempts SET river_job_id = $5 WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
+			c.DB.Batch, c.Run, a.Job, a.Attempt, res.Job.ID)
+		return err
+	})
+}
+
+// pickLabel is the first of labels that a live worker carries, else the
+// first: the job waits for such a worker.
+func (c *Coordinator) pickLabel(ctx context.Context, labels []string) string {
+	ws, ages, err := c.DB.Workers(ctx)
+	if err == nil {
+		for _, l := range labels {
+			for i, w := range ws {
+				if w.StoppedAt.IsZero() && ages[i] < DeadAfter && slices.Contains(w.Labels, l) {
+					return l
+				}
+			}
+		}
+	}
+	return labels[0]
+}
+
+// Capacity is how many attempts the live workers run at once (the sum of
+// their max_parallel); at least 1, so that a night with no worker yet
+// enqueues its first attempt and waits for one.
+func (c *Coordinator) Capacity(ctx context.Context) int {
+	var n int
+	err := c.DB.Pool.QueryRow(ctx, `SELECT COALESCE(sum(max_parallel), 0) FROM nightwatch_workers
+		WHERE batch = $1 AND stopped_at IS NULL AND now() - heartbeat_at < $2::interval`, c.DB.Batch, DeadAfter.String()).Scan(&n)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// Abandon asks that attempt of job stop (reason StopReason: stopped with
+// the night, not counted). One still queued ends at once.
+func (c *Coordinator) Abandon(ctx context.Context, job string, attempt int, reason string) error {
+	_, err := c.DB.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET abandon = $5
+		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state <> 'ended'`,
+		c.DB.Batch, c.Run, job, attempt, reason)
+	if err != nil {
+		return fmt.Errorf("abandon attempt %d of %s: %w", attempt, job, err)
+	}
+	killedBy := "abandoned"
+	if reason == StopReason {
+		killedBy = "stopped"
+	}
+	return c.endIf(ctx, attemptKey{c.Run, job, attempt}, "queued",
+		session.Outcome{Status: session.Failed, ExitCode: -1, KilledBy: killedBy, Reason: reason})
+}
+
+// endIf ends attempt k with out if it is still in state; its River job is
+// cancelled so that no worker starts it.
+func (c *Coordinator) endIf(ctx context.Context, k attemptKey, state string, out session.Outcome) error {
+	b, _ := json.Marshal(out)
+	var riverID *int64
+	err := c.DB.Pool.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'ended', outcome = $6, ended_at = now()
+		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = $5 RETURNING river_job_id`,
+		c.DB.Batch, k.run, k.job, k.attempt, state, b).Scan(&riverID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("end attempt %d of %s: %w", k.attempt, k.job, err)
+	}
+	if riverID != nil {
+		if _, err := c.river.JobCancel(ctx, *riverID); err != nil && !errors.Is(err, river.ErrNotFound) {
+			return fmt.Errorf("cancel attempt %d of %s in River: %w", k.attempt, k.job, err)
+		}
+	}
+	return nil
+}
+
+// Observation is what a session on some host saw, for the night's loop.
+type Observation struct {
+	Job     string
+	Attempt int
+	Kind    string
+	Server  string
+	Status  string
+	Tool    string
+	Why     string
+	PGID    int
+	Host    string
+}
+
+// Ended is how an attempt ended, and where.
+type Ended struct {
+	Job     string
+	Attempt int
+	Outcome session.Outcome
+	Host    string
+}
+
+// Poll is one look at the run: what sessions saw since the last look, in
+// order, then the attempts that ended since, each once. An attempt whose
+// worker died (no heartbeat for DeadAfter) or whose River job River
+// rescued or lost ends here as a crash.
+func (c *Coordinator) Poll(ctx context.Context) ([]Observation, []Ended, error) {
+	if err := c.endCrashed(ctx); err != nil {
+		return nil, nil, err
+	}
+	// Ends first, then observations: a worker writes an attempt's
+	// observations before its end, so every end read here has its
+	// observations visible below.
+	rows, err := c.DB.Pool.Query(ctx, `SELECT job, attempt, outcome, COALESCE(host, '') FROM nightwatch_attempts
+		WHERE batch = $1 AND run_id = $2 AND state = 'ended' ORDER BY ended_at`, c.DB.Batch, c.Run)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the attempts' ends: %w", err)
+	}
+	var ends []Ended
+	for rows.Next() {
+		var e Ended
+		var b []byte
+		if err := rows.Scan(&e.Job, &e.Attempt, &b, &e.Host); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		k := attemptKey{c.Run, e.Job, e.Attempt}
+		if c.delivered[k] {
+			continue
+		}
+		if err := json.Unmarshal(b, &e.Outcome); err != nil {
+			e.Outcome = session.Outcome{Status: session.Failed, ExitCode: -1, Reason: "the outcome written by host " + e.Host + " cannot be read: " + err.Error()}
+		}
+		ends = append(ends, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	orows, err := c.DB.Pool.Query(ctx, `SELECT id, job, attempt, kind, server, status, tool, why, pgid, host FROM nightwatch_observations
+		WHERE batch = $1 AND run_id = $2 AND id > $3 ORDER BY id`, c.DB.Batch, c.Run, c.lastObs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read what the sessions saw: %w", err)
+	}
+	defer orows.Close()
+	var seen []Observation
+	for orows.Next() {
+		var o Observation
+		var id int64
+		if err := orows.Scan(&id, &o.Job, &o.Attempt, &o.Kind, &o.Server, &o.Status, &o.Tool, &o.Why, &o.PGID, &o.Host); err != nil {
+			return nil, nil, err
+		}
+		c.lastObs = id
+		seen = append(seen, o)
+	}
+	if err := orows.Err(); err != nil {
+		return nil, nil, err
+	}
+	for _, e := range ends {
+		c.delivered[attemptKey{c.Run, e.Job, e.Attempt}] = true
+	}
+	return seen, ends, nil
+}
+
+// SkipObservations makes the next Poll start after what is there now (a
+// resumed coordinator: the journal has what the dead one absorbed).
+func (c *Coordinator) SkipObservations(ctx context.Context) error {
+	return c.DB.Pool.QueryRow(ctx, "SELECT COALESCE(max(id), 0) FROM nightwatch_observations WHERE batch = $1 AND run_id = $2",
+		c.DB.Batch, c.Run).Scan(&c.lastObs)
+}
+
+// endCrashed ends, as crashes, the running attempts whose worker is dead,
+// and the attempts whose River job ended without the worker writing an
+// end (rescued by River after rescue_after, or lost).
+func (c *Coordinator) endCrashed(ctx context.Context) error {
+	rows, err := c.DB.Pool.Query(ctx, `SELECT a.job, a.attempt, a.state, COALESCE(a.host, ''), COALESCE(a.worker_id, ''),
+		COALESCE(j.state::text, 'missing'),
+		COALESCE(k.stopped_at IS NOT NULL OR now() - k.heartbeat_at > $3::interval, false)
+		FROM nightwatch_attempts a
+		LEFT JOIN river_job j ON j.id = a.river_job_id
+		LEFT JOIN nightwatch_workers k ON k.worker_id = a.worker_id
+		WHERE a.batch = $1 AND a.run_id = $2 AND a.state IN ('queued', 'running')`, c.DB.Batch, c.Run, DeadAfter.String())
+	if err != nil {
+		return fmt.Errorf("look for crashed attempts: %w", err)
+	}
+	type crash struct {
+		k     attemptKey
+		state string
+		why   string
+	}
+	var crashes []crash
+	for rows.Next() {
+		var job, state, host, worker, riverState string
+		var attempt int
+		var dead bool
+		if err := rows.Scan(&job, &attempt, &state, &host, &worker, &riverState, &dead); err != nil {
+			rows.Close()
+			return err
+		}
+		k := attemptKey{c.Run, job, attempt}
+		switch {
+		case state == "running" && dead:
+			crashes = append(crashes, crash{k, state, fmt.Sprintf("the worker %s on host %s stopped answering mid-attempt (no heartbeat for %s); the attempt counts as a crash",
+				worker, host, DeadAfter)})
+		case riverState == "discarded" || riverState == "cancelled" || riverState == "completed" || riverState == "missing":
+			if state == "queued" && riverState == "missing" {
+				continue // being enqueued right now
+			}
+			crashes = append(crashes, crash{k, state, fmt.Sprintf("River ended the attempt (%s) on host %s without a result (a worker died and River rescued it after rescue_after); the attempt counts as a crash",
+				riverState, hostOr(host))})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, cr := range crashes {
+		out := session.Outcome{Status: session.Failed, ExitCode: -1, KilledBy: "crashed", Reason: cr.why}
+		if err := c.endIf(ctx, cr.k, cr.state, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hostOr(h string) string {
+	if h == "" {
+		return "(none yet)"
+	}
+	return h
+}
+
+// State is where attempt of job is: "queued", "running", "ended", or ""
+// when the coordinator never enqueued it.
+func (c *Coordinator) State(ctx context.Context, job string, attempt int) (string, error) {
+	var s string
+	err := c.DB.Pool.QueryRow(ctx, `SELECT state FROM nightwatch_attempts WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
+		c.DB.Batch, c.Run, job, attempt).Scan(&s)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return s, err
+}

@@ -1,0 +1,94 @@
+// Package queue runs a cluster's attempts as River jobs: the coordinator
+// (`nightwatch run` with a cluster: section) enqueues each attempt its
+// night's plan starts and hears how it went; workers (`nightwatch worker`)
+// on every host run them with session.Run, at most max_parallel at a time,
+// only the jobs pinned to their labels or to none.
+//
+// An attempt is one River job with MaxAttempts 1, unique by its arguments
+// (run, job, attempt), so a coordinator that enqueues twice runs it once.
+// River never retries it: the night's plan does, as it does on one host.
+// A worker that dies mid-attempt leaves its River job running; River's
+// rescuer discards it after rescue_after, and the coordinator reports that
+// attempt's end as a crash, counted once.
+//
+// What crosses hosts besides River's rows: nightwatch_attempts (where an
+// attempt ran, its outcome, the coordinator's request to abandon it) and
+// nightwatch_observations (what the session saw while it ran), both read
+// by the coordinator's pump in order, each attempt's observations before
+// its end.
+package queue
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"github.com/nightwatch-dev/nightwatch/jobs"
+)
+
+// AttemptArgs are one attempt, as River stores it. Everything else a
+// worker needs is in its own copy of the batch file.
+type AttemptArgs struct {
+	Batch     string `json:"batch"`
+	Run       string `json:"run"`
+	Job       string `json:"job"`
+	Attempt   int    `json:"attempt"`
+	Feedback  string `json:"feedback,omitempty"`
+	Resume    string `json:"resume,omitempty"`
+	ResumeWhy string `json:"resumeWhy,omitempty"`
+}
+
+// Kind is River's name for an attempt.
+func (AttemptArgs) Kind() string { return "nightwatch_attempt" }
+
+// Observation kinds in nightwatch_observations.
+const (
+	ObservedServer   = "server"   // Server, Status: a server the session could not connect
+	ObservedTool     = "tool"     // Tool: the model called a tool the session lacks
+	ObservedUnusable = "unusable" // Server, Why: a server of the job the session cannot use
+	ObservedProcess  = "process"  // PGID: the session's process group started
+)
+
+// QueueName is the River queue of batch's jobs pinned to label ("" for
+// the jobs pinned to nobody). River allows [a-z0-9_-], 64 bytes: a
+// readable prefix and a hash that keeps different names apart.
+func QueueName(batch, label string) string {
+	sum := sha256.Sum256([]byte(batch + "\x00" + label))
+	name := "nw-" + slug(batch, 20)
+	if label != "" {
+		name += "-" + slug(label, 20)
+	}
+	return name + "-" + hex.EncodeToString(sum[:5])
+}
+
+func slug(s string, max int) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= max {
+			break
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if out == "" {
+		return "x"
+	}
+	return out
+}
+
+// Queues are the River queues a worker with labels takes jobs from: the
+// batch's common queue and one per label.
+func Queues(b *jobs.Batch, labels []string) []string {
+	out := []string{QueueName(b.Name, "")}
+	for _, l := range labels {
+		out = append(out, QueueName(b.Name, l))
+	}
+	return out
+}

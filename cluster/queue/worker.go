@@ -1,0 +1,415 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// HeartbeatEvery is how often a worker says it is alive.
+const HeartbeatEvery = 2 * time.Second
+
+// DeadAfter is how long a worker may go unheard before the coordinator
+// takes it for dead and ends its attempts as crashes. A worker that could
+// not heartbeat for FenceAfter (shorter) stops its own sessions first, so
+// an attempt is never run by two hosts at once.
+const (
+	DeadAfter  = 5 * HeartbeatEvery
+	FenceAfter = 3 * HeartbeatEvery
+)
+
+// Worker runs a batch's attempts on this host.
+type Worker struct {
+	DB    *clusterdb.DB
+	Batch *jobs.Batch
+	// Binary is the nightwatch executable whose hook every session gets;
+	// Env the worker's environment (the sessions' base).
+	Binary string
+	Env    []string
+	// Host and Labels name this worker; a job pinned by hosts: runs only
+	// on a worker carrying one of its labels (the host name is one).
+	Host   string
+	Labels []string
+	// MaxParallel bounds the attempts this worker runs at once.
+	MaxParallel int
+	// PeersSocket is this host's claims socket for the sessions' hooks
+	// ("" without one).
+	PeersSocket string
+	Log         zerolog.Logger
+
+	id      string
+	slots   chan struct{}
+	mu      sync.Mutex
+	running map[attemptKey]context.CancelCauseFunc
+}
+
+type attemptKey struct {
+	run, job string
+	attempt  int
+}
+
+// ID is the worker's id in nightwatch_workers (set by Run).
+func (w *Worker) ID() string { return w.id }
+
+// Run works until ctx ends: it registers and heartbeats, ends the sessions
+// a dead worker of this host left behind, takes attempts from the batch's
+// queues and runs them. On the way out the running sessions are stopped
+// (their ends say "stopped", so the night runs them again, uncounted) and
+// the worker is marked stopped.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.MaxParallel < 1 {
+		w.MaxParallel = 1
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	w.id = fmt.Sprintf("%s-%d-%s", w.Host, os.Getpid(), hex.EncodeToString(rnd[:]))
+	w.slots = make(chan struct{}, w.MaxParallel)
+	w.running = map[attemptKey]context.CancelCauseFunc{}
+	labels := append([]string{w.Host}, w.Labels...)
+	me := clusterdb.Worker{ID: w.id, Host: w.Host, Labels: labels, PID: os.Getpid(), MaxParallel: w.MaxParallel}
+	if err := w.DB.Heartbeat(ctx, me); err != nil {
+		return err
+	}
+	w.killLeftovers(ctx)
+
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely[AttemptArgs](workers, &attemptWorker{w: w}); err != nil {
+		return err
+	}
+	queues := map[string]river.QueueConfig{}
+	for _, q := range Queues(w.Batch, labels) {
+		queues[q] = river.QueueConfig{MaxWorkers: w.MaxParallel}
+	}
+	client, err := river.NewClient(riverpgxv5.New(w.DB.Pool), &river.Config{
+		ID:                   w.id,
+		Queues:               queues,
+		Workers:              workers,
+		JobTimeout:           -1, // session.Run enforces the job's own timeouts
+		RescueStuckJobsAfter: w.Batch.Cluster.RescueAfter,
+		FetchPollInterval:    250 * time.Millisecond,
+		FetchCooldown:        50 * time.Millisecond,
+		MaxAttempts:          1,
+		Logger:               nil,
+	})
+	if err != nil {
+		return fmt.Errorf("start River: %w", err)
+	}
+	if err := client.Start(ctx); err != nil {
+		return fmt.Errorf("start River: %w", err)
+	}
+	w.Log.Info().Str("worker", w.id).Strs("labels", labels).Int("max_parallel", w.MaxParallel).Msg("worker started")
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); w.heartbeat(ctx, me) }()
+	go func() { defer wg.Done(); w.watchAbandons(ctx) }()
+	<-ctx.Done()
+
+	// Stop: the sessions see their contexts cancelled (River cancels the
+	// work contexts) and end within their grace; their ends are written.
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w.stopAll(nil)
+	err = client.StopAndCancel(stopCtx)
+	wg.Wait()
+	if serr := w.DB.StopWorker(stopCtx, w.id); serr != nil && err == nil {
+		err = serr
+	}
+	w.Log.Info().Str("worker", w.id).Msg("worker stopped")
+	return err
+}
+
+// heartbeat says the worker is alive every HeartbeatEvery; a worker that
+// could not for FenceAfter stops its sessions: the coordinator will soon
+// take it for dead and run their jobs elsewhere.
+func (w *Worker) heartbeat(ctx context.Context, me clusterdb.Worker) {
+	t := time.NewTicker(HeartbeatEvery)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hctx, cancel := context.WithTimeout(ctx, HeartbeatEvery)
+		err := w.DB.Heartbeat(hctx, me)
+		cancel()
+		if err == nil {
+			last = time.Now()
+			continue
+		}
+		w.Log.Error().Err(err).Msg("cannot reach the cluster's database")
+		if time.Since(last) >= FenceAfter {
+			w.stopAll(session.Abandon{Reason: fmt.Sprintf("worker %s lost the cluster's database for %s: its attempts run elsewhere", w.id, time.Since(last).Round(time.Second))})
+		}
+	}
+}
+
+// watchAbandons stops the attempts the coordinator asked to abandon.
+func (w *Worker) watchAbandons(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rows, err := w.DB.Pool.Query(ctx, `SELECT run_id, job, attempt, abandon FROM nightwatch_attempts
+			WHERE batch = $1 AND worker_id = $2 AND state = 'running' AND abandon IS NOT NULL`, w.DB.Batch, w.id)
+		if err != nil {
+			continue
+		}
+		type ab struct {
+			k      attemptKey
+			reason string
+		}
+		var abs []ab
+		for rows.Next() {
+			var a ab
+			if rows.Scan(&a.k.run, &a.k.job, &a.k.attempt, &a.reason) == nil {
+				abs = append(abs, a)
+			}
+		}
+		rows.Close()
+		for _, a := range abs {
+			w.mu.Lock()
+			cancel := w.running[a.k]
+			w.mu.Unlock()
+			if cancel == nil {
+				continue
+			}
+			if a.reason == StopReason {
+				cancel(nil) // stopped with the night: the attempt does not count
+			} else {
+				cancel(session.Abandon{Reason: a.reason})
+			}
+		}
+	}
+}
+
+// StopReason is the abandon request of a coordinator that stops: the
+// attempt ends "stopped" and is not counted.
+const StopReason = "stopped with the night"
+
+func (w *Worker) stopAll(cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, cancel := range w.running {
+		cancel(cause)
+	}
+}
+
+// killLeftovers ends the sessions that workers of this host, now dead,
+// recorded as running: on a platform without a parent-death signal they
+// outlive their worker. The start id makes sure a reused pid is left alone.
+func (w *Worker) killLeftovers(ctx context.Context) {
+	rows, err := w.DB.Pool.Query(ctx, `SELECT a.job, a.pgid, a.start_id FROM nightwatch_attempts a
+		JOIN nightwatch_workers k ON k.worker_id = a.worker_id
+		WHERE a.batch = $1 AND a.host = $2 AND a.state = 'running' AND a.pgid IS NOT NULL AND a.start_id IS NOT NULL
+		AND a.worker_id <> $3 AND (k.stopped_at IS NOT NULL OR now() - k.heartbeat_at > $4::interval)`,
+		w.DB.Batch, w.Host, w.id, DeadAfter.String())
+	if err != nil {
+		w.Log.Warn().Err(err).Msg("cannot look for sessions a dead worker left")
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var job, startID string
+		var pgid int
+		if rows.Scan(&job, &pgid, &startID) != nil || pgid <= 0 {
+			continue
+		}
+		if id := proc.StartID(pgid); id != "" && id == startID {
+			if err := proc.KillGroupID(pgid); err == nil {
+				w.Log.Warn().Str("job", job).Int("pgid", pgid).Msg("killed a session a dead worker left running")
+			}
+		}
+	}
+}
+
+// attemptWorker is River's worker of AttemptArgs.
+type attemptWorker struct {
+	river.WorkerDefaults[AttemptArgs]
+	w *Worker
+}
+
+// Timeout: the session's own timeouts bound it.
+func (*attemptWorker) Timeout(*river.Job[AttemptArgs]) time.Duration { return -1 }
+
+func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) error {
+	w := aw.w
+	select {
+	case w.slots <- struct{}{}:
+	default:
+		// max_parallel of this host is taken: back to the queue, for
+		// this worker later or another one now.
+		return river.JobSnooze(250 * time.Millisecond)
+	}
+	defer func() { <-w.slots }()
+	a := job.Args
+	k := attemptKey{a.Run, a.Job, a.Attempt}
+
+	var abandon *string
+	err := w.DB.Pool.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'running', host = $5, worker_id = $6, started_at = now()
+		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = 'queued' RETURNING abandon`,
+		w.DB.Batch, a.Run, a.Job, a.Attempt, w.Host, w.id).Scan(&abandon)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // ended already (abandoned, or taken for a crash): nothing to run
+	}
+	if err != nil {
+		return fmt.Errorf("claim attempt %d of %s: %w", a.Attempt, a.Job, err)
+	}
+	if abandon != nil {
+		return w.finish(k, session.Outcome{Status: session.Failed, KilledBy: "stopped", Reason: "not started: " + *abandon})
+	}
+	bj := w.Batch.Job(a.Job)
+	if bj == nil {
+		return w.finish(k, session.Outcome{Status: session.Failed, ExitCode: -1,
+			Reason: fmt.Sprintf("host %s: its batch file %s has no job %q (every host needs the same batch)", w.Host, w.Batch.File, a.Job)})
+	}
+	spec := session.Spec{Batch: w.Batch, Job: bj, RunID: a.Run, Attempt: a.Attempt, Binary: w.Binary, Env: w.Env,
+		Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy, PeersSocket: w.PeersSocket, DieWithParent: true}
+	files, err := session.Prepare(spec)
+	if err != nil {
+		return w.finish(k, session.Outcome{Status: session.Failed, ExitCode: -1,
+			Reason: fmt.Sprintf("host %s cannot prepare the session: %v", w.Host, err)})
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w.mu.Lock()
+	w.running[k] = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.running, k)
+		w.mu.Unlock()
+	}()
+	w.Log.Info().Str("job", a.Job).Int("attempt", a.Attempt).Str("run", a.Run).Msg("started")
+	out := session.Run(sctx, spec, files, &observer{w: w, k: k})
+	w.Log.Info().Str("job", a.Job).Int("attempt", a.Attempt).Str("status", out.Status).Str("reason", out.Reason).Msg("ended")
+	return w.finish(k, out)
+}
+
+// finish writes the attempt's end for the coordinator. It outlives the
+// worker's context: a stopping worker still reports how its sessions
+// ended.
+func (w *Worker) finish(k attemptKey, out session.Outcome) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("encode the outcome of %s: %w", k.job, err)
+	}
+	_, err = w.DB.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET state = 'ended', outcome = $5, ended_at = now(), host = $6
+		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state <> 'ended'`,
+		w.DB.Batch, k.run, k.job, k.attempt, b, w.Host)
+	if err != nil {
+		return fmt.Errorf("record the end of attempt %d of %s: %w", k.attempt, k.job, err)
+	}
+	_, _ = w.DB.Pool.Exec(ctx, "SELECT pg_notify('nightwatch_attempts', $1)", w.DB.Batch+"/"+k.run)
+	return nil
+}
+
+// observer writes what a session sees for the coordinator, in order.
+type observer struct {
+	w *Worker
+	k attemptKey
+}
+
+func (o *observer) add(kind, server, status, tool, why string, pgid int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := o.w.DB.Pool.Exec(ctx, `INSERT INTO nightwatch_observations (batch, run_id, job, attempt, kind, server, status, tool, why, pgid, host)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, kind, server, status, tool, why, pgid, o.w.Host)
+	if err != nil {
+		o.w.Log.Error().Err(err).Str("job", o.k.job).Str("kind", kind).Msg("cannot tell the coordinator what the session saw")
+		return
+	}
+	_, _ = o.w.DB.Pool.Exec(ctx, "SELECT pg_notify('nightwatch_attempts', $1)", o.w.DB.Batch+"/"+o.k.run)
+}
+
+func (o *observer) ServerStatus(server, status string) {
+	if status != "failed" && status != "needs-auth" && status != session.StatusNotConnected {
+		return
+	}
+	o.add(ObservedServer, server, status, "", "", 0)
+}
+
+func (o *observer) ToolUnavailable(tool string) { o.add(ObservedTool, "", "", tool, "", 0) }
+
+func (o *observer) ServerUnusable(server, why string) {
+	o.add(ObservedUnusable, server, "", "", why, 0)
+}
+
+func (o *observer) SessionStarted(pgid int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := o.w.DB.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET pgid = $5, start_id = $6
+		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
+		o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, pgid, proc.StartID(pgid))
+	if err != nil {
+		o.w.Log.Error().Err(err).Str("job", o.k.job).Msg("cannot record the session's process group")
+	}
+	o.add(ObservedProcess, "", "", "", "", pgid)
+}
+
+// ServeOptions are a worker process's settings (`nightwatch worker`).
+type ServeOptions struct {
+	Binary      string
+	Env         []string
+	Host        string
+	Labels      []string
+	MaxParallel int // 0: the batch's max_parallel
+	Log         zerolog.Logger
+}
+
+// Serve is `nightwatch worker`: it connects to the batch's cluster,
+// migrates the schema, and works until ctx ends.
+func Serve(ctx context.Context, b *jobs.Batch, opts ServeOptions) error {
+	if b.Cluster == nil {
+		return fmt.Errorf("%s: the batch has no cluster: section, so it has no workers: `nightwatch run %s` runs it on this host", b.File, b.File)
+	}
+	dsn, err := clusterdb.DSN(b, lookup(opts.Env))
+	if err != nil {
+		return err
+	}
+	db, err := clusterdb.Open(ctx, dsn, b.Name)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	if opts.Host == "" {
+		opts.Host = clusterdb.Host()
+	}
+	if opts.MaxParallel <= 0 {
+		opts.MaxParallel = b.MaxParallel
+	}
+	w := &Worker{DB: db, Batch: b, Binary: opts.Binary, Env: opts.Env, Host: opts.Host, Labels: opts.Labels,
+		MaxParallel: opts.MaxParallel, Log: opts.Log}
+	return w.Run(ctx)
+}
+
+func lookup(env []string) func(string) (string, bool) { return environ.Lookup(env) }

@@ -1,0 +1,353 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
+	"github.com/nightwatch-dev/nightwatch/cluster/queue"
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// clusterLink is a night's cluster (the batch's cluster: section): the
+// night is this host's coordinator. The plan, the journal and the
+// decisions stay the loop's, as on one host; what changes is where an
+// attempt runs (a worker, through River) and that the journal is mirrored
+// to the shared table, from which the next coordinator resumes.
+type clusterLink struct {
+	db    *clusterdb.DB
+	coord *queue.Coordinator
+	host  string
+	// lock holds the batch's advisory lock: one coordinator per batch.
+	lock *pgxpool.Conn
+	// capacity is the workers' max_parallel summed, read at most once a
+	// second (capAt).
+	capacity int
+	capAt    time.Time
+}
+
+// coordinatorLock is the advisory lock key of batch's coordinator.
+const coordinatorLockSQL = "SELECT pg_try_advisory_lock(hashtextextended('nightwatch coordinator ' || $1, 0))"
+
+// openCluster connects to the batch's Postgres, migrates the schema and
+// takes the batch's coordinator lock, without waiting: a second `run` of
+// the same batch, on any host, is refused as a second one on this host is.
+func openCluster(ctx context.Context, b *jobs.Batch, env []string) (*clusterLink, error) {
+	dsn, err := clusterdb.DSN(b, environ.Lookup(env))
+	if err != nil {
+		return nil, err
+	}
+	db, err := clusterdb.Open(ctx, dsn, b.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	c := &clusterLink{db: db, host: clusterdb.Host()}
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("the coordinator lock: %w", err)
+	}
+	name := fmt.Sprintf("nightwatch coordinator of %s on %s, pid %d", b.Name, c.host, os.Getpid())
+	if _, err := conn.Exec(ctx, "SELECT set_config('application_name', $1, false)", name); err != nil {
+		conn.Release()
+		db.Close()
+		return nil, fmt.Errorf("the coordinator lock: %w", err)
+	}
+	var got bool
+	if err := conn.QueryRow(ctx, coordinatorLockSQL, b.Name).Scan(&got); err != nil {
+		conn.Release()
+		db.Close()
+		return nil, fmt.Errorf("the coordinator lock: %w", err)
+	}
+	if !got {
+		holder := c.lockHolder(ctx, b.Name)
+		conn.Release()
+		db.Close()
+		return nil, &ClusterLockedError{Batch: b.Name, Holder: holder}
+	}
+	c.lock = conn
+	return c, nil
+}
+
+// ClusterLockedError: another coordinator of the batch runs, on some host.
+type ClusterLockedError struct{ Batch, Holder string }
+
+func (e *ClusterLockedError) Error() string {
+	return fmt.Sprintf("batch %q: %v in the cluster (%s); its lock goes with its connection, so a coordinator that died frees it at once",
+		e.Batch, ErrLocked, e.Holder)
+}
+
+func (e *ClusterLockedError) Is(target error) bool { return target == ErrLocked }
+
+// lockHolder names the session that holds the lock, as it named itself.
+func (c *clusterLink) lockHolder(ctx context.Context, batch string) string {
+	var name string
+	err := c.db.Pool.QueryRow(ctx, `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'nightwatch coordinator of ' || $1 || ' %' LIMIT 1`, batch).Scan(&name)
+	if err != nil || name == "" {
+		return "held by another coordinator"
+	}
+	return "held by the " + name
+}
+
+func (c *clusterLink) close() {
+	if c.lock != nil {
+		_, _ = c.lock.Exec(context.Background(), "SELECT pg_advisory_unlock_all()")
+		c.lock.Release()
+	}
+	c.db.Close()
+}
+
+// maxParallel is how many attempts may run at once: what the live
+// workers take together.
+func (c *clusterLink) maxParallel(ctx context.Context, now time.Time) int {
+	if c.capAt.IsZero() || now.Sub(c.capAt) >= time.Second {
+		c.capacity, c.capAt = c.coord.Capacity(ctx), now
+	}
+	return c.capacity
+}
+
+// openClusterJournal resumes the batch's newest run in the shared journal
+// if it did not end, or starts a new one; either way every line goes to
+// the shared table too (journal.Mirror).
+func (n *night) openClusterJournal(ctx context.Context) (bool, error) {
+	c := n.cluster
+	runID, ended, err := c.db.LatestRun(ctx)
+	if err != nil {
+		return false, err
+	}
+	if runID != "" && !ended {
+		events, err := c.db.RunEvents(ctx, runID)
+		if err != nil {
+			return false, err
+		}
+		if n.opts.Fresh {
+			n.log.Info().Str("run", runID).Msg("--fresh: closing the unfinished run of the cluster")
+			ev := journal.Event{Type: journal.RunClosed, Run: runID, Time: n.now(), Host: c.host, Reason: "closed by `nightwatch run --fresh`"}
+			if err := c.db.AppendJournal(ctx, c.host, ev); err != nil {
+				return false, err
+			}
+		} else {
+			j, err := journal.Restore(n.b.StateDir, runID, events)
+			if err != nil {
+				return false, fmt.Errorf("%w: %v", ErrJournal, err)
+			}
+			j.Warn = n.journalWarn
+			j.Mirror = n.mirror(ctx)
+			rp := journal.Replay(events)
+			if why := pastWindow(n.b, rp.Started, n.now()); why != "" {
+				n.closeRun(j, rp, why)
+				return n.newClusterRun(ctx)
+			}
+			n.journal, n.runID, n.started = j, runID, rp.Started
+			if n.started.IsZero() {
+				n.started = n.now()
+			}
+			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
+			n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
+			n.plan.resume(rp)
+			if c.coord, err = queue.NewCoordinator(c.db, runID); err != nil {
+				return false, err
+			}
+			if err := n.adoptInFlight(ctx, rp); err != nil {
+				return false, err
+			}
+			n.append(journal.Event{Type: journal.RunResumed, Host: c.host, PID: os.Getpid(),
+				Reason: fmt.Sprintf("pid %d on %s resumes the run from the shared journal", os.Getpid(), c.host)})
+			n.log.Info().Str("run", runID).Msg("resuming an unfinished run of the cluster")
+			return true, nil
+		}
+	}
+	return n.newClusterRun(ctx)
+}
+
+func (n *night) newClusterRun(ctx context.Context) (bool, error) {
+	n.started = n.now()
+	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
+	n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
+	n.runID = journal.NewRunID(n.started)
+	j, err := journal.Create(n.b.StateDir, n.runID)
+	if err != nil {
+		return false, err
+	}
+	j.Warn = n.journalWarn
+	j.Mirror = n.mirror(ctx)
+	n.journal = j
+	if n.cluster.coord, err = queue.NewCoordinator(n.cluster.db, n.runID); err != nil {
+		return false, err
+	}
+	n.append(journal.Event{Type: journal.RunStarted, Batch: n.b.Name, BatchFile: n.b.File, PID: os.Getpid(), Host: n.cluster.host})
+	return false, nil
+}
+
+// mirror writes a journal line to the shared journal. It outlives a
+// stopped night's context: the lines of its end still go.
+func (n *night) mirror(ctx context.Context) func(journal.Event) error {
+	ctx = context.WithoutCancel(ctx)
+	return func(ev journal.Event) error {
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		return n.cluster.db.AppendJournal(wctx, n.cluster.host, ev)
+	}
+}
+
+// adoptInFlight takes back the attempts the dead coordinator left on the
+// workers: one still queued or running goes on (its end arrives like any
+// other), one that ended meanwhile is told to the plan by the pump. Only
+// an attempt never enqueued is the crash the plan already counted.
+func (n *night) adoptInFlight(ctx context.Context, rp journal.RunState) error {
+	for job := range rp.Running {
+		attempt := rp.Attempts[job]
+		state, err := n.cluster.coord.State(ctx, job, attempt)
+		if err != nil {
+			return err
+		}
+		if state == "" {
+			continue
+		}
+		n.plan.adopt(job, attempt, n.now())
+		n.trackRemote(ctx, job, attempt)
+		n.log.Info().Str("job", job).Int("attempt", attempt).Str("state", state).Msg("the attempt goes on in the cluster")
+	}
+	return n.cluster.coord.SkipObservations(ctx)
+}
+
+// launchRemote enqueues one attempt for the workers; its end comes back
+// through the pump.
+func (n *night) launchRemote(ctx context.Context, a actLaunch) (evAttemptEnded, bool) {
+	job := n.b.Job(a.job)
+	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Allowed: job.Allowed(), Resume: a.resume})
+	if n.journalErr != nil {
+		return notStarted(a), true
+	}
+	args := queue.AttemptArgs{Job: a.job, Attempt: a.attempt, Feedback: a.feedback, Resume: a.resume, ResumeWhy: a.resumeWhy}
+	if err := n.cluster.coord.Enqueue(ctx, args, job.Hosts); err != nil {
+		return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
+			outcome: session.Outcome{Status: session.Failed, ExitCode: -1, Reason: "cannot enqueue the attempt: " + err.Error()}}, true
+	}
+	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("hosts", job.Hosts).Msg("enqueued for the workers")
+	n.trackRemote(ctx, a.job, a.attempt)
+	return evAttemptEnded{}, false
+}
+
+// trackRemote lets the loop stop a remote attempt as it stops a local one:
+// an Abandon cause becomes the coordinator's request to the worker.
+func (n *night) trackRemote(ctx context.Context, job string, attempt int) {
+	if n.cancels == nil {
+		n.cancels = map[string]context.CancelCauseFunc{}
+	}
+	n.cancels[job] = func(cause error) {
+		var ab session.Abandon
+		if cause == nil || !errors.As(cause, &ab) {
+			return
+		}
+		if err := n.cluster.coord.Abandon(context.WithoutCancel(ctx), job, attempt, ab.Reason); err != nil {
+			n.log.Error().Err(err).Str("job", job).Msg("cannot ask the worker to stop the attempt")
+		}
+	}
+}
+
+// pump brings what the workers report to the loop's inbox, in order,
+// until ctx ends. It is the only reader of the coordinator's cursor.
+func (n *night) pump(ctx context.Context) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	failing := false
+	for {
+		seen, ends, err := n.cluster.coord.Poll(ctx)
+		if err != nil && ctx.Err() == nil {
+			if !failing {
+				n.log.Error().Err(err).Msg("cannot read the workers' reports; retrying")
+			}
+			failing = true
+		} else {
+			failing = false
+		}
+		for _, o := range seen {
+			m := message{seen: observation{job: o.Job, attempt: o.Attempt, host: o.Host}}
+			switch o.Kind {
+			case queue.ObservedServer:
+				m.seen.server, m.seen.status = o.Server, o.Status
+			case queue.ObservedTool:
+				m.seen.tool = o.Tool
+			case queue.ObservedUnusable:
+				m.seen.unusable, m.seen.why = o.Server, o.Why
+			case queue.ObservedProcess:
+				m.seen.pgid = o.PGID
+			default:
+				continue
+			}
+			select {
+			case n.inbox <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+		for _, e := range ends {
+			ev := &evAttemptEnded{job: e.Job, attempt: e.Attempt, outcome: e.Outcome, host: e.Host}
+			select {
+			case n.inbox <- message{ended: ev}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// stopRemote is stop for a cluster: every running attempt is asked to stop
+// (they end "stopped", uncounted) and their ends are awaited a while; one
+// whose worker does not answer is left to the next coordinator, which
+// adopts it.
+func (n *night) stopRemote() {
+	ctx := context.Background()
+	for job, jp := range n.plan.jobs {
+		if jp.phase == phaseRunning {
+			if err := n.cluster.coord.Abandon(ctx, job, jp.attempts, queue.StopReason); err != nil {
+				n.log.Error().Err(err).Str("job", job).Msg("cannot ask the worker to stop the attempt")
+			}
+		}
+	}
+	deadline := time.After(30 * time.Second)
+	for n.plan.running > 0 {
+		select {
+		case m := <-n.inbox:
+			switch {
+			case m.ended != nil:
+				n.plan.step(n.now(), *m.ended)
+				n.log.Warn().Str("job", m.ended.job).Msg("stopped with the night")
+			case m.seen.pgid > 0:
+				n.append(n.processEvent(m.seen))
+			}
+		case <-deadline:
+			n.log.Warn().Int("running", n.plan.running).Msg("some workers did not answer the stop; the next `nightwatch run` adopts their attempts")
+			return
+		}
+	}
+}
+
+// processEvent is the journal line of a session's process group: on a
+// worker's host it carries the host and no start id, so that no other
+// host ever kills a process by that number.
+func (n *night) processEvent(o observation) journal.Event {
+	if o.host == "" {
+		return sessionProcessEvent(o.job, o.attempt, o.pgid)
+	}
+	return journal.Event{Type: journal.SessionProcess, Job: o.job, Attempt: o.attempt, PID: o.pgid, Host: o.host}
+}
