@@ -262,8 +262,11 @@ func (n *night) trackRemote(ctx context.Context, job string, attempt int) {
 // pump brings what the workers report to the loop's inbox, in order,
 // until ctx ends. It is the only reader of the coordinator's cursor.
 func (n *night) pump(ctx context.Context) {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
+	waiter, err := n.cluster.coord.Listen(ctx)
+	if err != nil {
+		n.log.Warn().Err(err).Msg("the workers' reports are polled, not pushed")
+	}
+	defer waiter.Close()
 	failing := false
 	for {
 		seen, ends, err := n.cluster.coord.Poll(ctx)
@@ -303,13 +306,16 @@ func (n *night) pump(ctx context.Context) {
 				return
 			}
 		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			return
 		}
+		waiter.Wait(ctx, pollEvery)
 	}
 }
+
+// pollEvery bounds how late a worker's report reaches the night when its
+// notification is lost.
+const pollEvery = 500 * time.Millisecond
 
 // stopRemote is stop for a cluster: every running attempt is asked to stop
 // (they end "stopped", uncounted) and their ends are awaited a while; one

@@ -21,6 +21,9 @@ type Worker struct {
 
 // Heartbeat records that w is alive now (and registers it the first time).
 func (db *DB) Heartbeat(ctx context.Context, w Worker) error {
+	if w.Labels == nil {
+		w.Labels = []string{}
+	}
 	_, err := db.Pool.Exec(ctx, `INSERT INTO nightwatch_workers (worker_id, batch, host, labels, pid, max_parallel)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = now(), stopped_at = NULL`,

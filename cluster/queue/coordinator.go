@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -294,4 +296,56 @@ func (c *Coordinator) State(ctx context.Context, job string, attempt int) (strin
 		return "", nil
 	}
 	return s, err
+}
+
+// Waiter wakes the coordinator's pump when a worker reports (the workers
+// NOTIFY nightwatch_attempts), so that an attempt's end reaches the night
+// at once rather than at the next poll.
+type Waiter struct {
+	conn *pgxpool.Conn
+}
+
+// Listen starts listening on a connection of its own.
+func (c *Coordinator) Listen(ctx context.Context) (*Waiter, error) {
+	conn, err := c.DB.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listen for the workers' reports: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN nightwatch_attempts"); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("listen for the workers' reports: %w", err)
+	}
+	return &Waiter{conn: conn}, nil
+}
+
+// Wait returns when a report may have arrived, or after d. A broken
+// connection makes it a plain sleep; the pump still polls.
+func (w *Waiter) Wait(ctx context.Context, d time.Duration) {
+	if w == nil || w.conn == nil {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	start := time.Now()
+	if _, err := w.conn.Conn().WaitForNotification(wctx); err != nil && wctx.Err() == nil {
+		// The connection broke: from now on a plain poll.
+		w.conn.Release()
+		w.conn = nil
+		if rest := d - time.Since(start); rest > 0 {
+			w.Wait(ctx, rest)
+		}
+	}
+}
+
+// Close releases the connection.
+func (w *Waiter) Close() {
+	if w != nil && w.conn != nil {
+		// A connection that was listening goes back clean.
+		_, _ = w.conn.Exec(context.Background(), "UNLISTEN *")
+		w.conn.Release()
+	}
 }

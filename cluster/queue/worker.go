@@ -252,8 +252,27 @@ type attemptWorker struct {
 	w *Worker
 }
 
-// Timeout: the session's own timeouts bound it.
-func (*attemptWorker) Timeout(*river.Job[AttemptArgs]) time.Duration { return -1 }
+// Timeout is River's bound of an attempt: past the job's own timeout
+// (which session.Run enforces first) by a margin, and below rescue_after,
+// which River requires; a job without a timeout River knows is never
+// rescued.
+func (aw *attemptWorker) Timeout(job *river.Job[AttemptArgs]) time.Duration {
+	return RiverTimeout(aw.w.Batch, job.Args.Job)
+}
+
+// RiverTimeout is River's timeout of an attempt of job: its timeout plus
+// half the way to rescue_after, at most a minute more.
+func RiverTimeout(b *jobs.Batch, job string) time.Duration {
+	rescue := b.Cluster.RescueAfter
+	var own time.Duration
+	if j := b.Job(job); j != nil {
+		own = j.Timeout
+	}
+	if own <= 0 || own >= rescue {
+		return rescue / 2
+	}
+	return own + min(time.Minute, (rescue-own)/2)
+}
 
 func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) error {
 	w := aw.w
