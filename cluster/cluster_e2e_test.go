@@ -78,8 +78,9 @@ health: {ttl: 2m, backoff: 1s, max_backoff: 4s, probe_timeout: 5s, prewarm_timeo
 servers:
   web: {type: http, url: %s}
   notes: {command: %s}
+  fragile: {command: %s}
 jobs:
-%s`, q(testkit.ClaudeBinOf(f.t, version)), q(f.web), q(f.server), jobs)
+%s`, q(testkit.ClaudeBinOf(f.t, version)), q(f.web), q(f.server), q(f.server), jobs)
 	if err := os.WriteFile(f.batch, []byte(yaml), 0o600); err != nil {
 		f.t.Fatal(err)
 	}
@@ -252,9 +253,10 @@ func testClusterNightTwoWorkers(t *testing.T, version string) {
   - {name: any-1, servers: [web], allowed_tools: [mcp__web], prompt: %s}
   - {name: any-2, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
   - {name: after, servers: [web], allowed_tools: [mcp__web], needs: [on-a, on-b], prompt: %s}
+  - {name: breaks, servers: [fragile], allowed_tools: [mcp__fragile], hosts: [linux], prompt: %s}
 `, script("on-a", `mcp__web__slow {"ms":1500}`), script("on-b", `mcp__web__slow {"ms":1500}`),
 		script("any-1", `mcp__web__slow {"ms":1000}`), script("any-2", `mcp__notes__env {"name":"NW_PG"}`),
-		script("after", `mcp__web__echo {"message":"after"}`)))
+		script("after", `mcp__web__echo {"message":"after"}`), script("breaks", `mcp__fragile__die {}`)))
 
 	f.start("host-a", "worker", f.batch, "--label", "mac")
 	f.start("host-b", "worker", f.batch, "--label", "linux")
@@ -266,7 +268,7 @@ func testClusterNightTwoWorkers(t *testing.T, version string) {
 	db := f.db()
 	evs := f.events(db)
 	e := ends(evs)
-	for _, j := range []string{"on-a", "on-b", "any-1", "any-2", "after"} {
+	for _, j := range []string{"on-a", "on-b", "any-1", "any-2", "after", "breaks"} {
 		if e.done[j] != 1 || e.endsAt[j] != 1 {
 			t.Errorf("job %s: done %d times in %d attempts, want exactly once in one", j, e.done[j], e.endsAt[j])
 		}
@@ -276,6 +278,17 @@ func testClusterNightTwoWorkers(t *testing.T, version string) {
 	}
 	if h := e.hosts["on-b"]; len(h) != 1 || h[0] != "host-b" {
 		t.Errorf("on-b (pinned to linux) ended on %v, want host-b", h)
+	}
+	// The server that died under host-b's session: host-b's hook saw it,
+	// and the coordinator's journal says so, with the host.
+	var sawOutage bool
+	for _, ev := range evs {
+		if ev.Type == journal.ServerState && ev.Server == "fragile" && ev.Status == journal.Unhealthy && ev.Host == "host-b" {
+			sawOutage = true
+		}
+	}
+	if !sawOutage {
+		t.Errorf("no server-state line says host-b's hook saw fragile go down")
 	}
 	if evs[0].Type != journal.RunStarted || evs[0].Host != "host-c" {
 		t.Errorf("the run-started line %+v does not name the coordinator's host", evs[0])
@@ -408,7 +421,7 @@ func testClusterCoordinatorKilledResumes(t *testing.T, version string) {
 		t.Fatalf("a second coordinator exited %d, want 2 (refused)", code)
 	}
 	if b, _ := os.ReadFile(second.log); !strings.Contains(string(b), "nightwatch coordinator of cluster-night on host-c") {
-		t.Errorf("the refusal does not name the coordinator that holds the batch:\n%s", b)
+		t.Errorf("the refusal does not name the coordinator that holds the batch (%s, exit %v):\n%s", second.log, second.err, b)
 	}
 
 	first.crash(t)

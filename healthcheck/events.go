@@ -1,7 +1,10 @@
 package healthcheck
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
+	"os"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
@@ -52,5 +55,47 @@ func (l *EventLog) Append(ev Event) {
 	}
 	if err != nil && l.Warn != nil {
 		l.Warn("nightwatch: cannot write events file: " + err.Error())
+	}
+}
+
+// EventTail reads the lines the hooks appended to an events file since the
+// last look: the night journals them, a cluster's worker forwards them to
+// the coordinator.
+type EventTail struct {
+	Path   string
+	offset int64
+}
+
+// SkipToEnd starts the tail at the file's current end.
+func (t *EventTail) SkipToEnd() {
+	if fi, err := os.Stat(t.Path); err == nil {
+		t.offset = fi.Size()
+	}
+}
+
+// Next is every whole line appended since the last look.
+func (t *EventTail) Next() []Event {
+	f, err := atomicfile.OpenRegular(t.Path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+		return nil
+	}
+	r := bufio.NewReader(f)
+	var out []Event
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			// A line without its newline is still being written: read it
+			// next time.
+			return out
+		}
+		t.offset += int64(len(line))
+		var ev Event
+		if json.Unmarshal(line, &ev) == nil {
+			out = append(out, ev)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -95,7 +96,8 @@ func (e *ClusterLockedError) Is(target error) bool { return target == ErrLocked 
 func (c *clusterLink) lockHolder(ctx context.Context, batch string) string {
 	var name string
 	err := c.db.Pool.QueryRow(ctx, `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-		WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'nightwatch coordinator of ' || $1 || ' %' LIMIT 1`, batch).Scan(&name)
+		WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database() AND a.pid <> pg_backend_pid()
+		AND a.application_name LIKE 'nightwatch coordinator of ' || $1 || ' on %' LIMIT 1`, batch).Scan(&name)
 	if err != nil || name == "" {
 		return "held by another coordinator"
 	}
@@ -289,6 +291,10 @@ func (n *night) pump(ctx context.Context) {
 				m.seen.unusable, m.seen.why = o.Server, o.Why
 			case queue.ObservedProcess:
 				m.seen.pgid = o.PGID
+			case queue.ObservedEvents:
+				if json.Unmarshal([]byte(o.Why), &m.seen.events) != nil || len(m.seen.events) == 0 {
+					continue
+				}
 			default:
 				continue
 			}

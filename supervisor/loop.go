@@ -281,6 +281,8 @@ type observation struct {
 	unusable, why string
 	// host is the cluster worker's host that saw it ("" on one host).
 	host string
+	// events are what the hooks of that host wrote to its events file.
+	events []healthcheck.Event
 }
 
 // observe records what a session saw. A server Claude Code could not
@@ -289,6 +291,8 @@ type observation struct {
 // reaches the journal like every other change of a server's state.
 func (n *night) observe(ctx context.Context, o observation) {
 	switch {
+	case len(o.events) > 0:
+		n.absorb(o.events, o.host)
 	case o.pgid > 0:
 		n.append(n.processEvent(o))
 	case o.tool != "":

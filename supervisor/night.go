@@ -131,7 +131,7 @@ type night struct {
 	journalErr error
 	store      *healthcheck.Store
 	checker    *healthcheck.Checker
-	events     eventTail
+	events     healthcheck.EventTail
 	// plan is the jobs' state; only the loop's goroutine touches it.
 	plan *plan
 	// inbox carries what the sessions' goroutines saw, and their ends, to
@@ -169,8 +169,8 @@ func newNight(b *jobs.Batch, opts NightOptions) *night {
 	n.checker = n.newChecker()
 	// The events file lives as long as the state folder; this night's
 	// journal takes what is appended from now on.
-	n.events = eventTail{path: statedir.Events(b.StateDir)}
-	n.events.skipToEnd()
+	n.events = healthcheck.EventTail{Path: statedir.Events(b.StateDir)}
+	n.events.SkipToEnd()
 	return n
 }
 

@@ -59,7 +59,9 @@ func DSN(b *jobs.Batch, getenv func(string) (string, bool)) (string, error) {
 		return "", fmt.Errorf("%w: %s:%d: cluster.database_env names %s, which is not set in the environment or in env_file; "+
 			"set it to the Postgres connection string (postgres://user:password@host:5432/db)", ErrNoDSN, b.File, b.Cluster.Line, name)
 	}
-	redact.RememberURL(v)
+	// The whole string and its password, not its user name: a user
+	// named like a word ("nightwatch") would be hidden from every text.
+	redact.Remember(v)
 	if cfg, err := pgx.ParseConfig(v); err == nil && cfg.Password != "" {
 		redact.Remember(cfg.Password)
 	}

@@ -47,6 +47,10 @@ const (
 	ObservedTool     = "tool"     // Tool: the model called a tool the session lacks
 	ObservedUnusable = "unusable" // Server, Why: a server of the job the session cannot use
 	ObservedProcess  = "process"  // PGID: the session's process group started
+	// ObservedEvents: Why holds the JSON lines the hooks of the worker's
+	// host wrote to its events file (state changes, blocked calls), for
+	// the coordinator's journal.
+	ObservedEvents = "events"
 )
 
 // QueueName is the River queue of batch's jobs pinned to label ("" for

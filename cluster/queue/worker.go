@@ -17,8 +17,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -55,6 +57,10 @@ type Worker struct {
 	Log         zerolog.Logger
 
 	id      string
+	lastRun string // the run of the newest attempt started (mu)
+	// tail reads the host's events file (tailMu).
+	tail    healthcheck.EventTail
+	tailMu  sync.Mutex
 	slots   chan struct{}
 	mu      sync.Mutex
 	running map[attemptKey]context.CancelCauseFunc
@@ -82,6 +88,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.id = fmt.Sprintf("%s-%d-%s", w.Host, os.Getpid(), hex.EncodeToString(rnd[:]))
 	w.slots = make(chan struct{}, w.MaxParallel)
 	w.running = map[attemptKey]context.CancelCauseFunc{}
+	w.tail = healthcheck.EventTail{Path: statedir.Events(w.Batch.StateDir)}
+	w.tail.SkipToEnd()
 	labels := append([]string{w.Host}, w.Labels...)
 	me := clusterdb.Worker{ID: w.id, Host: w.Host, Labels: labels, PID: os.Getpid(), MaxParallel: w.MaxParallel}
 	if err := w.DB.Heartbeat(ctx, me); err != nil {
@@ -117,8 +125,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.Log.Info().Str("worker", w.id).Strs("labels", labels).Int("max_parallel", w.MaxParallel).Msg("worker started")
 
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); w.heartbeat(ctx, me) }()
+	go func() { defer wg.Done(); w.forwardEvents(ctx) }()
 	go func() { defer wg.Done(); w.watchAbandons(ctx) }()
 	<-ctx.Done()
 
@@ -203,6 +212,42 @@ func (w *Worker) watchAbandons(ctx context.Context) {
 				cancel(session.Abandon{Reason: a.reason})
 			}
 		}
+	}
+}
+
+// forwardEvents sends what the hooks of this host's sessions wrote to its
+// events file (a server's change of state, a blocked call) to the
+// coordinator of the run they belong to, which journals them with this
+// host's name: the morning report counts every host's outages.
+func (w *Worker) forwardEvents(ctx context.Context) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			w.forwardNow() // what the last sessions wrote still goes
+			return
+		case <-t.C:
+			w.forwardNow()
+		}
+	}
+}
+
+// forwardNow sends the events file's new lines. finish calls it before it
+// writes an attempt's end, so the coordinator journals what the session's
+// hooks saw before it hears that the attempt ended.
+func (w *Worker) forwardNow() {
+	w.tailMu.Lock()
+	defer w.tailMu.Unlock()
+	evs := w.tail.Next()
+	if len(evs) == 0 {
+		return
+	}
+	w.mu.Lock()
+	run := w.lastRun
+	w.mu.Unlock()
+	if b, err := json.Marshal(evs); err == nil && run != "" {
+		(&observer{w: w, k: attemptKey{run: run}}).add(ObservedEvents, "", "", "", string(b), 0)
 	}
 }
 
@@ -316,6 +361,7 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 	defer cancel(nil)
 	w.mu.Lock()
 	w.running[k] = cancel
+	w.lastRun = a.Run
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
@@ -332,6 +378,7 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 // worker's context: a stopping worker still reports how its sessions
 // ended.
 func (w *Worker) finish(k attemptKey, out session.Outcome) error {
+	w.forwardNow()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	b, err := json.Marshal(out)

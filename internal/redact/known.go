@@ -182,7 +182,9 @@ func entropy(s string) float64 {
 func remembered() []string {
 	known.RLock()
 	defer known.RUnlock()
-	return known.secrets
+	// Full slice expression: a caller that appends gets its own array,
+	// never the shared one's spare room (a race with the next Remember).
+	return known.secrets[:len(known.secrets):len(known.secrets)]
 }
 
 // forgetAll clears the remembered secrets (tests only).

@@ -1,4 +1,4 @@
-package supervisor
+package healthcheck
 
 import (
 	"os"
@@ -12,9 +12,9 @@ func TestEventTailReadsOnlyWholeNewLines(t *testing.T) {
 	if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tail := eventTail{path: path}
-	tail.skipToEnd()
-	if got := tail.next(); len(got) != 0 {
+	tail := EventTail{Path: path}
+	tail.SkipToEnd()
+	if got := tail.Next(); len(got) != 0 {
 		t.Fatalf("an earlier night's events were read: %+v", got)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
@@ -23,12 +23,12 @@ func TestEventTailReadsOnlyWholeNewLines(t *testing.T) {
 	}
 	defer f.Close()
 	_, _ = f.WriteString(`{"kind":"state","server":"a"}` + "\n" + `{"kind":"blocked","server":"b"`)
-	got := tail.next()
+	got := tail.Next()
 	if len(got) != 1 || got[0].Server != "a" {
 		t.Fatalf("want the one whole new line, got %+v", got)
 	}
 	_, _ = f.WriteString("}\n")
-	if got := tail.next(); len(got) != 1 || got[0].Server != "b" {
+	if got := tail.Next(); len(got) != 1 || got[0].Server != "b" {
 		t.Fatalf("the finished line was not read: %+v", got)
 	}
 }
