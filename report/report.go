@@ -97,7 +97,7 @@ type attempt struct {
 	ended      bool
 	turns      int
 	cost       float64
-	resultSeen bool // its cost and turns are counted
+	resultSeen bool   // its cost and turns are counted
 	host       string // the cluster host that ran it; "" on one host
 }
 
