@@ -52,6 +52,10 @@ func (e *env) cluster(ctx context.Context) []Check {
 		return conn(Fail, fmt.Sprintf("%s: cluster.database_env names %s, which is not set in %s", at, name, where), fix)
 	}
 	from := dsnSource(b, name, e.Getenv)
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return conn(Fail, fmt.Sprintf("%s (%s, from %s) is not a Postgres connection string: %s", name, at, from, oneLine(redactDSN(err.Error(), dsn))),
+			fmt.Sprintf("set %s to postgres://user:password@host:5432/db (or host=… port=… dbname=… user=…), with special characters of the password %%-escaped", name))
+	}
 	cctx, cancel := context.WithTimeout(ctx, clusterConnectTimeout)
 	defer cancel()
 	db, err := clusterdb.Open(cctx, dsn, b.Name)

@@ -193,7 +193,7 @@ func TestClusterChecksAgainstPostgres(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the test in its own process: %v", err)
 		}
-		for _, sub := range []string{"unset", "refused", "not_migrated", "migrated_with_workers"} {
+		for _, sub := range []string{"unset", "refused", "unparsable", "not_migrated", "migrated_with_workers"} {
 			if !strings.Contains(string(out), "--- PASS: TestClusterChecksAgainstPostgres/"+sub) {
 				t.Fatalf("subtest %s did not pass in the test's own process", sub)
 			}
@@ -247,6 +247,17 @@ jobs:
 		}
 		if out := output(checks); strings.Contains(out, password) || strings.Contains(out, bad) {
 			t.Fatalf("the connection string or its password is in doctor's output:\n%s", out)
+		}
+	})
+
+	t.Run("unparsable", func(t *testing.T) {
+		const password = "Unparsable-pw-77"
+		setDSN("postgres://nw_doctor:" + password + "@127.0.0.1:port/night")
+		checks := s.run()
+		cs := clusterChecks(checks)
+		mustFind(t, cs, clusterConnID, Fail, "NW_TEST_DATABASE", "is not a Postgres connection string")
+		if len(cs) != 1 || strings.Contains(output(checks), password) {
+			t.Fatalf("want only the connection failure, without the password:\n%s", dump(cs))
 		}
 	})
 
