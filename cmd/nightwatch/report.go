@@ -163,7 +163,7 @@ func clusterNight(ctx context.Context, b *jobs.Batch, runID string) (*report.Nig
 	}
 	db, err := clusterdb.Open(ctx, dsn, b.Name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w (`nightwatch report --local %s` reads this host's journal files)", b.File, err, b.File)
 	}
 	defer db.Close()
 	version, _, err := db.SchemaVersion(ctx)

@@ -115,7 +115,7 @@ jobs:
 		t.Fatal(err)
 	}
 	out, stderr, code := c.run("report", batch)
-	if code == 0 || !strings.Contains(stderr, "127.0.0.1:1") || strings.Contains(out+stderr, password) {
+	if code == 0 || !strings.Contains(stderr, "127.0.0.1:1") || !strings.Contains(stderr, "report --local "+batch) || strings.Contains(out+stderr, password) {
 		t.Errorf("an unreachable database: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
