@@ -109,7 +109,7 @@ func (n *Night) layout() timeline {
 				first = r
 			}
 			r.Bars = append(r.Bars, bar{X: x(a.from), Y: r.Y, W: width(a.from, a.to), Class: a.outcome,
-				Title: strings.TrimSpace(fmt.Sprintf("%s attempt %d: %s %s–%s (%s) %s", j.Name, a.n, a.outcome,
+				Title: strings.TrimSpace(fmt.Sprintf("%s attempt %d%s: %s %s–%s (%s) %s", j.Name, a.n, onHost(a), a.outcome,
 					clock(a.from), clock(a.to), span(a.to.Sub(a.from)), short(a.reason)))})
 		}
 		if first == nil {
@@ -210,7 +210,8 @@ func (n *Night) HTML(w io.Writer) error {
 		*Night
 		Verdict  string
 		Timeline timeline
-	}{n, n.Verdict(), n.layout()})
+		Cluster  bool
+	}{n, n.Verdict(), n.layout(), n.cluster()})
 }
 
 // page is parsed on first use, not when the nightwatch binary starts: the
@@ -218,6 +219,7 @@ func (n *Night) HTML(w io.Writer) error {
 var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report").Funcs(template.FuncMap{
 		"clock": clock, "span": span, "notes": jobNotes, "server": serverLine, "pause": pauseLine,
+		"host": hostLine, "hosts": jobHosts,
 		"f":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
 		"usd": func(v float64) string { return fmt.Sprintf("$%.2f", v) },
 	}).Parse(pageHTML))
@@ -293,12 +295,16 @@ td.n { text-align: right; white-space: nowrap; }
 
 <h2>Jobs</h2>
 {{if .Jobs}}<table>
-<thead><tr><th>job</th><th>status</th><th>attempts</th><th>duration</th><th>turns</th><th>cost</th><th>notes</th></tr></thead>
+<thead><tr><th>job</th><th>status</th>{{if .Cluster}}<th>host</th>{{end}}<th>attempts</th><th>duration</th><th>turns</th><th>cost</th><th>notes</th></tr></thead>
 <tbody>
-{{range .Jobs}}<tr><td>{{.Name}}</td><td>{{.Status}}</td><td class="n">{{.Attempts}}</td><td class="n">{{span .Duration}}</td><td class="n">{{.Turns}}</td><td class="n">{{usd .CostUSD}}</td><td>{{range $i, $n := notes .}}{{if $i}}; {{end}}{{$n}}{{end}}</td></tr>
+{{range .Jobs}}<tr><td>{{.Name}}</td><td>{{.Status}}</td>{{if $.Cluster}}<td>{{hosts .}}</td>{{end}}<td class="n">{{.Attempts}}</td><td class="n">{{span .Duration}}</td><td class="n">{{.Turns}}</td><td class="n">{{usd .CostUSD}}</td><td>{{range $i, $n := notes .}}{{if $i}}; {{end}}{{$n}}{{end}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p>No job started.</p>{{end}}
-
+{{if .Cluster}}<h2>Hosts</h2>
+<ul>
+{{range .Hosts}}<li>{{host .}}</li>
+{{end}}</ul>
+{{end}}
 {{if or .Stopped .Pauses}}<h2>The model's API</h2>
 <ul>{{if .Stopped}}<li>The night stopped early: {{.Stopped}}</li>{{end}}
 {{range .Pauses}}<li>{{pause .}}</li>

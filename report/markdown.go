@@ -37,6 +37,9 @@ func (n *Night) Verdict() string {
 		fmt.Sprintf("$%.2f", t.CostUSD),
 		clock(n.Started) + "–" + clock(n.Ended),
 	}
+	if n.cluster() {
+		parts = append(parts, plural(len(n.Hosts), "host"))
+	}
 	if t.Outages == 0 {
 		parts = append(parts, "no outage")
 	} else {
@@ -81,12 +84,26 @@ func (n *Night) Markdown(w io.Writer) error {
 	p("\n## Jobs\n\n")
 	if len(n.Jobs) == 0 {
 		p("No job started.\n")
+	} else if n.cluster() {
+		p("| job | status | host | attempts | duration | turns | cost | notes |\n")
+		p("|---|---|---|--:|--:|--:|--:|---|\n")
+		for _, j := range n.Jobs {
+			p("| %s | %s | %s | %d | %s | %d | $%.2f | %s |\n", cell(j.Name), statusMark(j.Status), cell(jobHosts(j)), j.Attempts,
+				span(j.Duration), j.Turns, j.CostUSD, cell(strings.Join(jobNotes(j), "; ")))
+		}
 	} else {
 		p("| job | status | attempts | duration | turns | cost | notes |\n")
 		p("|---|---|--:|--:|--:|--:|---|\n")
 		for _, j := range n.Jobs {
 			p("| %s | %s | %d | %s | %d | $%.2f | %s |\n", cell(j.Name), statusMark(j.Status), j.Attempts,
 				span(j.Duration), j.Turns, j.CostUSD, cell(strings.Join(jobNotes(j), "; ")))
+		}
+	}
+
+	if n.cluster() {
+		p("\n## Hosts\n\n")
+		for _, h := range n.Hosts {
+			p("- %s\n", hostLine(h))
 		}
 	}
 
@@ -146,7 +163,7 @@ func jobNotes(j Job) []string {
 	var notes []string
 	for _, a := range j.tries {
 		if (a.outcome == "retried" || a.outcome == "interrupted") && a.reason != "" {
-			notes = append(notes, fmt.Sprintf("attempt %d %s: %s", a.n, a.outcome, short(a.reason)))
+			notes = append(notes, fmt.Sprintf("attempt %d %s%s: %s", a.n, a.outcome, onHost(a), short(a.reason)))
 		}
 	}
 	// A job re-deferred at every maintenance pass for the same reason is

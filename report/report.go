@@ -45,6 +45,10 @@ type Night struct {
 	// Warnings are things the reader should know about the inputs: a torn
 	// last line, a cache that could not be read.
 	Warnings []string `json:"warnings,omitempty"`
+	// Hosts are the cluster's hosts that ran or coordinated the night, as
+	// the journal first names them; none for a night on one host (no
+	// event has a Host).
+	Hosts []Host `json:"hosts,omitempty"`
 
 	hasFinal bool // the journal has server-final lines
 }
@@ -77,6 +81,9 @@ type Job struct {
 	// when the job is done and that check passed.
 	Verify   *journal.Verify `json:"verify,omitempty"`
 	Verified bool            `json:"verified,omitempty"`
+	// Hosts are the cluster hosts its attempts ran on, in order; none on
+	// one host.
+	Hosts []string `json:"hosts,omitempty"`
 
 	tries []attempt // for the timeline and the notes; not part of the API
 }
@@ -90,7 +97,8 @@ type attempt struct {
 	ended      bool
 	turns      int
 	cost       float64
-	resultSeen bool // its cost and turns are counted
+	resultSeen bool   // its cost and turns are counted
+	host       string // the cluster host that ran it; "" on one host
 }
 
 // Deferral is a moment a job could not start because a server was down.
@@ -184,13 +192,30 @@ func Build(journalPath, cachePath string) (*Night, error) {
 		n.RunID = statedir.RunID(journalPath)
 	}
 	n.Warnings = append(n.Warnings, warnings...)
+	n.complete(cachePath)
+	return n, nil
+}
+
+// BuildEvents is Build for a journal already read: a cluster's night from
+// the shared journal table, whose events name the hosts that ran them.
+func BuildEvents(events []journal.Event, cachePath string) (*Night, error) {
+	if len(events) == 0 {
+		return nil, fmt.Errorf("the journal has no events")
+	}
+	n := fromEvents(events)
+	n.complete(cachePath)
+	return n, nil
+}
+
+// complete adds the cache's statuses (when the journal has no
+// server-final lines) and sums the night up.
+func (n *Night) complete(cachePath string) {
 	if cachePath != "" && !n.hasFinal {
 		if err := n.addCache(cachePath); err != nil {
 			n.Warnings = append(n.Warnings, err.Error())
 		}
 	}
 	n.total()
-	return n, nil
 }
 
 // builder keeps the state of the journal's replay.
@@ -203,6 +228,7 @@ type builder struct {
 	// fixedBy is how an outage in progress is being repaired, from the
 	// maintenance lines, for when the healthy line does not say.
 	fixedBy map[string]string
+	hosts   hostTally
 }
 
 func fromEvents(events []journal.Event) *Night {
@@ -225,10 +251,14 @@ func fromEvents(events []journal.Event) *Night {
 		switch ev.Type {
 		case journal.RunStarted:
 			n.Batch, n.Started = ev.Batch, ev.Time
+			b.hosts.coordinated(ev.Host)
 		case journal.RunResumed:
+			b.hosts.coordinated(ev.Host)
 			// The supervisor died: the attempts it was running ended then.
+			// A cluster worker's attempt (it has a host) runs on without
+			// its coordinator and reports its own end.
 			for _, j := range b.jobs {
-				if a := lastTry(j); a != nil && !a.ended {
+				if a := lastTry(j); a != nil && !a.ended && a.host == "" {
 					a.to, a.ended, a.outcome = ev.Time, true, "interrupted"
 					a.reason = "the supervisor stopped; the run was resumed"
 				}
@@ -256,11 +286,14 @@ func fromEvents(events []journal.Event) *Night {
 			n.Stopped = clean(ev.Reason)
 		case journal.JobStarted:
 			j := b.job(ev.Job)
-			j.tries = append(j.tries, attempt{n: ev.Attempt, from: ev.Time, outcome: StatusUnfinished})
+			j.tries = append(j.tries, attempt{n: ev.Attempt, from: ev.Time, outcome: StatusUnfinished, host: ev.Host})
+			b.hosts.saw(ev.Host)
 			j.Status = StatusUnfinished
 			if ev.Allowed != nil {
 				j.Allowed = ev.Allowed
 			}
+		case journal.SessionProcess:
+			b.ranOn(ev)
 		case journal.JobDeferred:
 			j := b.job(ev.Job)
 			if ev.Attempt > 0 {
@@ -316,6 +349,7 @@ func fromEvents(events []journal.Event) *Night {
 	}
 	b.finishJobs()
 	b.finishServers()
+	b.finishHosts()
 	return n
 }
 
@@ -364,6 +398,10 @@ func (b *builder) endTry(ev journal.Event, outcome string) *Job {
 		}
 	}
 	a.to, a.ended, a.outcome, a.reason = ev.Time, true, outcome, clean(ev.Reason)
+	if ev.Host != "" {
+		a.host = ev.Host
+		b.hosts.saw(ev.Host)
+	}
 	if ev.Result != nil && !a.resultSeen {
 		a.resultSeen = true
 		a.turns = ev.Result.NumTurns
@@ -476,6 +514,9 @@ func (b *builder) finishJobs() {
 			j.Duration += a.to.Sub(a.from)
 			j.Turns += a.turns
 			j.CostUSD += a.cost
+			if a.host != "" && !slices.Contains(j.Hosts, a.host) {
+				j.Hosts = append(j.Hosts, a.host)
+			}
 		}
 		j.Attempts = len(j.tries)
 		n.Jobs = append(n.Jobs, *j)
