@@ -26,7 +26,7 @@ import (
 )
 
 // HeartbeatEvery is how often a worker says it is alive.
-const HeartbeatEvery = 2 * time.Second
+const HeartbeatEvery = clusterdb.HeartbeatInterval
 
 // DeadAfter is how long a worker may go unheard before the coordinator
 // takes it for dead and ends its attempts as crashes. A worker that could
