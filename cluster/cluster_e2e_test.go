@@ -298,6 +298,18 @@ func testClusterNightTwoWorkers(t *testing.T, version string) {
 	if err != nil || len(local) != len(evs) {
 		t.Errorf("the coordinator's journal file has %d lines (%v), the shared one %d", len(local), err, len(evs))
 	}
+	// `nightwatch report` on any host renders the whole night from the
+	// shared journal, with the hosts that ran it.
+	rep := f.start("host-e", "report", f.batch, "--format", "md")
+	if code := rep.wait(t, time.Minute); code != 0 {
+		t.Fatalf("report exited %d", code)
+	}
+	md, _ := os.ReadFile(rep.log)
+	for _, want := range []string{"host-a", "host-b", "host-c", "on-a", "breaks"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("the report from host-e does not mention %s:\n%s", want, tail(string(md), 3000))
+		}
+	}
 	// The stdio server ran in the session's environment: no NW_PG there.
 	for _, r := range f.api.SessionToolResults("any-2") {
 		if !strings.Contains(r.Content, "NW_PG is not set") || strings.Contains(r.Content, "postgres://") {
