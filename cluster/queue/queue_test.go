@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -176,5 +177,61 @@ func TestRiverTimeoutLiesBetweenTheJobsAndRescue(t *testing.T) {
 		if j := b.Job(c.job); j != nil && got <= j.Timeout || got >= b.Cluster.RescueAfter {
 			t.Errorf("RiverTimeout(%s) = %s is not between the job's timeout and rescue_after", c.job, got)
 		}
+	}
+}
+
+// A worker that is stopped (SIGTERM) stops its sessions and says so: the
+// attempt ends "stopped", which the night runs again without counting it.
+func TestStoppedWorkerEndsItsAttemptsStopped(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "slow-claude")
+	if err := os.WriteFile(agent, []byte("#!/bin/sh\nsleep 30\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "night.yaml")
+	yaml := "version: 1\nname: b\nstate_dir: ./state\ncluster: {}\nagent: {command: " + agent + "}\njobs:\n  - {name: slow, prompt: hi}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := jobs.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCoordinator(db, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Enqueue(ctx, AttemptArgs{Job: "slow", Attempt: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	w := &Worker{DB: db, Batch: b, Binary: "/bin/true", Host: "host-a", Log: zerolog.Nop()}
+	go func() { done <- w.Run(wctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if s, _ := c.State(ctx, "slow", 1); s == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatal("the attempt did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the session runs
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	_, ends, err := c.Poll(ctx)
+	if err != nil || len(ends) != 1 || ends[0].Outcome.KilledBy != "stopped" || ends[0].Host != "host-a" {
+		t.Fatalf("poll = %+v %v, want the attempt ended stopped on host-a", ends, err)
+	}
+	ws, _, err := db.Workers(ctx)
+	if err != nil || len(ws) != 1 || ws[0].StoppedAt.IsZero() {
+		t.Errorf("workers = %+v %v, want the worker marked stopped", ws, err)
 	}
 }
