@@ -82,6 +82,7 @@ func (r *Relay) serve() {
 			return
 		}
 		r.conns[c] = struct{}{}
+		r.accepted.Add(1)
 		r.wg.Add(1)
 		r.connMu.Unlock()
 		go r.handle(c)
