@@ -16,6 +16,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/cluster/peers"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/mcpserver"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
@@ -262,5 +263,54 @@ func seedEntry(t testing.TB, h *host, server string, e *healthcheck.Entry) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The same through the real hook binary, as Claude Code runs it: hooks of
+// two hosts at a half-open server at once, each its own process with the
+// relay's socket in its environment; exactly one exits 0 (the trial).
+// Without the relay (a socket that is gone), the hook says so and decides
+// as a single host.
+func TestOneTrialAcrossHostsHooks(t *testing.T) {
+	bin := testkit.BuildNightwatch(t)
+	dsn := newDB(t)
+	now := time.Now()
+	half := &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, CheckedAt: healthcheck.MillisOf(now.Add(-time.Minute)),
+		NextRetryAt: healthcheck.MillisOf(now.Add(-time.Second)), FailureCount: 1,
+		LastFailureCode: healthcheck.CodeUnavailable, Witness: healthcheck.WitnessCalls}
+	hosts := []*host{newHost(t, dsn, "host-a"), newHost(t, dsn, "host-b")}
+	for _, h := range hosts {
+		seedEntry(t, h, "notes", half)
+		h.start(t)
+	}
+	var wg sync.WaitGroup
+	var let atomic.Int64
+	in := hookPayload("PreToolUse", "mcp__notes__search", "")
+	for _, h := range hosts {
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				code, _, stderr := runHook(t, bin, h, in, true)
+				if code == 0 {
+					let.Add(1)
+				}
+				if strings.Contains(stderr, "single host") {
+					t.Errorf("%s's hook could not ask its relay: %s", h.name, stderr)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if let.Load() != 1 {
+		t.Fatalf("%d hooks of two hosts let a call through a half-open server, want exactly 1", let.Load())
+	}
+
+	lone := newHost(t, dsn, "host-c")
+	seedEntry(t, lone, "notes", half)
+	lone.relay = &Relay{sockPath: filepath.Join(lone.dir, "gone.sock")}
+	code, _, stderr := runHook(t, bin, lone, in, true)
+	if code != 0 || !strings.Contains(stderr, "deciding as a single host") || !strings.Contains(stderr, "gone.sock") {
+		t.Fatalf("a hook whose relay is gone: exit %d, stderr %s", code, stderr)
 	}
 }

@@ -139,6 +139,9 @@ func Start(ctx context.Context, db *clusterdb.DB, store *healthcheck.Store, opts
 	for _, s := range opts.Servers {
 		r.shared[s] = true
 	}
+	if len(r.shared) == 0 {
+		r.warn("nightwatch: shared health: the batch names no MCP servers, so no health is shared between hosts")
+	}
 	// The relay's goroutines live as long as the relay, not as the
 	// caller's start-up context; Close ends them.
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -243,8 +246,10 @@ func (r *Relay) listenLoop() {
 		n, err := conn.WaitForNotification(r.ctx)
 		if err == nil {
 			var notice clusterdb.HealthNotice
-			if json.Unmarshal([]byte(n.Payload), &notice) != nil || notice.Batch != r.db.Batch ||
-				notice.Host == r.host || !r.shared[notice.Server] {
+			// This relay's own notices are not filtered by host name (two
+			// state folders of one machine may share it): the sync
+			// goroutine already holds their revision and skips them.
+			if json.Unmarshal([]byte(n.Payload), &notice) != nil || notice.Batch != r.db.Batch || !r.shared[notice.Server] {
 				continue
 			}
 			select {

@@ -305,3 +305,15 @@ func TestCloseLeavesNothing(t *testing.T) {
 	}
 	_ = filepath.Base(path)
 }
+
+// Two state folders of one machine under the same host name are two hosts
+// all the same: each gets the other's verdicts.
+func TestSameHostNameTwoFolders(t *testing.T) {
+	dsn := newDB(t)
+	a, b := startHost(t, dsn, "same"), startHost(t, dsn, "same")
+	a.checker(healthcheck.Options{}).RecordClientStatus("notes", nil, "failed", "connection refused")
+	waitFor(t, "the verdict in the other folder", func() bool {
+		e := b.entry(t, "notes")
+		return e != nil && e.Status == healthcheck.StatusUnhealthy
+	})
+}
