@@ -31,8 +31,17 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 // row and its merge into B's cache, through the real relays and one
 // Postgres.
 func BenchmarkPropagation(b *testing.B) {
+	for _, poll := range []time.Duration{DefaultPoll, 25 * time.Millisecond} {
+		b.Run("poll-"+poll.String(), func(b *testing.B) { benchPropagation(b, poll) })
+	}
+}
+
+func benchPropagation(b *testing.B, poll time.Duration) {
 	dsn := newDB(b)
-	a, h := startHost(b, dsn, "host-a"), startHost(b, dsn, "host-b")
+	a, h := newHost(b, dsn, "host-a"), newHost(b, dsn, "host-b")
+	a.poll, h.poll = poll, poll
+	a.start(b)
+	h.start(b)
 	ca := a.checker(healthcheck.Options{})
 	var lat, local []time.Duration
 	down := false
@@ -41,7 +50,7 @@ func BenchmarkPropagation(b *testing.B) {
 		down = !down
 		// A change comes at any moment of A's poll, not in step with it
 		// (the loop would otherwise always just miss a tick).
-		time.Sleep(2*time.Millisecond + rand.N(DefaultPoll))
+		time.Sleep(2*time.Millisecond + rand.N(poll))
 		start := time.Now()
 		want := healthcheck.StatusHealthy
 		if down {

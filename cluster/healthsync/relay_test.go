@@ -33,6 +33,7 @@ type host struct {
 	db    *clusterdb.DB
 	relay *Relay
 	warns *warnings
+	poll  time.Duration // Options.Poll (0: the default)
 }
 
 type warnings struct {
@@ -80,7 +81,7 @@ func (h *host) start(t testing.TB, servers ...string) {
 	if len(servers) == 0 {
 		servers = []string{"notes"}
 	}
-	r, err := Start(context.Background(), h.db, h.store, Options{Host: h.name, Servers: servers, Warn: h.warns.add})
+	r, err := Start(context.Background(), h.db, h.store, Options{Host: h.name, Servers: servers, Warn: h.warns.add, Poll: h.poll})
 	if err != nil {
 		t.Fatal(err)
 	}
