@@ -225,8 +225,17 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 	case GateTrial:
 		return c.trial(ctx, server)
 	}
+	var srv *mcpconfig.Server
+	if lookup != nil {
+		srv = lookup()
+	}
+	if srv == nil || c.Probe == nil {
+		return Decision{Allow: true, Server: server, Unchecked: true,
+			Note: fmt.Sprintf("no definition of MCP server %q was found, so it cannot be probed; it has passive health only (its calls are watched)", server)}
+	}
 	// The lock is this host's; another host may be probing the same
 	// server: wait for its verdict (the relay brings it into the cache).
+	// A server that cannot be probed asks no one (above).
 	if c.Peers != nil {
 		d, done, release := c.claimProbe(ctx, server, wait)
 		if done {
@@ -243,15 +252,6 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 				return c.trial(ctx, server)
 			}
 		}
-	}
-
-	var srv *mcpconfig.Server
-	if lookup != nil {
-		srv = lookup()
-	}
-	if srv == nil || c.Probe == nil {
-		return Decision{Allow: true, Server: server, Unchecked: true,
-			Note: fmt.Sprintf("no definition of MCP server %q was found, so it cannot be probed; it has passive health only (its calls are watched)", server)}
 	}
 	res := c.Probe(ctx, srv)
 	if res.Verdict == probe.Unsupported {

@@ -314,3 +314,21 @@ func TestOneTrialAcrossHostsHooks(t *testing.T) {
 		t.Fatalf("a hook whose relay is gone: exit %d, stderr %s", code, stderr)
 	}
 }
+
+// The cluster's database gone: the relay answers with the error, the hook
+// says so and decides as a single host (the trial goes ahead here), and
+// the relay still closes cleanly.
+func TestDatabaseGoneDecidesAsSingleHost(t *testing.T) {
+	dsn := newDB(t)
+	h := startHost(t, dsn, "host-a")
+	seedEntry(t, h, "notes", &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, CheckedAt: 1,
+		NextRetryAt: healthcheck.MillisOf(time.Now().Add(-time.Second)), FailureCount: 1, Witness: healthcheck.WitnessCalls})
+	h.db.Pool.Close()
+	c := h.checker(healthcheck.Options{StartsTrials: true, Warn: h.warns.add, Peers: peers.New(h.relay.SocketPath(), 2*time.Second)})
+	d := c.Decide(context.Background(), "notes", nil)
+	if !d.Allow || !d.Trial || !strings.Contains(h.warns.String(), "deciding as a single host") ||
+		!strings.Contains(h.warns.String(), "the cluster's database") {
+		t.Fatalf("decision %+v, warnings %q", d, h.warns.String())
+	}
+	h.relay.Close()
+}

@@ -90,10 +90,11 @@ type Relay struct {
 	jobs chan func()
 
 	// Owned by the sync goroutine (and by Start before it runs).
-	known map[string][]byte // the entry the table and this cache agree on, as JSON
-	revs  map[string]int64  // the newest revision seen of each row
-	stamp fileStamp
-	dirty bool // a push failed: look again even if the file did not change
+	known    map[string][]byte // the entry the table and this cache agree on, as JSON
+	revs     map[string]int64  // the newest revision seen of each row
+	stamp    fileStamp
+	dirty    bool // a push failed: look again even if the file did not change
+	needPull bool // a pull of every row failed: try again at the next poll
 
 	listener  *pgx.Conn
 	listenPID atomic.Uint32
@@ -303,11 +304,12 @@ func (r *Relay) syncLoop() {
 		case n := <-r.notices:
 			r.onNotice(n)
 		case <-r.repull:
-			if err := r.pullAll(r.ctx); err != nil && r.ctx.Err() == nil {
-				r.warnf("pull", "%v", err)
-				r.dirty = true
-			}
+			r.needPull = true
+			r.retryPull()
 		case <-t.C:
+			if r.needPull {
+				r.retryPull()
+			}
 			r.scan(r.ctx, false)
 		case job := <-r.jobs:
 			job()
@@ -332,6 +334,15 @@ func (r *Relay) onSync(ctx context.Context, job func()) bool {
 	}
 }
 
+// onSyncWithin is onSync for the claims socket: bounded well within the
+// client's own timeout (2 s), so that a sync goroutine stuck on a slow
+// database delays a claim's answer, never loses it.
+func (r *Relay) onSyncWithin(ctx context.Context, job func()) {
+	ctx, cancel := context.WithTimeout(ctx, 750*time.Millisecond)
+	defer cancel()
+	r.onSync(ctx, job)
+}
+
 // pullOne merges server's row into the cache now.
 func (r *Relay) pullOne(server string) {
 	row, ok, err := r.db.HealthRowOf(r.ctx, server)
@@ -342,6 +353,16 @@ func (r *Relay) pullOne(server string) {
 	if ok {
 		r.absorb(row)
 	}
+}
+
+func (r *Relay) retryPull() {
+	if err := r.pullAll(r.ctx); err != nil {
+		if r.ctx.Err() == nil {
+			r.warnf("pull", "%v; trying again", err)
+		}
+		return
+	}
+	r.needPull = false
 }
 
 func (r *Relay) onNotice(n clusterdb.HealthNotice) {

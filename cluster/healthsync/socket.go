@@ -154,13 +154,13 @@ func (r *Relay) answer(req peers.Request) peers.Response {
 			// The previous holder's verdict may be in the table and not
 			// yet here: bring it in before the caller looks at its cache,
 			// or it would probe a server another host just probed.
-			r.onSync(ctx, func() { r.pullOne(req.Server) })
+			r.onSyncWithin(ctx, func() { r.pullOne(req.Server) })
 		}
 		return resp
 	default: // release
 		// The verdict the holder reached leaves this host before the
 		// claim does, so that nobody who gets the claim next misses it.
-		r.onSync(ctx, func() { r.scan(r.ctx, true) })
+		r.onSyncWithin(ctx, func() { r.scan(r.ctx, true) })
 		if err := r.db.ReleaseClaim(ctx, req.Server, req.Kind, r.host+"#"+req.Token); err != nil {
 			return peers.Response{Error: "the cluster's database: " + redact.String(err.Error())}
 		}
