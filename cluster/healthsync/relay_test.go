@@ -193,9 +193,13 @@ func TestDownOnOneHostIsBlockedOnTheOther(t *testing.T) {
 	})
 	t.Logf("A's hook → B's cache: %s", took)
 
+	dialed := b.relay.accepted.Load()
 	code, stdout, stderr := runHook(t, bin, b, hookPayload("PreToolUse", "mcp__notes__search", ""), true)
 	if code != 2 || !strings.Contains(stdout, `"deny"`) {
 		t.Fatalf("B's hook let the call through: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if n := b.relay.accepted.Load() - dialed; n != 0 {
+		t.Errorf("B's hook blocked from its cache but dialed the relay %d times", n)
 	}
 	if !strings.Contains(stderr, "notes") {
 		t.Errorf("B's block message does not name the server: %s", stderr)
