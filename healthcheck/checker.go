@@ -194,7 +194,8 @@ func (c *Checker) Gate(server string) (Gate, *Entry) {
 // then, once the backoff is over, either one trial call (an outage only
 // calls can see) or one probe per server at a time with the reconnect
 // policy, and a record of the outcome. lookup finds the server's
-// definition; it is called only when a probe is needed.
+// definition; it is called only when a probe is needed. With Peers, the
+// one probe and the one trial are one across the cluster's hosts too.
 func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpconfig.Server) Decision {
 	switch g, e := c.Gate(server); g {
 	case GateAllow:
@@ -225,6 +226,7 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 	case GateTrial:
 		return c.trial(ctx, server)
 	}
+
 	var srv *mcpconfig.Server
 	if lookup != nil {
 		srv = lookup()
