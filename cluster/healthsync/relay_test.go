@@ -322,3 +322,28 @@ func TestSameHostNameTwoFolders(t *testing.T) {
 		return e != nil && e.Status == healthcheck.StatusUnhealthy
 	})
 }
+
+// Health is the batch's: a host of another batch on the same database
+// neither gets nor gives verdicts.
+func TestHealthIsPerBatch(t *testing.T) {
+	dsn := newDB(t)
+	a, b := startHost(t, dsn, "host-a"), startHost(t, dsn, "host-b")
+	other := newHost(t, dsn, "host-c")
+	odb, err := clusterdb.Open(context.Background(), dsn, "another-night")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(odb.Close)
+	other.db = odb
+	other.start(t)
+	other.checker(healthcheck.Options{}).RecordClientStatus("notes", nil, "needs-auth", "another batch's login")
+	a.checker(healthcheck.Options{}).RecordClientStatus("notes", nil, "failed", "connection refused")
+	waitFor(t, "A's verdict on B", func() bool { e := b.entry(t, "notes"); return e != nil && e.LastFailureCode == healthcheck.CodeTransport })
+	time.Sleep(300 * time.Millisecond)
+	if e := other.entry(t, "notes"); e == nil || e.LastFailureCode != healthcheck.CodeAuth {
+		t.Fatalf("another batch's host took this batch's verdict: %+v", e)
+	}
+	if row := rowOf(t, odb, "notes"); row.Host != "host-c" || row.Rev != 1 {
+		t.Fatalf("another batch's row: %+v", row)
+	}
+}
