@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/cluster/peers"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
@@ -141,4 +142,28 @@ func execHook(b *testing.B, bin string, env []string, stdin string, want int) ti
 		b.Fatalf("hook exited %d (want %d): %s", code, want, stderr.String())
 	}
 	return d
+}
+
+// BenchmarkClaimRoundTrip: what a cluster adds to a decision that needs a
+// claim (a probe or a trial; never a decision the cache makes): the hook's
+// client dials the relay, which asks Postgres, pulls the server's row and
+// answers; then the release, which pushes this host's verdict first.
+func BenchmarkClaimRoundTrip(b *testing.B) {
+	dsn := newDB(b)
+	h := startHost(b, dsn, "host-a")
+	cl := peers.New(h.relay.SocketPath(), 2*time.Second)
+	var claim, release []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		rel, ok, _, err := cl.Claim(b.Context(), "notes", healthcheck.ClaimProbe, 10*time.Second)
+		if err != nil || !ok {
+			b.Fatalf("claim: %v %v", ok, err)
+		}
+		mid := time.Now()
+		rel()
+		claim = append(claim, mid.Sub(start))
+		release = append(release, time.Since(mid))
+	}
+	b.ReportMetric(float64(quantile(claim, 0.5).Microseconds())/1000, "claim-median-ms")
+	b.ReportMetric(float64(quantile(release, 0.5).Microseconds())/1000, "release-median-ms")
 }

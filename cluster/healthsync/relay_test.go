@@ -338,7 +338,10 @@ func TestHealthIsPerBatch(t *testing.T) {
 	other.start(t)
 	other.checker(healthcheck.Options{}).RecordClientStatus("notes", nil, "needs-auth", "another batch's login")
 	a.checker(healthcheck.Options{}).RecordClientStatus("notes", nil, "failed", "connection refused")
-	waitFor(t, "A's verdict on B", func() bool { e := b.entry(t, "notes"); return e != nil && e.LastFailureCode == healthcheck.CodeTransport })
+	waitFor(t, "A's verdict on B", func() bool {
+		e := b.entry(t, "notes")
+		return e != nil && e.LastFailureCode == healthcheck.CodeTransport
+	})
 	time.Sleep(300 * time.Millisecond)
 	if e := other.entry(t, "notes"); e == nil || e.LastFailureCode != healthcheck.CodeAuth {
 		t.Fatalf("another batch's host took this batch's verdict: %+v", e)
