@@ -350,3 +350,31 @@ func TestHealthIsPerBatch(t *testing.T) {
 		t.Fatalf("another batch's row: %+v", row)
 	}
 }
+
+// A notice of an older verdict than the one in this host's cache leaves
+// the cache as it is (the merge rule on the way in), and the next look at
+// the file pushes this host's verdict (the rule on the way out).
+func TestOlderNoticeDoesNotOverwrite(t *testing.T) {
+	dsn := newDB(t)
+	a := startHost(t, dsn, "host-a")
+	b := newHost(t, dsn, "host-b")
+	b.poll = time.Hour // B pushes only when told to
+	b.start(t)
+	newer := &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, CheckedAt: healthcheck.MillisOf(time.Now().Add(time.Minute)),
+		NextRetryAt: healthcheck.MillisOf(time.Now().Add(2 * time.Minute)), FailureCount: 1,
+		LastFailureCode: healthcheck.CodeAuth, LastError: "B's newer verdict"}
+	seedEntry(t, b, "notes", newer)
+	a.checker(healthcheck.Options{}).RecordClientStatus("notes", nil, "failed", "A's older verdict")
+	waitFor(t, "A's row", func() bool { return rowOf(t, a.db, "notes").Rev == 1 })
+	time.Sleep(300 * time.Millisecond) // B reads the row and keeps its own
+	if e := b.entry(t, "notes"); e == nil || e.LastError != "B's newer verdict" {
+		t.Fatalf("an older verdict replaced B's: %+v", e)
+	}
+	if !b.relay.onSync(context.Background(), func() { b.relay.scan(b.relay.ctx, false) }) {
+		t.Fatal("B's relay is gone")
+	}
+	waitFor(t, "B's verdict on A", func() bool { e := a.entry(t, "notes"); return e != nil && e.LastError == "B's newer verdict" })
+	if row := rowOf(t, a.db, "notes"); row.Rev != 2 || row.Host != "host-b" {
+		t.Fatalf("the row after B's push: rev %d by %s", row.Rev, row.Host)
+	}
+}
