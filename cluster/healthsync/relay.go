@@ -22,6 +22,16 @@
 //
 // Deleting an entry (`nightwatch reset`) is not a verdict and is not
 // shared: the table's row stays, and the next notice of it comes back.
+// A verdict that arrives from another host is not announced to this
+// host's events file: the host that reached it announced it, once.
+//
+// Use, in the worker and in the coordinator:
+//
+//	r, err := healthsync.Start(ctx, db, &healthcheck.Store{Path: statedir.Cache(stateDir)},
+//		healthsync.Options{Host: host, Servers: names, Warn: warn})
+//	if err != nil { … }
+//	defer r.Close()
+//	sessionEnv = append(sessionEnv, r.Environ()) // the hooks' way to the claims
 package healthsync
 
 import (
@@ -178,6 +188,11 @@ func Start(ctx context.Context, db *clusterdb.DB, store *healthcheck.Store, opts
 
 // SocketPath is where the host's hooks ask for claims (peers.SocketEnv).
 func (r *Relay) SocketPath() string { return r.sockPath }
+
+// Environ is the one variable a session's environment needs for its
+// hooks to claim through this relay: SocketEnv=SocketPath(). It is not a
+// secret.
+func (r *Relay) Environ() string { return SocketEnv + "=" + r.sockPath }
 
 // Host is the relay's name in the cluster.
 func (r *Relay) Host() string { return r.host }

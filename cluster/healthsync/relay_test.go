@@ -146,7 +146,7 @@ func runHook(t testing.TB, bin string, h *host, payload string, socket bool) (in
 	cmd.Env = []string{"HOME=" + h.dir, "PATH=" + os.Getenv("PATH"), "NIGHTWATCH_STATE_PATH=" + h.store.Path,
 		"NIGHTWATCH_EVENTS=" + statedir.Events(h.dir)}
 	if socket {
-		cmd.Env = append(cmd.Env, SocketEnv+"="+h.relay.SocketPath())
+		cmd.Env = append(cmd.Env, h.relay.Environ())
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(payload), &out, &errb
