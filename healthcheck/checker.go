@@ -51,6 +51,10 @@ type Checker struct {
 	// the next real call: Decide says the server may be called and starts
 	// nothing, so a check never uses up the trial a session needs.
 	StartsTrials bool
+	// Peers, when set, make the one probe and the one trial of a server
+	// hold across the hosts of a cluster (see Peers); nil is a single
+	// host.
+	Peers Peers
 }
 
 // Options are the Checker's collaborators for New; every zero field gets
@@ -76,6 +80,8 @@ type Options struct {
 	Redact func(string) string
 	// StartsTrials: see Checker.StartsTrials (the hook sets it).
 	StartsTrials bool
+	// Peers are the cluster's other hosts (nil: a single host).
+	Peers Peers
 }
 
 // DefaultProbeWait is how long a hook waits for another hook's probe of
@@ -97,6 +103,7 @@ func New(store *Store, settings Settings, opts Options) *Checker {
 		Warn:          opts.Warn,
 		Redact:        opts.Redact,
 		StartsTrials:  opts.StartsTrials,
+		Peers:         opts.Peers,
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -187,7 +194,8 @@ func (c *Checker) Gate(server string) (Gate, *Entry) {
 // then, once the backoff is over, either one trial call (an outage only
 // calls can see) or one probe per server at a time with the reconnect
 // policy, and a record of the outcome. lookup finds the server's
-// definition; it is called only when a probe is needed.
+// definition; it is called only when a probe is needed. With Peers, the
+// one probe and the one trial are one across the cluster's hosts too.
 func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpconfig.Server) Decision {
 	switch g, e := c.Gate(server); g {
 	case GateAllow:
@@ -195,7 +203,7 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 	case GateBlock:
 		return Decision{Allow: false, Server: server, Entry: e}
 	case GateTrial:
-		return c.trial(server)
+		return c.trial(ctx, server)
 	}
 
 	wait := c.ProbeWait
@@ -216,7 +224,7 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 	case GateAllow, GateBlock:
 		return Decision{Allow: g == GateAllow, Server: server, Entry: e}
 	case GateTrial:
-		return c.trial(server)
+		return c.trial(ctx, server)
 	}
 
 	var srv *mcpconfig.Server
@@ -226,6 +234,26 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 	if srv == nil || c.Probe == nil {
 		return Decision{Allow: true, Server: server, Unchecked: true,
 			Note: fmt.Sprintf("no definition of MCP server %q was found, so it cannot be probed; it has passive health only (its calls are watched)", server)}
+	}
+	// The lock is this host's; another host may be probing the same
+	// server: wait for its verdict (the relay brings it into the cache).
+	// A server that cannot be probed asks no one (above).
+	if c.Peers != nil {
+		d, done, release := c.claimProbe(ctx, server, wait)
+		if done {
+			return d
+		}
+		if release != nil {
+			defer release()
+			// The relay brought in the verdict of whoever held the
+			// claim before: it may decide already.
+			switch g, e := c.Gate(server); g {
+			case GateAllow, GateBlock:
+				return Decision{Allow: g == GateAllow, Server: server, Entry: e}
+			case GateTrial:
+				return c.trial(ctx, server)
+			}
+		}
 	}
 	res := c.Probe(ctx, srv)
 	if res.Verdict == probe.Unsupported {
@@ -244,12 +272,29 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 // process: the check and the start of the trial are one locked update of
 // the cache, so of many hooks that find the backoff over, one wins and
 // the others find the server blocked again.
-func (c *Checker) trial(server string) Decision {
+func (c *Checker) trial(ctx context.Context, server string) Decision {
 	now := c.now()
 	if !c.StartsTrials {
 		_, e := c.Gate(server)
 		return Decision{Allow: true, Server: server, Entry: e,
 			Note: fmt.Sprintf("MCP server %q is half-open: its next real call is the trial", server)}
+	}
+	// Across hosts, the trial is claimed first (for the backoff window it
+	// opens); the loser is blocked until the winner's trial decides.
+	// The winner keeps the claim: it ends with the window, as the trial
+	// does when its result never comes.
+	release := func() {}
+	if c.Peers != nil {
+		g, e := c.Gate(server)
+		if g != GateTrial {
+			return Decision{Allow: g == GateAllow || g == GateProbe, Server: server, Entry: e}
+		}
+		rel, ok, holder := c.claimTrial(ctx, server, e)
+		if !ok {
+			return Decision{Allow: false, Server: server, Entry: e,
+				Note: fmt.Sprintf("MCP server %q is half-open and host %s runs its one trial call; this call waits for its result", server, holder)}
+		}
+		release = rel
 	}
 	var before, after *Entry
 	won := false
@@ -272,6 +317,7 @@ func (c *Checker) trial(server string) Decision {
 		return Decision{Allow: true, Server: server, Entry: before, Trial: true}
 	}
 	if !won {
+		release() // another process of this host runs the trial
 		g := GateOf(after, now)
 		return Decision{Allow: g == GateAllow || g == GateProbe, Server: server, Entry: after}
 	}

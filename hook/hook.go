@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/nightwatch-dev/nightwatch/cluster/peers"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
@@ -119,6 +120,13 @@ func newHandler(env Env, p *Payload) *handler {
 			h.log.Info().Str("server", server).Bool("ok", res.OK).Str("detail", res.Detail).Msg("reconnect")
 		},
 	}
+	// In a cluster, the host's relay grants the one probe and the one
+	// trial across hosts. The client only dials when a decision needs a
+	// claim: a decision the cache makes costs nothing more.
+	var cluster healthcheck.Peers
+	if path, ok := env.Getenv(peers.SocketEnv); ok && strings.TrimSpace(path) != "" {
+		cluster = peers.New(path, 2*time.Second)
+	}
 	h.checker = healthcheck.New(h.store, k.Settings(), healthcheck.Options{
 		Now:           h.now,
 		Probe:         h.probe,
@@ -129,6 +137,7 @@ func newHandler(env Env, p *Payload) *handler {
 		Warn:          h.say,
 		Redact:        h.redact,
 		StartsTrials:  true, // the hook decides for a real call
+		Peers:         cluster,
 	})
 	return h
 }
