@@ -311,13 +311,17 @@ func testClusterNightTwoWorkers(t *testing.T, version string) {
 		}
 	}
 	// The stdio server ran in the session's environment: no NW_PG there.
-	for _, r := range f.api.SessionToolResults("any-2") {
-		if !strings.Contains(r.Content, "NW_PG is not set") || strings.Contains(r.Content, "postgres://") {
-			t.Errorf("a session's server saw the connection string: %q", r.Content)
-		}
+	envs := f.api.SessionToolResults("any-2")
+	if len(envs) != 1 {
+		t.Fatalf("any-2's env calls did not reach the server: %+v", envs)
 	}
-	if len(f.api.SessionToolResults("any-2")) != 1 {
-		t.Errorf("any-2's env call did not reach the server: %+v", f.api.SessionToolResults("any-2"))
+	if !strings.Contains(envs[0].Content, "NW_PG is not set") || strings.Contains(envs[0].Content, "postgres://") {
+		t.Errorf("a session's server saw the connection string: %q", envs[0].Content)
+	}
+	// host-a never ran a job on fragile: what its cache knows of it came
+	// from host-b's hook, through the shared health table.
+	if b, err := os.ReadFile(filepath.Join(f.dir, "state-host-a", "cache.json")); err != nil || !strings.Contains(string(b), `"fragile"`) {
+		t.Errorf("host-a's cache does not know fragile (%v):\n%s", err, b)
 	}
 	// No worker's log or the journal holds the connection string.
 	for _, p := range []string{"host-a-worker.log", "host-b-worker.log", "host-c-run.log"} {

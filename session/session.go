@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/cluster/peers"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
@@ -60,7 +61,7 @@ type Spec struct {
 
 // PeersSocketEnv is the variable that tells a session's hooks where the
 // cluster's claims socket is. A path, never a secret.
-const PeersSocketEnv = "NIGHTWATCH_CLUSTER_SOCKET"
+const PeersSocketEnv = peers.SocketEnv
 
 // prompt is the attempt's prompt: the job's, then the feedback. A resumed
 // session has the job's prompt already: it is told what happened and to

@@ -815,3 +815,32 @@ func TestDryRunShowsTheWrittenMCPConfig(t *testing.T) {
 		t.Errorf("dry run's MCP config does not start notes through exec-server:\n%s", plan.MCPConfig)
 	}
 }
+
+// A cluster worker's session: its hooks get the claims socket's path, and
+// nothing of the session (hook, server, model) gets the connection string,
+// from the worker's environment or from env_file.
+func TestCommandEnvironInACluster(t *testing.T) {
+	b := sessionTestBatch(t)
+	b.Agent.Command = "/usr/bin/claude"
+	b.Cluster = &jobs.Cluster{DatabaseEnv: "NW_PG"}
+	b.Env = map[string]string{"NW_PG": "postgres://nw:pw@db/nw", "KEEP": "1"}
+	job := sessionTestJob("j", "hi")
+	for _, spec := range []Spec{sessionTestSpec(b, job, "PATH=/bin", "NW_PG=postgres://nw:pw@db/nw")} {
+		spec.PeersSocket = "/tmp/nightwatch-0/ab12.sock"
+		cmd := Command(context.Background(), spec, Files{Settings: "/s", MCPConfig: "/m"})
+		if v, _ := lookup(cmd.Env, PeersSocketEnv); v != spec.PeersSocket {
+			t.Errorf("%s = %q, want the relay's socket", PeersSocketEnv, v)
+		}
+		if v, ok := lookup(cmd.Env, "NW_PG"); ok {
+			t.Errorf("the session got the connection string: NW_PG=%q", v)
+		}
+		if v, _ := lookup(cmd.Env, "KEEP"); v != "1" {
+			t.Errorf("env_file's other variables are gone: KEEP=%q", v)
+		}
+	}
+	spec := sessionTestSpec(b, job)
+	cmd := Command(context.Background(), spec, Files{Settings: "/s", MCPConfig: "/m"})
+	if v, ok := lookup(cmd.Env, PeersSocketEnv); ok {
+		t.Errorf("a session without a relay got %s=%q", PeersSocketEnv, v)
+	}
+}

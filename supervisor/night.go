@@ -12,6 +12,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/nightwatch-dev/nightwatch/cluster/healthsync"
+	"github.com/nightwatch-dev/nightwatch/cluster/queue"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
@@ -200,6 +202,14 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 			return nil, err
 		}
 		defer n.cluster.close()
+		// The night decides from this host's cache: it follows what every
+		// host's hooks learn, and what this one learns reaches them.
+		relay, err := healthsync.Start(ctx, n.cluster.db, &healthcheck.Store{Path: n.store.Path},
+			healthsync.Options{Host: n.cluster.host, Servers: queue.ServerNames(b), Warn: n.warn})
+		if err != nil {
+			return nil, err
+		}
+		defer relay.Close()
 	}
 
 	var resumed bool

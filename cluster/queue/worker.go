@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
+	"github.com/nightwatch-dev/nightwatch/cluster/healthsync"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
@@ -473,9 +474,26 @@ func Serve(ctx context.Context, b *jobs.Batch, opts ServeOptions) error {
 	if opts.MaxParallel <= 0 {
 		opts.MaxParallel = b.MaxParallel
 	}
+	// This host's cache follows the cluster's health, and its hooks claim
+	// the one probe and the one trial through the relay's socket.
+	relay, err := healthsync.Start(ctx, db, &healthcheck.Store{Path: statedir.Cache(b.StateDir)},
+		healthsync.Options{Host: opts.Host, Servers: ServerNames(b), Warn: func(msg string) { opts.Log.Warn().Msg(msg) }})
+	if err != nil {
+		return err
+	}
+	defer relay.Close()
 	w := &Worker{DB: db, Batch: b, Binary: opts.Binary, Env: opts.Env, Host: opts.Host, Labels: opts.Labels,
-		MaxParallel: opts.MaxParallel, Log: opts.Log}
+		MaxParallel: opts.MaxParallel, Log: opts.Log, PeersSocket: relay.SocketPath()}
 	return w.Run(ctx)
+}
+
+// ServerNames are the batch's servers, whose health the cluster shares.
+func ServerNames(b *jobs.Batch) []string {
+	names := make([]string, 0, len(b.Servers))
+	for _, s := range b.Servers {
+		names = append(names, s.Name)
+	}
+	return names
 }
 
 func lookup(env []string) func(string) (string, bool) { return environ.Lookup(env) }
