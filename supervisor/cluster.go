@@ -13,6 +13,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
 	"github.com/nightwatch-dev/nightwatch/cluster/queue"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/session"
@@ -135,6 +136,9 @@ func (n *night) openClusterJournal(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		if events, err = n.catchUpSharedJournal(ctx, runID, events); err != nil {
+			return false, err
+		}
 		if n.opts.Fresh {
 			n.log.Info().Str("run", runID).Msg("--fresh: closing the unfinished run of the cluster")
 			ev := journal.Event{Type: journal.RunClosed, Run: runID, Time: n.now(), Host: c.host, Reason: "closed by `nightwatch run --fresh`"}
@@ -173,6 +177,32 @@ func (n *night) openClusterJournal(ctx context.Context) (bool, error) {
 		}
 	}
 	return n.newClusterRun(ctx)
+}
+
+// catchUpSharedJournal gives the shared journal the lines this host's
+// file has beyond it: a coordinator whose database went away mid-night
+// wrote them to its file only (and started nothing after). Without them a
+// resumed night would run a finished job again. A file that differs from
+// the table in what they share is not this run's truth: the table is.
+func (n *night) catchUpSharedJournal(ctx context.Context, runID string, shared []journal.Event) ([]journal.Event, error) {
+	local, err := journal.Read(statedir.Journal(n.b.StateDir, runID))
+	if err != nil || len(local) <= len(shared) {
+		return shared, nil
+	}
+	for i, ev := range shared {
+		if ev.Type != local[i].Type || ev.Job != local[i].Job || ev.Attempt != local[i].Attempt {
+			n.log.Warn().Str("run", runID).Msg("this host's journal file differs from the shared journal; resuming from the shared one")
+			return shared, nil
+		}
+	}
+	extra := local[len(shared):]
+	for _, ev := range extra {
+		if err := n.cluster.db.AppendJournal(ctx, n.cluster.host, ev); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrJournal, err)
+		}
+	}
+	n.log.Warn().Str("run", runID).Int("lines", len(extra)).Msg("the shared journal lacked lines this host's journal file had (the database was lost mid-night); they are in it now")
+	return local, nil
 }
 
 func (n *night) newClusterRun(ctx context.Context) (bool, error) {
