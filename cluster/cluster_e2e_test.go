@@ -495,3 +495,48 @@ func startTestServer(t *testing.T, bin string) string {
 	}
 	return strings.TrimSpace(line)
 }
+
+// TestClusterResumeRunsOnTheSessionsHost: an attempt stalls after real
+// work, so its retry resumes the Claude session; Claude keeps a session on
+// the machine that ran it, so the retry runs on that host, not on the
+// other idle worker.
+func TestClusterResumeRunsOnTheSessionsHost(t *testing.T) {
+	t.Parallel()
+	testkit.ForEachClaude(t, testClusterResumeRunsOnTheSessionsHost)
+}
+
+func testClusterResumeRunsOnTheSessionsHost(t *testing.T, version string) {
+	f := newClusterFixture(t, version)
+	var jobsYAML strings.Builder
+	for _, j := range []string{"stalls-1", "stalls-2"} {
+		fmt.Fprintf(&jobsYAML, "  - {name: %s, servers: [web], allowed_tools: [mcp__web], stall_timeout: 4s, retries: 1, prompt: %s}\n",
+			j, script(j, `mcp__web__slow {"ms":9000}`))
+	}
+	f.writeBatch(version, jobsYAML.String())
+	f.start("host-a", "worker", f.batch)
+	f.start("host-b", "worker", f.batch)
+	coord := f.start("host-c", "run", f.batch)
+	coord.wait(t, 4*time.Minute) // the jobs may fail: the resumed session may stall again
+	evs := f.events(f.db())
+	for _, j := range []string{"stalls-1", "stalls-2"} {
+		var hosts []string
+		var resumed bool
+		for _, ev := range evs {
+			if ev.Job != j {
+				continue
+			}
+			if ev.Type == journal.JobStarted && ev.Attempt == 2 && ev.Resume != "" {
+				resumed = true
+			}
+			if (ev.Type == journal.JobRetried || ev.Type == journal.JobFinished) && ev.Host != "" {
+				hosts = append(hosts, ev.Host)
+			}
+		}
+		if !resumed || len(hosts) != 2 {
+			t.Fatalf("%s: attempt 2 resumed %v, ends on %v; want a resumed second attempt and two ends", j, resumed, hosts)
+		}
+		if hosts[0] != hosts[1] {
+			t.Errorf("%s: attempt 1 ran on %s, its resumed retry on %s; want the same host", j, hosts[0], hosts[1])
+		}
+	}
+}

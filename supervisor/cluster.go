@@ -34,6 +34,9 @@ type clusterLink struct {
 	// second (capAt).
 	capacity int
 	capAt    time.Time
+	// lastHost is the host each job's last attempt ended on: a retry that
+	// resumes its Claude session must run there, where the session is.
+	lastHost map[string]string
 }
 
 // coordinatorLock is the advisory lock key of batch's coordinator.
@@ -55,7 +58,7 @@ func openCluster(ctx context.Context, b *jobs.Batch, env []string) (*clusterLink
 		db.Close()
 		return nil, err
 	}
-	c := &clusterLink{db: db, host: clusterdb.Host()}
+	c := &clusterLink{db: db, host: clusterdb.Host(), lastHost: map[string]string{}}
 	conn, err := db.Pool.Acquire(ctx)
 	if err != nil {
 		db.Close()
@@ -153,6 +156,11 @@ func (n *night) openClusterJournal(ctx context.Context) (bool, error) {
 			j.Warn = n.journalWarn
 			j.Mirror = n.mirror(ctx)
 			rp := journal.Replay(events)
+			for _, ev := range events {
+				if (ev.Type == journal.JobRetried || ev.Type == journal.JobFinished) && ev.Host != "" {
+					c.lastHost[ev.Job] = ev.Host
+				}
+			}
 			if why := pastWindow(n.b, rp.Started, n.now()); why != "" {
 				n.closeRun(j, rp, why)
 				return n.newClusterRun(ctx)
@@ -260,16 +268,28 @@ func (n *night) adoptInFlight(ctx context.Context, rp journal.RunState) error {
 // through the pump.
 func (n *night) launchRemote(ctx context.Context, a actLaunch) (evAttemptEnded, bool) {
 	job := n.b.Job(a.job)
+	hosts := job.Hosts
+	if a.resume != "" {
+		// Claude keeps a session on the machine that ran it: the retry
+		// that resumes it runs on that host, or, with that host gone,
+		// starts a fresh session anywhere the job may run.
+		if h := n.cluster.lastHost[a.job]; h != "" && n.cluster.coord.Live(ctx, h) {
+			hosts = []string{h}
+		} else {
+			a.resume, a.resumeWhy = "", ""
+			n.log.Info().Str("job", a.job).Str("host", h).Msg("the retry starts a fresh session: the host of the last one is gone")
+		}
+	}
 	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Allowed: job.Allowed(), Resume: a.resume})
 	if n.journalErr != nil {
 		return notStarted(a), true
 	}
 	args := queue.AttemptArgs{Job: a.job, Attempt: a.attempt, Feedback: a.feedback, Resume: a.resume, ResumeWhy: a.resumeWhy}
-	if err := n.cluster.coord.Enqueue(ctx, args, job.Hosts); err != nil {
+	if err := n.cluster.coord.Enqueue(ctx, args, hosts); err != nil {
 		return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
 			outcome: session.Outcome{Status: session.Failed, ExitCode: -1, Reason: "cannot enqueue the attempt: " + err.Error()}}, true
 	}
-	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("hosts", job.Hosts).Msg("enqueued for the workers")
+	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("hosts", hosts).Msg("enqueued for the workers")
 	n.trackRemote(ctx, a.job, a.attempt)
 	return evAttemptEnded{}, false
 }

@@ -53,6 +53,9 @@ func (n *night) loop(ctx context.Context) error {
 		select {
 		case m := <-n.inbox:
 			if m.ended != nil {
+				if n.cluster != nil && m.ended.host != "" {
+					n.cluster.lastHost[m.ended.job] = m.ended.host
+				}
 				if cancel := n.cancels[m.ended.job]; cancel != nil {
 					cancel(nil)
 					delete(n.cancels, m.ended.job)

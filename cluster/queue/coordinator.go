@@ -67,18 +67,31 @@ func (c *Coordinator) Enqueue(ctx context.Context, a AttemptArgs, hosts []string
 	})
 }
 
+// Live reports whether a live worker carries label (a host name is one).
+func (c *Coordinator) Live(ctx context.Context, label string) bool {
+	return c.liveLabel(ctx, []string{label}) != ""
+}
+
+func (c *Coordinator) liveLabel(ctx context.Context, labels []string) string {
+	ws, ages, err := c.DB.Workers(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, l := range labels {
+		for i, w := range ws {
+			if w.StoppedAt.IsZero() && ages[i] < DeadAfter && slices.Contains(w.Labels, l) {
+				return l
+			}
+		}
+	}
+	return ""
+}
+
 // pickLabel is the first of labels that a live worker carries, else the
 // first: the job waits for such a worker.
 func (c *Coordinator) pickLabel(ctx context.Context, labels []string) string {
-	ws, ages, err := c.DB.Workers(ctx)
-	if err == nil {
-		for _, l := range labels {
-			for i, w := range ws {
-				if w.StoppedAt.IsZero() && ages[i] < DeadAfter && slices.Contains(w.Labels, l) {
-					return l
-				}
-			}
-		}
+	if l := c.liveLabel(ctx, labels); l != "" {
+		return l
 	}
 	return labels[0]
 }
