@@ -314,6 +314,20 @@ func (j *job) environment(b *jobs.Batch, getenv func(string) (string, bool)) err
 		}
 	}
 	var fromShell []string
+	if c := b.Cluster; c != nil {
+		// The cluster's connection string holds its password: never in a
+		// schedule entry. The night reads it from env_file; one set only
+		// in this shell would be missing at 2 a.m.
+		delete(names, c.DatabaseEnv)
+		if _, inFile := b.Env[c.DatabaseEnv]; !inFile {
+			if v, ok := getenv(c.DatabaseEnv); ok && v != "" {
+				fromShell = append(fromShell, c.DatabaseEnv)
+				j.secrets = append(j.secrets, v)
+			} else {
+				j.notes = append(j.notes, fmt.Sprintf("WARNING: the batch's cluster: reads its connection string from %s, which is set neither now nor in an env_file; the night cannot reach its database until it is in the env_file", c.DatabaseEnv))
+			}
+		}
+	}
 	for k := range names {
 		if _, ok := b.Env[k]; ok {
 			continue // the night reads it from the batch or its env_file

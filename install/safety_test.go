@@ -267,3 +267,34 @@ jobs:
 		t.Errorf("an unset required variable is not warned about:\n%s", notes)
 	}
 }
+
+// A cluster's connection string never goes into a schedule entry, on any
+// scheduler: set only in the installer's shell, it is named in a note
+// that says where it belongs; set nowhere, the note says the night
+// cannot reach its database.
+func TestClusterConnectionStringIsNeverWritten(t *testing.T) {
+	const dsn = "postgres://nw:pw-9f2c1e@db.lan:5432/nw"
+	for _, kind := range []Kind{Launchd, Systemd, Cron, Schtasks} {
+		t.Run(string(kind), func(t *testing.T) {
+			f := newFixture(t, "night")
+			f.batch.Cluster = &jobs.Cluster{DatabaseEnv: "NIGHTWATCH_DATABASE_URL"}
+			f.env["NIGHTWATCH_DATABASE_URL"] = dsn
+			p := f.plan(t, kind)
+			for _, file := range p.Files {
+				if strings.Contains(string(file.Content), "pw-9f2c1e") || strings.Contains(string(file.Content), "NIGHTWATCH_DATABASE_URL") {
+					t.Errorf("%s holds the connection string:\n%s", file.Path, file.Content)
+				}
+			}
+			if strings.Contains(p.CrontabLine, "pw-9f2c1e") {
+				t.Errorf("the crontab line holds the connection string: %s", p.CrontabLine)
+			}
+			if notes := strings.Join(p.Notes, "\n"); !strings.Contains(notes, "NOT written") || !strings.Contains(notes, "NIGHTWATCH_DATABASE_URL") {
+				t.Errorf("no note says the connection string belongs in the env_file:\n%s", notes)
+			}
+			delete(f.env, "NIGHTWATCH_DATABASE_URL")
+			if notes := strings.Join(f.plan(t, kind).Notes, "\n"); !strings.Contains(notes, "cannot reach its database") {
+				t.Errorf("no warning that the night has no connection string:\n%s", notes)
+			}
+		})
+	}
+}
