@@ -158,8 +158,14 @@ func Failed(checks []Check) bool {
 //	fail config-path    NIGHTWATCH_MCP_CONFIG="/Users/~/x": …
 //	       fix: …
 func Print(w io.Writer, checks []Check) {
+	// The ids line up in one column, as wide as the longest
+	// (cluster-connection) when one is longer than the usual 14.
+	width := 14
 	for _, c := range checks {
-		fmt.Fprintf(w, "%-4s %-14s %s\n", c.Level, c.ID, c.Detail)
+		width = max(width, len(c.ID))
+	}
+	for _, c := range checks {
+		fmt.Fprintf(w, "%-4s %-*s %s\n", c.Level, width, c.ID, c.Detail)
 		if c.Fix != "" && c.Level != OK {
 			for i, line := range strings.Split(c.Fix, "\n") {
 				prefix := "       fix: "
