@@ -291,6 +291,12 @@ func ParseResetTime(text string, now time.Time, loc *time.Location) (time.Time, 
 		year := local.Year()
 		if yearS != "" {
 			year = afAtoi(yearS)
+			// The CLI names a reset days or weeks ahead: a year beyond
+			// the next one, or before the last, is not a reset time
+			// ("Jan 1,0000"), and the night waits its default instead.
+			if year < local.Year()-1 || year > local.Year()+1 {
+				return time.Time{}, false
+			}
 		}
 		t := time.Date(year, mon, day, hour, minute, 0, 0, loc)
 		if t.Day() != day { // Feb 30 and the like
