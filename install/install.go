@@ -186,7 +186,9 @@ func PlanUninstall(kind Kind, o Options) (*Plan, error) {
 	if o.Worker != nil {
 		// No cluster check: a worker installed while the batch had a
 		// cluster: section can still be removed after it is gone.
-		planUninstallWorker(p, o.Home, name, o.UID)
+		if err := planUninstallWorker(p, o.Home, name, o.UID); err != nil {
+			return nil, err
+		}
 		p.Notes = append(p.Notes, "log files are left in place")
 		return p, nil
 	}
@@ -256,6 +258,9 @@ func prepare(kind Kind, o Options) (*job, error) {
 			return nil, errNoCluster(b.File)
 		}
 		if err := checkWorker(o.Worker); err != nil {
+			return nil, err
+		}
+		if err := notANight(kind, o.Home, b.Name); err != nil {
 			return nil, err
 		}
 		j.worker = o.Worker

@@ -1,13 +1,17 @@
 package install
 
 import (
+	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
@@ -261,9 +265,44 @@ func planSchtasksWorker(j *job, userID string) (*Plan, error) {
 	return p, nil
 }
 
+// notANight refuses to take over, or remove, the entry of another batch's
+// night. The worker's names are the night's with a suffix a batch name may
+// also end in: the worker of "x" and the night of a batch "x-worker"
+// (systemd) or "x.worker" (launchd, Task Scheduler) share one file. A
+// night's entry has a calendar, a worker's never has.
+func notANight(kind Kind, home, name string) error {
+	var path string
+	var night []byte
+	switch kind {
+	case Launchd:
+		path, night = plistWorkerPath(home, name), []byte("<key>StartCalendarInterval</key>")
+	case Systemd:
+		path, night = systemdWorkerPath(home, name), []byte("\nType=oneshot\n")
+	case Schtasks:
+		// The file is UTF-16LE; the element, encoded the same, without
+		// the byte-order mark.
+		path, night = schtasksWorkerXMLPath(home, name), utf16LE([]byte("<CalendarTrigger>"))[2:]
+	default:
+		return nil // cron's worker marker is never a night's
+	}
+	data, err := atomicfile.Read(path, 1<<20)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("install: %w", err)
+	case bytes.Contains(data, night):
+		return fmt.Errorf("install: %s is the night of another batch, not the worker of %s: the two share this name; rename one of the batches", path, name)
+	}
+	return nil
+}
+
 // planUninstallWorker fills p with what removes the worker's entry, and
 // only it: the night's entry beside it stays.
-func planUninstallWorker(p *Plan, home, name string, uid int) {
+func planUninstallWorker(p *Plan, home, name string, uid int) error {
+	if err := notANight(p.Kind, home, name); err != nil {
+		return err
+	}
 	switch p.Kind {
 	case Launchd:
 		p.Prepare = [][]string{{"launchctl", "bootout", fmt.Sprintf("gui/%d/%s", uid, launchdWorkerLabel(name))}}
@@ -280,4 +319,5 @@ func planUninstallWorker(p *Plan, home, name string, uid int) {
 		p.Prepare = [][]string{{"schtasks", "/End", "/TN", SchtasksWorkerName(name)}, {"schtasks", "/Delete", "/TN", SchtasksWorkerName(name), "/F"}}
 		p.Remove = []string{schtasksWorkerXMLPath(home, name)}
 	}
+	return nil
 }

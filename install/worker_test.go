@@ -383,3 +383,41 @@ func TestWorkerUninstallWithoutCluster(t *testing.T) {
 		}
 	}
 }
+
+// The worker of "nightly" and the night of a batch "nightly-worker"
+// (systemd) or "nightly.worker" (launchd, Task Scheduler) would share a
+// file: the worker's install and uninstall refuse to touch that night.
+func TestWorkerRefusesAnotherBatchsNight(t *testing.T) {
+	for _, tc := range []struct {
+		kind  Kind
+		other string
+	}{{Systemd, "nightly-worker"}, {Launchd, "nightly.worker"}, {Schtasks, "nightly.worker"}} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			f, o := workerFixture(t, "b", &WorkerOptions{})
+			// The other batch's night, installed first.
+			f.batch.Name = tc.other
+			night := f.plan(t, tc.kind)
+			if err := Apply(context.Background(), night, (&recorder{}).run); err != nil {
+				t.Fatal(err)
+			}
+			f.batch.Name = "nightly"
+			if _, err := PlanInstall(tc.kind, o); err == nil || !strings.Contains(err.Error(), "night of another batch") || !strings.Contains(err.Error(), night.Files[0].Path) {
+				t.Errorf("install over %s's night: err = %v", tc.other, err)
+			}
+			if _, err := PlanUninstall(tc.kind, o); err == nil || !strings.Contains(err.Error(), "night of another batch") {
+				t.Errorf("uninstall of %s's night: err = %v", tc.other, err)
+			}
+			// The worker's own file is no night: a reinstall goes through.
+			if err := os.Remove(night.Files[0].Path); err != nil {
+				t.Fatal(err)
+			}
+			if err := Apply(context.Background(), planWorker(t, tc.kind, o), (&recorder{}).run); err != nil {
+				t.Fatal(err)
+			}
+			planWorker(t, tc.kind, o)
+			if _, err := PlanUninstall(tc.kind, o); err != nil {
+				t.Errorf("uninstall of the worker's own entry: %v", err)
+			}
+		})
+	}
+}
