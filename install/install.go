@@ -132,18 +132,8 @@ func PlanInstall(kind Kind, o Options) (*Plan, error) {
 	}
 	var p *Plan
 	switch {
-	case j.worker == nil:
-	case kind == Launchd:
-		p, err = planLaunchdWorker(j, o.UID)
-	case kind == Systemd:
-		p, err = planSystemdWorker(j)
-	case kind == Cron:
-		p, err = planCronWorker(j)
-	case kind == Schtasks:
-		p, err = planSchtasksWorker(j, j.winUser)
-	}
-	switch {
 	case j.worker != nil:
+		p, err = planWorkerEntry(kind, j, o.UID)
 	case kind == Launchd:
 		p, err = planLaunchd(j, o.UID)
 	case kind == Systemd:

@@ -93,6 +93,20 @@ func SchtasksWorkerName(name string) string { return SchtasksName(name + ".worke
 
 func schtasksWorkerXMLPath(home, name string) string { return schtasksXMLPath(home, name+".worker") }
 
+// planWorkerEntry plans the worker's entry on kind's scheduler.
+func planWorkerEntry(kind Kind, j *job, uid int) (*Plan, error) {
+	switch kind {
+	case Launchd:
+		return planLaunchdWorker(j, uid)
+	case Systemd:
+		return planSystemdWorker(j)
+	case Cron:
+		return planCronWorker(j)
+	default:
+		return planSchtasksWorker(j)
+	}
+}
+
 // planSystemdWorker writes a user service that systemd keeps running: no
 // timer, enabled into default.target so the user manager starts it (at
 // boot with lingering). restart makes a running worker take a changed
@@ -229,13 +243,13 @@ func planCronWorker(j *job) (*Plan, error) {
 // principal is the interactive user: a boot trigger would need a stored
 // password) and restarted by Task Scheduler when a run fails. /End first
 // stops a running worker so that the one /Run starts takes the new task.
-func planSchtasksWorker(j *job, userID string) (*Plan, error) {
+func planSchtasksWorker(j *job) (*Plan, error) {
 	if err := schtasksPaths(j); err != nil {
 		return nil, err
 	}
 	name := SchtasksWorkerName(j.name)
 	t := baseTaskXML(j, "nightwatch worker of batch "+j.name+" ("+j.file+")", name, j.workerArgs())
-	t.Triggers = taskTriggers{Logon: []logonTrigger{{Enabled: true, UserID: userID}}}
+	t.Triggers = taskTriggers{Logon: []logonTrigger{{Enabled: true, UserID: j.winUser}}}
 	t.Settings.StartWhenAvailable = false // a logon trigger has no missed start
 	t.Settings.RestartOnFailure = &taskRestart{Interval: "PT1M", Count: 999}
 	content, err := marshalTask(t)
@@ -256,7 +270,7 @@ func planSchtasksWorker(j *job, userID string) (*Plan, error) {
 			"the task's output is not captured: the worker's sessions log under " + j.logDir,
 		},
 	}
-	if userID == "" {
+	if j.winUser == "" {
 		p.Notes = append(p.Notes, "USERNAME is not set: the logon trigger names no user, which Task Scheduler lets only an administrator register")
 	}
 	if nc := notCarried(j); nc != "" {
