@@ -30,15 +30,16 @@ type WorkerOptions struct {
 	MaxParallel int      // its --max-parallel; 0 = the batch's max_parallel
 }
 
-// labelRe is a worker label: a plain name, so that it needs no quoting
-// beyond what each scheduler's writer does anyway, and matches hosts:.
-var labelRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+// labelRe is a worker label: a host label as a job's hosts: names it
+// (1–128 letters, digits, '.', '_', '-'), and not starting with '-', which
+// would read as a flag in the worker's command line.
+var labelRe = regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._-]{0,127}$`)
 
 // checkWorker refuses a worker the batch cannot have.
 func checkWorker(w *WorkerOptions) error {
 	for _, l := range w.Labels {
-		if !labelRe.MatchString(l) {
-			return fmt.Errorf("install: worker label %q: a label is a name of letters, digits, '.', '_' and '-'", l)
+		if !labelRe.MatchString(l) || strings.Contains(l, "..") || l == "." {
+			return fmt.Errorf("install: worker label %q: a label is 1–128 letters, digits, '.', '_' or '-', not starting with '-', without \"..\" (as a job's hosts: names it)", l)
 		}
 	}
 	if w.MaxParallel < 0 {
@@ -169,7 +170,10 @@ func planLaunchdWorker(j *job, uid int) (*Plan, error) {
 		Files:    []File{{Path: path, Mode: fileMode, Content: buildWorkerPlist(j, label)}},
 		Prepare:  [][]string{{"launchctl", "bootout", domain + "/" + label}},
 		Commands: [][]string{{"launchctl", "bootstrap", domain, path}},
-		Notes:    []string{"the worker's status: launchctl print " + domain + "/" + label},
+		Notes: []string{
+			"a LaunchAgent runs in your login session: the worker runs while you are logged in (on a dedicated worker Mac, turn on automatic login)",
+			"the worker's status: launchctl print " + domain + "/" + label,
+		},
 	}, nil
 }
 

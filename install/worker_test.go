@@ -78,6 +78,9 @@ func TestWorkerRefusals(t *testing.T) {
 				{WorkerOptions{Labels: []string{"a b"}}, `label "a b"`},
 				{WorkerOptions{Labels: []string{"ok", "$(id)"}}, `label "$(id)"`},
 				{WorkerOptions{Labels: []string{""}}, `label ""`},
+				{WorkerOptions{Labels: []string{"-x"}}, `label "-x"`},
+				{WorkerOptions{Labels: []string{"a..b"}}, `label "a..b"`},
+				{WorkerOptions{Labels: []string{strings.Repeat("a", 129)}}, "1–128"},
 				{WorkerOptions{MaxParallel: -1}, "--max-parallel -1"},
 			} {
 				_, o := workerFixture(t, "b", &tc.w)
