@@ -97,6 +97,10 @@ type Options struct {
 	// GOOS is the platform the binary is checked for ("" = this one): a
 	// Windows executable has no execute bit, it is an .exe.
 	GOOS string
+	// Worker, when set, installs (or uninstalls) the batch's cluster
+	// worker, `nightwatch worker FILE`, kept running beside the night's
+	// entry; nil is the night itself.
+	Worker *WorkerOptions
 }
 
 // fileMode is every generated file's mode: they may hold API keys, which
@@ -113,6 +117,8 @@ type job struct {
 	env         []envVar // sorted by name
 	notes       []string
 	secrets     []string
+	worker      *WorkerOptions // nil: the night
+	winUser     string         // DOMAIN\user for a worker's logon trigger
 }
 
 type envVar struct{ name, value string }
@@ -125,14 +131,16 @@ func PlanInstall(kind Kind, o Options) (*Plan, error) {
 		return nil, err
 	}
 	var p *Plan
-	switch kind {
-	case Launchd:
+	switch {
+	case j.worker != nil:
+		p, err = planWorkerEntry(kind, j, o.UID)
+	case kind == Launchd:
 		p, err = planLaunchd(j, o.UID)
-	case Systemd:
+	case kind == Systemd:
 		p, err = planSystemd(j)
-	case Cron:
+	case kind == Cron:
 		p, err = planCron(j)
-	case Schtasks:
+	case kind == Schtasks:
 		now := time.Now
 		if o.Now != nil {
 			now = o.Now
@@ -165,6 +173,15 @@ func PlanUninstall(kind Kind, o Options) (*Plan, error) {
 		}
 	}
 	p := &Plan{Kind: kind}
+	if o.Worker != nil {
+		// No cluster check: a worker installed while the batch had a
+		// cluster: section can still be removed after it is gone.
+		if err := planUninstallWorker(p, o.Home, name, o.UID); err != nil {
+			return nil, err
+		}
+		p.Notes = append(p.Notes, "log files are left in place")
+		return p, nil
+	}
 	switch kind {
 	case Launchd:
 		label := launchdLabel(name)
@@ -224,9 +241,30 @@ func prepare(kind Kind, o Options) (*job, error) {
 	if err := checkBinary(j.bin, goos); err != nil {
 		return nil, err
 	}
-	var err error
-	if j.sched, err = parseSchedule(b.Schedule); err != nil {
-		return nil, err
+	if o.Worker != nil {
+		// The worker is not a night: it has no schedule of its own (it
+		// runs all the time), and only a cluster's night has workers.
+		if b.Cluster == nil {
+			return nil, errNoCluster(b.File)
+		}
+		if err := checkWorker(o.Worker); err != nil {
+			return nil, err
+		}
+		if err := notANight(kind, o.Home, b.Name); err != nil {
+			return nil, err
+		}
+		j.worker = o.Worker
+		if u, ok := o.Getenv("USERNAME"); ok && u != "" {
+			j.winUser = u
+			if d, ok := o.Getenv("USERDOMAIN"); ok && d != "" {
+				j.winUser = d + `\` + u
+			}
+		}
+	} else {
+		var err error
+		if j.sched, err = parseSchedule(b.Schedule); err != nil {
+			return nil, err
+		}
 	}
 	if b.FailOpen {
 		j.notes = append(j.notes, "WARNING: the batch sets fail_open: true, so the night lets calls to dead servers through; remove it from "+b.File+" (it is a debugging flag)")

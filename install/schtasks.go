@@ -62,6 +62,12 @@ type (
 	}
 	taskTriggers struct {
 		Calendar []calendarTrigger `xml:"CalendarTrigger"`
+		// Logon starts a worker (install --worker); a night has none.
+		Logon []logonTrigger `xml:"LogonTrigger,omitempty"`
+	}
+	logonTrigger struct {
+		Enabled bool   `xml:"Enabled"`
+		UserID  string `xml:"UserId,omitempty"`
 	}
 	calendarTrigger struct {
 		Repetition    *taskRepetition `xml:"Repetition,omitempty"`
@@ -120,6 +126,13 @@ type (
 		RunOnlyIfIdle              bool   `xml:"RunOnlyIfIdle"`
 		WakeToRun                  bool   `xml:"WakeToRun"`
 		ExecutionTimeLimit         string `xml:"ExecutionTimeLimit"`
+		// RestartOnFailure keeps a worker running; a night has none (its
+		// retries are its own).
+		RestartOnFailure *taskRestart `xml:"RestartOnFailure,omitempty"`
+	}
+	taskRestart struct {
+		Interval string `xml:"Interval"`
+		Count    int    `xml:"Count"`
 	}
 	taskActions struct {
 		Context string   `xml:"Context,attr"`
@@ -264,12 +277,8 @@ func isoMinutes(m int) string {
 // planSchtasks writes the task XML and registers it; /F replaces a task
 // of the same name, so a reinstall takes the new schedule.
 func planSchtasks(j *job, now time.Time) (*Plan, error) {
-	for _, c := range []struct{ what, p string }{{"nightwatch binary", j.bin}, {"batch file", j.file}, {"batch folder", j.dir}} {
-		// Task Scheduler expands %VAR% in the command, the arguments and
-		// the folder; an XML document cannot carry a control character.
-		if strings.ContainsFunc(c.p, func(r rune) bool { return r == '%' || r < 0x20 || r == 0x7f }) {
-			return nil, fmt.Errorf("install: the %s %q holds a %% or a control character: Task Scheduler would expand or mangle it; move it to a plain path", c.what, c.p)
-		}
+	if err := schtasksPaths(j); err != nil {
+		return nil, err
 	}
 	triggers, err := j.sched.taskTriggers(now)
 	if err != nil {
@@ -290,30 +299,57 @@ func planSchtasks(j *job, now time.Time) (*Plan, error) {
 			"the task's output is not captured: the night's log is " + filepath.Join(j.logDir, "<run>.log") + " (`nightwatch logs`)",
 		},
 	}
-	var notCarried []string
-	for _, e := range j.env {
-		if e.name != "PATH" && e.name != "HOME" {
-			notCarried = append(notCarried, e.name)
-		}
-	}
-	if len(notCarried) > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("NOT carried into the task (Task Scheduler has none): %s; put them in the batch's env: or env_file, or set them as user variables (setx)", strings.Join(notCarried, ", ")))
+	if nc := notCarried(j); nc != "" {
+		p.Notes = append(p.Notes, nc)
 	}
 	return p, nil
+}
+
+// schtasksPaths refuses the paths Task Scheduler would change: it expands
+// %VAR% in the command, the arguments and the folder, and an XML document
+// cannot carry a control character.
+func schtasksPaths(j *job) error {
+	for _, c := range []struct{ what, p string }{{"nightwatch binary", j.bin}, {"batch file", j.file}, {"batch folder", j.dir}} {
+		if strings.ContainsFunc(c.p, func(r rune) bool { return r == '%' || r < 0x20 || r == 0x7f }) {
+			return fmt.Errorf("install: the %s %q holds a %% or a control character: Task Scheduler would expand or mangle it; move it to a plain path", c.what, c.p)
+		}
+	}
+	return nil
+}
+
+// notCarried is the note naming the variables the other schedulers write
+// and a task cannot hold ("" when there are none).
+func notCarried(j *job) string {
+	var names []string
+	for _, e := range j.env {
+		if e.name != "PATH" && e.name != "HOME" {
+			names = append(names, e.name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("NOT carried into the task (Task Scheduler has none): %s; put them in the batch's env: or env_file, or set them as user variables (setx)", strings.Join(names, ", "))
 }
 
 // buildTaskXML renders the task. The command is the binary itself, the
 // arguments quoted by the C runtime's rules that nightwatch.exe reads them
 // back with.
 func buildTaskXML(j *job, triggers []calendarTrigger) ([]byte, error) {
-	t := taskXML{
+	t := baseTaskXML(j, "nightwatch batch "+j.name+" ("+j.file+")", SchtasksName(j.name), []string{"run", j.file})
+	t.Triggers = taskTriggers{Calendar: triggers}
+	return marshalTask(t)
+}
+
+// baseTaskXML is the task of the night or of a worker, without triggers.
+func baseTaskXML(j *job, description, uri string, args []string) taskXML {
+	return taskXML{
 		Version: "1.2",
 		NS:      taskNS,
 		RegistrationInfo: taskRegistration{
-			Description: "nightwatch batch " + j.name + " (" + j.file + ")",
-			URI:         SchtasksName(j.name),
+			Description: description,
+			URI:         uri,
 		},
-		Triggers: taskTriggers{Calendar: triggers},
 		Principals: taskPrincipals{Principal: taskPrincipal{
 			ID: "Author", LogonType: "InteractiveToken", RunLevel: "LeastPrivilege",
 		}},
@@ -334,10 +370,14 @@ func buildTaskXML(j *job, triggers []calendarTrigger) ([]byte, error) {
 		},
 		Actions: taskActions{Context: "Author", Exec: taskExec{
 			Command:          j.bin,
-			Arguments:        command.JoinArgs([]string{"run", j.file}),
+			Arguments:        command.JoinArgs(args),
 			WorkingDirectory: j.dir,
 		}},
 	}
+}
+
+// marshalTask writes the task document (as UTF-8 text; Apply encodes it).
+func marshalTask(t taskXML) ([]byte, error) {
 	body, err := xml.MarshalIndent(t, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("install: task XML: %w", err)
