@@ -509,8 +509,11 @@ func testClusterResumeRunsOnTheSessionsHost(t *testing.T, version string) {
 	f := newClusterFixture(t, version)
 	var jobsYAML strings.Builder
 	for _, j := range []string{"stalls-1", "stalls-2"} {
-		fmt.Fprintf(&jobsYAML, "  - {name: %s, servers: [web], allowed_tools: [mcp__web], stall_timeout: 4s, retries: 1, prompt: %s}\n",
-			j, script(j, `mcp__web__slow {"ms":9000}`))
+		// The stall must come after the session started (its init and the
+		// tool call), even on a loaded machine: then it is an attempt
+		// that ended after real work, whose retry resumes the session.
+		fmt.Fprintf(&jobsYAML, "  - {name: %s, servers: [web], allowed_tools: [mcp__web], stall_timeout: 12s, retries: 1, prompt: %s}\n",
+			j, script(j, `mcp__web__slow {"ms":40000}`))
 	}
 	f.writeBatch(version, jobsYAML.String())
 	f.start("host-a", "worker", f.batch)
