@@ -320,8 +320,18 @@ func testClusterNightTwoWorkers(t *testing.T, version string) {
 	}
 	// host-a never ran a job on fragile: what its cache knows of it came
 	// from host-b's hook, through the shared health table.
-	if b, err := os.ReadFile(filepath.Join(f.dir, "state-host-a", "cache.json")); err != nil || !strings.Contains(string(b), `"fragile"`) {
-		t.Errorf("host-a's cache does not know fragile (%v):\n%s", err, b)
+	cache := filepath.Join(f.dir, "state-host-a", "cache.json")
+	deadline := time.Now().Add(10 * time.Second) // well within, but CI machines are loaded
+	for {
+		b, err := os.ReadFile(cache)
+		if err == nil && strings.Contains(string(b), `"fragile"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("host-a's cache does not know fragile (%v):\n%s", err, b)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	// No worker's log or the journal holds the connection string.
 	for _, p := range []string{"host-a-worker.log", "host-b-worker.log", "host-c-run.log"} {
