@@ -3,7 +3,6 @@
 package cluster_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,7 +56,7 @@ func newClusterFixture(t *testing.T, version string) *clusterFixture {
 		// The connection string reaches the processes only in their
 		// environment, as an operator would set it.
 		"NW_PG=" + f.dsn}
-	f.web = startTestServer(t, f.server)
+	f.web, _ = testkit.StartHTTPTestServer(t, f.server)
 	_ = version
 	return f
 }
@@ -480,30 +479,6 @@ func testClusterCoordinatorKilledResumes(t *testing.T, version string) {
 	if n := len(f.api.SessionToolResults("long")); n != 1 {
 		t.Errorf("long's slow call was answered %d times, want once", n)
 	}
-}
-
-// startTestServer runs the test MCP server over HTTP and returns its URL.
-func startTestServer(t *testing.T, bin string) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--http", "127.0.0.1:0")
-	proc.Prepare(cmd, 200*time.Millisecond)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proc.Start(cmd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = proc.Wait(cmd)
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("test server printed no URL: %v", err)
-	}
-	return strings.TrimSpace(line)
 }
 
 // TestClusterResumeRunsOnTheSessionsHost: an attempt stalls after real

@@ -1,46 +1,16 @@
 package supervisor
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/report"
 )
-
-// startKillableHTTPServer is startHTTPTestServer that also returns the
-// server's pid, for a night that kills it between two jobs.
-func startKillableHTTPServer(t *testing.T, bin string) (url string, pid int) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--http", "127.0.0.1:0")
-	proc.Prepare(cmd, 200*time.Millisecond)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proc.Start(cmd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = proc.Wait(cmd)
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("test server printed no URL: %v", err)
-	}
-	return strings.TrimSpace(line), cmd.Process.Pid
-}
 
 // TestNightDoneMeansDone is issue 10's proof, through the real CLI on
 // every supported version, in one night:
@@ -60,7 +30,7 @@ func TestNightDoneMeansDone(t *testing.T) { testkit.ForEachClaude(t, testNightDo
 func testNightDoneMeansDone(t *testing.T, version string) {
 	f := newNightFixture(t)
 	server := testkit.BuildTestServer(t)
-	web, webPID := startKillableHTTPServer(t, server)
+	web, webPID := testkit.StartHTTPTestServer(t, server)
 
 	script := func(name, body string) string {
 		p := filepath.Join(f.dir, name)
