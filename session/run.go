@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
-	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
@@ -45,7 +44,9 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 		args = append(args, "--allowedTools")
 		args = append(args, allowed...)
 	}
-	cmd := command.CommandContext(ctx, nil, b.Agent.Command, args...)
+	// The agent is looked up in this process's PATH, as it always was; it
+	// runs with the session's environment.
+	cmd := proc.Command(ctx, nil, grace, b.Agent.Command, args...)
 	cmd.Dir = job.Cwd
 	cmd.Env = commandEnviron(spec)
 	if viaStdin {
@@ -53,7 +54,6 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 	}
 	// Otherwise stdin stays /dev/null: `claude -p` appends piped stdin to
 	// the prompt, and the supervisor's stdin is nobody's input.
-	proc.Prepare(cmd, grace)
 	if spec.DieWithParent {
 		proc.DieWithParent(cmd)
 	}

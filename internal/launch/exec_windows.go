@@ -10,15 +10,13 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 )
 
 func execve(path string, argv, env []string) error {
-	cmd := command.CommandContext(context.Background(), env, path, argv[1:]...)
+	cmd := proc.Command(context.Background(), env, 2*time.Second, path, argv[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	proc.Prepare(cmd, 2*time.Second)
 	if err := proc.Start(cmd); err != nil {
 		return fmt.Errorf("exec-server: start %s: %w", path, err)
 	}

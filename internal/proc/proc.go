@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"sync"
 	"time"
 )
 
@@ -26,7 +27,7 @@ import (
 // cmd must have been made with exec.CommandContext.
 func Prepare(cmd *exec.Cmd, grace time.Duration) {
 	prepare(cmd, grace)
-	mark(cmd)
+	marking.Store(cmd, true)
 }
 
 // PrepareAllowDaemons is Prepare for a command whose purpose may be to start
@@ -38,8 +39,14 @@ func Prepare(cmd *exec.Cmd, grace time.Duration) {
 // reconnect run by a hook inside a session must not die with the session.
 func PrepareAllowDaemons(cmd *exec.Cmd, grace time.Duration) {
 	prepare(cmd, grace)
-	unmark(cmd)
+	marking.Store(cmd, false)
 }
+
+// marking is, for each prepared command not started yet, whether Start
+// gives it a spawn mark (true) or removes the marks it would inherit
+// (false). The environment is marked at Start, not at Prepare, so that a
+// caller may still set cmd.Env between the two.
+var marking sync.Map // *exec.Cmd → bool
 
 func prepare(cmd *exec.Cmd, grace time.Duration) {
 	newGroup(cmd)
@@ -57,6 +64,13 @@ func prepare(cmd *exec.Cmd, grace time.Duration) {
 
 // Start starts a prepared cmd in its group.
 func Start(cmd *exec.Cmd) error {
+	if v, ok := marking.LoadAndDelete(cmd); ok {
+		if v.(bool) {
+			mark(cmd)
+		} else {
+			unmark(cmd)
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
