@@ -26,7 +26,21 @@ type Coordinator struct {
 	river     *river.Client[pgx.Tx]
 	lastObs   int64
 	delivered map[attemptKey]bool
+
+	// The coordinator's own hold on the database, on the monotonic clock
+	// (Poll): when it last read the database whole, whether its last look
+	// failed, and when it came back from its last gap (zero: no gap yet).
+	// Postgres's start time tells a restart that fell between two looks.
+	lastRead    time.Time
+	readFailed  bool
+	recovered   time.Time
+	serverStart time.Time
 }
+
+// ReadGap is the longest the coordinator may go between two whole reads of
+// the database (Poll runs twice a second) before it counts a gap of its
+// own: after one, no worker is judged by its heartbeat for SilentAfter.
+const ReadGap = 2 * HeartbeatEvery
 
 // NewCoordinator is run's coordinator on db (an insert-only River client:
 // it takes no jobs and never leads River's maintenance).
@@ -131,7 +145,7 @@ func (c *Coordinator) Abandon(ctx context.Context, job string, attempt int, reas
 func (c *Coordinator) endIf(ctx context.Context, k attemptKey, state string, out session.Outcome) error {
 	b, _ := json.Marshal(out)
 	var riverID *int64
-	err := c.DB.Pool.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'ended', outcome = $6, ended_at = now()
+	err := c.DB.Pool.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'ended', ended_by = 'coordinator', outcome = $6, ended_at = now()
 		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = $5 RETURNING river_job_id`,
 		c.DB.Batch, k.run, k.job, k.attempt, state, b).Scan(&riverID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -171,9 +185,22 @@ type Ended struct {
 
 // Poll is one look at the run: what sessions saw since the last look, in
 // order, then the attempts that ended since, each once. An attempt whose
-// worker died (no heartbeat for DeadAfter) or whose River job River
-// rescued or lost ends here as a crash.
+// worker died (workerDead) or whose River job River rescued or lost ends
+// here as a crash.
 func (c *Coordinator) Poll(ctx context.Context) ([]Observation, []Ended, error) {
+	now := time.Now()
+	if c.readFailed || !c.lastRead.IsZero() && now.Sub(c.lastRead) > ReadGap {
+		c.recovered = now // the gap ends with this look, if it reads
+	}
+	c.readFailed = true
+	seen, ends, err := c.poll(ctx)
+	if err == nil {
+		c.readFailed, c.lastRead = false, time.Now()
+	}
+	return seen, ends, err
+}
+
+func (c *Coordinator) poll(ctx context.Context) ([]Observation, []Ended, error) {
 	if err := c.endCrashed(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -238,17 +265,70 @@ func (c *Coordinator) SkipObservations(ctx context.Context) error {
 		c.DB.Batch, c.Run).Scan(&c.lastObs)
 }
 
-// endCrashed ends, as crashes, the running attempts whose worker is dead,
-// and the attempts whose River job ended without the worker writing an
-// end (rescued by River after rescue_after, or lost).
+// workerView is what the coordinator knows of a running attempt's worker.
+type workerView struct {
+	known     bool          // its row exists
+	stopped   bool          // it stopped cleanly
+	heartbeat time.Duration // its heartbeat's age, by the database's clock
+	present   bool          // its presence connection is open
+}
+
+// workerDead says whether the coordinator takes a running attempt's
+// worker for dead, and why. heard is how long the coordinator has read
+// the database without a gap of its own: a heartbeat missed while the
+// coordinator could not look, or just after, says nothing of the worker
+// (everyone may have lost the database), so it gets SilentAfter from the
+// end of the gap to be heard again. Only a clean stop is news at once.
+func workerDead(w workerView, heard time.Duration) (bool, string) {
+	switch {
+	case !w.known:
+		return false, ""
+	case w.stopped:
+		return true, "it stopped"
+	case heard < SilentAfter:
+		return false, ""
+	case w.heartbeat > SilentAfter:
+		return true, fmt.Sprintf("no heartbeat for %s", w.heartbeat.Round(time.Second))
+	case w.heartbeat > DeadAfter && !w.present:
+		return true, fmt.Sprintf("no heartbeat for %s, and its connection to the database is gone", w.heartbeat.Round(time.Second))
+	}
+	return false, ""
+}
+
+// heard is how long the coordinator has read the database since its last
+// gap (a very long time when it had none).
+func (c *Coordinator) heard() time.Duration {
+	if c.recovered.IsZero() {
+		return 1<<63 - 1
+	}
+	return time.Since(c.recovered)
+}
+
+// endCrashed ends, as crashes, the running attempts whose worker is dead
+// (workerDead), and the attempts whose River job ended without the worker
+// writing an end (rescued by River after rescue_after, or lost). A live
+// worker's attempt whose River job ended is not judged before SilentAfter:
+// its worker is still delivering the end (spool.go).
 func (c *Coordinator) endCrashed(ctx context.Context) error {
+	var serverStart time.Time
+	if err := c.DB.Pool.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&serverStart); err != nil {
+		return fmt.Errorf("look for crashed attempts: %w", err)
+	}
+	if !c.serverStart.IsZero() && !serverStart.Equal(c.serverStart) {
+		c.recovered = time.Now() // the database restarted between two looks
+	}
+	c.serverStart = serverStart
+	present, err := c.DB.PresentWorkers(ctx)
+	if err != nil {
+		return fmt.Errorf("look for crashed attempts: %w", err)
+	}
 	rows, err := c.DB.Pool.Query(ctx, `SELECT a.job, a.attempt, a.state, COALESCE(a.host, ''), COALESCE(a.worker_id, ''),
-		COALESCE(j.state::text, 'missing'),
-		COALESCE(k.stopped_at IS NOT NULL OR now() - k.heartbeat_at > $3::interval, false)
+		COALESCE(j.state::text, 'missing'), COALESCE(EXTRACT(EPOCH FROM now() - j.finalized_at), 1e9)::float8,
+		k.worker_id IS NOT NULL, COALESCE(k.stopped_at IS NOT NULL, false), COALESCE(EXTRACT(EPOCH FROM now() - k.heartbeat_at), 0)::float8
 		FROM nightwatch_attempts a
 		LEFT JOIN river_job j ON j.id = a.river_job_id
 		LEFT JOIN nightwatch_workers k ON k.worker_id = a.worker_id
-		WHERE a.batch = $1 AND a.run_id = $2 AND a.state IN ('queued', 'running')`, c.DB.Batch, c.Run, DeadAfter.String())
+		WHERE a.batch = $1 AND a.run_id = $2 AND a.state IN ('queued', 'running')`, c.DB.Batch, c.Run)
 	if err != nil {
 		return fmt.Errorf("look for crashed attempts: %w", err)
 	}
@@ -258,22 +338,30 @@ func (c *Coordinator) endCrashed(ctx context.Context) error {
 		why   string
 	}
 	var crashes []crash
+	heard := c.heard()
 	for rows.Next() {
 		var job, state, host, worker, riverState string
 		var attempt int
-		var dead bool
-		if err := rows.Scan(&job, &attempt, &state, &host, &worker, &riverState, &dead); err != nil {
+		var riverEnded, beat float64
+		var wv workerView
+		if err := rows.Scan(&job, &attempt, &state, &host, &worker, &riverState, &riverEnded, &wv.known, &wv.stopped, &beat); err != nil {
 			rows.Close()
 			return err
 		}
+		wv.heartbeat = time.Duration(beat * float64(time.Second))
+		wv.present = present[clusterdb.PresenceName(worker)]
+		dead, why := workerDead(wv, heard)
 		k := attemptKey{c.Run, job, attempt}
 		switch {
 		case state == "running" && dead:
-			crashes = append(crashes, crash{k, state, fmt.Sprintf("the worker %s on host %s stopped answering mid-attempt (no heartbeat for %s); the attempt counts as a crash",
-				worker, host, DeadAfter)})
+			crashes = append(crashes, crash{k, state, fmt.Sprintf("the worker %s on host %s stopped answering mid-attempt (%s); the attempt counts as a crash",
+				worker, host, why)})
 		case riverState == "discarded" || riverState == "cancelled" || riverState == "completed" || riverState == "missing":
 			if state == "queued" && riverState == "missing" {
 				continue // being enqueued right now
+			}
+			if state == "running" && wv.known && time.Duration(riverEnded*float64(time.Second)) < SilentAfter {
+				continue // its live worker is delivering the end
 			}
 			crashes = append(crashes, crash{k, state, fmt.Sprintf("River ended the attempt (%s) on host %s without a result (a worker died and River rescued it after rescue_after); the attempt counts as a crash",
 				riverState, hostOr(host))})
