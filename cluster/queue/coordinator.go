@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,13 +29,16 @@ type Coordinator struct {
 	delivered map[attemptKey]bool
 
 	// The coordinator's own hold on the database, on the monotonic clock
-	// (Poll): when it last read the database whole, whether its last look
-	// failed, and when it came back from its last gap (zero: no gap yet).
-	// Postgres's start time tells a restart that fell between two looks.
+	// (Poll's): when it last read the database whole, whether its last
+	// look failed, and when it came back from its last gap (zero: no gap
+	// yet; recoveredMu, as the night's loop reads it too). Postgres's
+	// start time tells a restart that fell between two looks.
 	lastRead    time.Time
 	readFailed  bool
+	recoveredMu sync.Mutex
 	recovered   time.Time
 	serverStart time.Time
+	capacity    int // the last Capacity read
 }
 
 // ReadGap is the longest the coordinator may go between two whole reads of
@@ -87,18 +91,41 @@ func (c *Coordinator) Live(ctx context.Context, label string) bool {
 }
 
 func (c *Coordinator) liveLabel(ctx context.Context, labels []string) string {
-	ws, ages, err := c.DB.Workers(ctx)
+	ws, err := c.liveWorkers(ctx)
 	if err != nil {
 		return ""
 	}
 	for _, l := range labels {
-		for i, w := range ws {
-			if w.StoppedAt.IsZero() && ages[i] < DeadAfter && slices.Contains(w.Labels, l) {
+		for _, w := range ws {
+			if slices.Contains(w.Labels, l) {
 				return l
 			}
 		}
 	}
 	return ""
+}
+
+// liveWorkers are the batch's workers that workerDead does not take for
+// dead (nor stopped): a worker silent only because the database was away
+// still counts.
+func (c *Coordinator) liveWorkers(ctx context.Context) ([]clusterdb.Worker, error) {
+	ws, ages, err := c.DB.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	present, err := c.DB.PresentWorkers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	heard := c.heard()
+	var live []clusterdb.Worker
+	for i, w := range ws {
+		view := workerView{known: true, stopped: !w.StoppedAt.IsZero(), heartbeat: ages[i], present: present[clusterdb.PresenceName(w.ID)]}
+		if dead, _ := workerDead(view, heard); !dead {
+			live = append(live, w)
+		}
+	}
+	return live, nil
 }
 
 // pickLabel is the first of labels that a live worker carries, else the
@@ -112,15 +139,19 @@ func (c *Coordinator) pickLabel(ctx context.Context, labels []string) string {
 
 // Capacity is how many attempts the live workers run at once (the sum of
 // their max_parallel); at least 1, so that a night with no worker yet
-// enqueues its first attempt and waits for one.
+// enqueues its first attempt and waits for one. While the database does
+// not answer it is what it was.
 func (c *Coordinator) Capacity(ctx context.Context) int {
-	var n int
-	err := c.DB.Pool.QueryRow(ctx, `SELECT COALESCE(sum(max_parallel), 0) FROM nightwatch_workers
-		WHERE batch = $1 AND stopped_at IS NULL AND now() - heartbeat_at < $2::interval`, c.DB.Batch, DeadAfter.String()).Scan(&n)
-	if err != nil || n < 1 {
-		return 1
+	ws, err := c.liveWorkers(ctx)
+	if err != nil {
+		return max(c.capacity, 1)
 	}
-	return n
+	n := 0
+	for _, w := range ws {
+		n += w.MaxParallel
+	}
+	c.capacity = max(n, 1)
+	return c.capacity
 }
 
 // Abandon asks that attempt of job stop (reason StopReason: stopped with
@@ -190,7 +221,7 @@ type Ended struct {
 func (c *Coordinator) Poll(ctx context.Context) ([]Observation, []Ended, error) {
 	now := time.Now()
 	if c.readFailed || !c.lastRead.IsZero() && now.Sub(c.lastRead) > ReadGap {
-		c.recovered = now // the gap ends with this look, if it reads
+		c.recover(now) // the gap ends with this look, if it reads
 	}
 	c.readFailed = true
 	seen, ends, err := c.poll(ctx)
@@ -298,10 +329,18 @@ func workerDead(w workerView, heard time.Duration) (bool, string) {
 // heard is how long the coordinator has read the database since its last
 // gap (a very long time when it had none).
 func (c *Coordinator) heard() time.Duration {
+	c.recoveredMu.Lock()
+	defer c.recoveredMu.Unlock()
 	if c.recovered.IsZero() {
 		return 1<<63 - 1
 	}
 	return time.Since(c.recovered)
+}
+
+func (c *Coordinator) recover(at time.Time) {
+	c.recoveredMu.Lock()
+	c.recovered = at
+	c.recoveredMu.Unlock()
 }
 
 // endCrashed ends, as crashes, the running attempts whose worker is dead
@@ -315,7 +354,7 @@ func (c *Coordinator) endCrashed(ctx context.Context) error {
 		return fmt.Errorf("look for crashed attempts: %w", err)
 	}
 	if !c.serverStart.IsZero() && !serverStart.Equal(c.serverStart) {
-		c.recovered = time.Now() // the database restarted between two looks
+		c.recover(time.Now()) // the database restarted between two looks
 	}
 	c.serverStart = serverStart
 	present, err := c.DB.PresentWorkers(ctx)
