@@ -41,10 +41,10 @@ type Coordinator struct {
 	capacity    int // the last Capacity read
 }
 
-// ReadGap is the longest the coordinator may go between two whole reads of
+// readGap is the longest the coordinator may go between two whole reads of
 // the database (Poll runs twice a second) before it counts a gap of its
 // own: after one, no worker is judged by its heartbeat for SilentAfter.
-const ReadGap = 2 * HeartbeatEvery
+const readGap = 2 * HeartbeatEvery
 
 // NewCoordinator is run's coordinator on db (an insert-only River client:
 // it takes no jobs and never leads River's maintenance).
@@ -220,7 +220,7 @@ type Ended struct {
 // here as a crash.
 func (c *Coordinator) Poll(ctx context.Context) ([]Observation, []Ended, error) {
 	now := time.Now()
-	if c.readFailed || !c.lastRead.IsZero() && now.Sub(c.lastRead) > ReadGap {
+	if c.readFailed || !c.lastRead.IsZero() && now.Sub(c.lastRead) > readGap {
 		c.recover(now) // the gap ends with this look, if it reads
 	}
 	c.readFailed = true
