@@ -14,6 +14,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
@@ -47,13 +48,17 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 	}
 	cmd := command.CommandContext(ctx, nil, b.Agent.Command, args...)
 	cmd.Dir = job.Cwd
-	cmd.Env = commandEnviron(spec)
+	cmd.Env = commandEnviron(spec, f.Dir)
 	if viaStdin {
 		cmd.Stdin = strings.NewReader(prompt)
 	}
 	// Otherwise stdin stays /dev/null: `claude -p` appends piped stdin to
 	// the prompt, and the supervisor's stdin is nobody's input.
 	proc.Prepare(cmd, grace)
+	// Claude first, the rest of its group after it is gone: a server
+	// signalled with it dies under a call still in flight, and Claude
+	// would run the failure hook for a stop nightwatch caused.
+	proc.StopLeaderFirst(cmd)
 	if spec.DieWithParent {
 		proc.DieWithParent(cmd)
 	}
@@ -130,12 +135,18 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	cmd := Command(cmdCtx, spec, f)
 	// The kill is judged by whether the group was actually signalled, not
 	// by the context alone: a timer that fires just after Claude exited
-	// on its own did not kill anything.
+	// on its own did not kill anything. Every stop (the night's, a
+	// worker's, an abandon, the timeout, the stall) is announced to the
+	// session's hooks before the signal: what fails after it is the stop,
+	// not a server (sessionstop).
 	var killed atomic.Bool
-	groupStop := cmd.Cancel
+	leaderStop := cmd.Cancel
 	cmd.Cancel = func() error {
 		killed.Store(true)
-		return groupStop()
+		if err := sessionstop.Announce(f.Dir); err != nil {
+			fmt.Fprintf(stderr, "nightwatch: %v; the session's hooks may take its stop for a server's failure\n", err)
+		}
+		return leaderStop()
 	}
 
 	// exec copies the child's stdout into the pipe; the reader below
