@@ -84,6 +84,20 @@ func (f *clusterFixture) startHost(host string, args ...string) *process {
 	return p
 }
 
+// logHooks has every session's hook log to one file, shown when the test
+// fails, and returns its path.
+func (f *clusterFixture) logHooks() string {
+	path := filepath.Join(f.dir, "hooks.log")
+	f.env = append(f.env, "NIGHTWATCH_LOG="+path)
+	f.t.Cleanup(func() {
+		if f.t.Failed() || os.Getenv("NW_SHOW_HOOK_LOG") != "" {
+			b, _ := os.ReadFile(path)
+			f.t.Logf("--- the hooks' log:\n%s", tail(string(b), 6000))
+		}
+	})
+	return path
+}
+
 // waitCallInFlight waits until the attempt's stream shows the model's call
 // of tool: the session is inside its call (the server answers after ms).
 func (f *clusterFixture) waitCallInFlight(host, job string, attempt int, tool string, within time.Duration) {
@@ -196,6 +210,7 @@ func testClusterWorkerStoppedRecordsNoOutage(t *testing.T, version string) {
 	f := newClusterFixture(t, version)
 	marker := filepath.Join(f.dir, "notes.pid")
 	f.writeLifetimeBatch(version, marker, 5000)
+	f.logHooks()
 	a := f.start("host-a", "worker", f.batch)
 	coord := f.start("host-c", "run", f.batch)
 	db := f.db()
