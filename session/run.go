@@ -75,8 +75,9 @@ var (
 // f.Stderr. Job.Timeout (wall clock) and Job.StallTimeout (no stream
 // output for that long; zero means no limit) end the session; so does
 // cancelling ctx. Ending a
-// session means SIGTERM, then SIGKILL after a grace period, to its whole
-// process group, so the MCP servers Claude Code started die with it.
+// session means a stopping marker for its hooks, SIGTERM to Claude, SIGKILL
+// after a grace period, and then SIGKILL to the rest of its process group,
+// so the MCP servers Claude Code started die with it, after it.
 func Run(ctx context.Context, spec Spec, f Files, obs Observer) Outcome {
 	if obs == nil {
 		obs = noObserver{}

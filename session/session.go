@@ -22,8 +22,8 @@ import (
 	"github.com/nightwatch-dev/nightwatch/reconnect"
 )
 
-// grace is how long a session gets between SIGTERM to its process
-// group and SIGKILL. Claude Code uses it to close its MCP servers.
+// grace is how long a session gets between SIGTERM to Claude and
+// SIGKILL. Claude Code uses it to close its MCP servers.
 const grace = 5 * time.Second
 
 // hookTimeoutSeconds bounds one run of nightwatch's hook inside Claude
