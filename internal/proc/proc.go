@@ -62,6 +62,20 @@ func prepare(cmd *exec.Cmd, grace time.Duration) {
 	cmd.WaitDelay = grace
 }
 
+// StopLeaderFirst changes what cancelling a prepared cmd does: the leader
+// alone is asked to stop, and the rest of its group is killed once the
+// leader is gone (Wait), or with it grace later. A session's `claude` must
+// end before its MCP servers do: a server that dies first fails the call
+// in flight, and Claude would take that for the server's failure. On
+// Windows, which can only signal a whole console group, the group is asked
+// to stop at once, as with Prepare.
+func StopLeaderFirst(cmd *exec.Cmd) {
+	cmd.Cancel = func() error {
+		TerminateLeader(cmd)
+		return nil
+	}
+}
+
 // Start starts a prepared cmd in its group.
 func Start(cmd *exec.Cmd) error {
 	if v, ok := marking.LoadAndDelete(cmd); ok {

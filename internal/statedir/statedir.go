@@ -62,6 +62,10 @@ const (
 	AttemptMCPConfig = "mcp.json"
 	AttemptStream    = "stream.jsonl"
 	AttemptStderr    = "stderr.log"
+	// AttemptStopping is left by nightwatch before it stops the session:
+	// its hooks' failures after that are no evidence about a server
+	// (package sessionstop).
+	AttemptStopping = "stopping"
 )
 
 // Logs is the folder of the nights' log files.
