@@ -3,7 +3,6 @@ package launch
 import (
 	"fmt"
 	"os"
-	"os/exec"
 
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 )
@@ -15,10 +14,7 @@ import (
 // kills the group when Claude exits (proc.RunBound). It exits with the
 // server's code.
 func execve(path string, argv, env []string) error {
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	code, err := proc.RunBound(cmd)
+	code, err := proc.RunBound(path, argv, env)
 	if err != nil {
 		return fmt.Errorf("exec-server: %s: %w", path, err)
 	}

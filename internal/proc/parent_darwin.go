@@ -29,8 +29,13 @@ var ErrParentGone = errors.New("the parent process is gone")
 // are passed on to it; and when the parent of this process (Claude Code)
 // exits, a kqueue watch on it (EVFILT_PROC, NOTE_EXIT) kills the whole
 // process group at once: the server, anything it started in the group,
-// and this process. It returns the server's exit code.
-func RunBound(cmd *exec.Cmd) (int, error) {
+// and this process. path and argv are the server's program and its argv
+// (argv[0] as given), env its whole environment. It returns the server's
+// exit code.
+func RunBound(path string, argv, env []string) (int, error) {
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args, cmd.Env = argv, env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	parent := os.Getppid()
 	kq, err := unix.Kqueue()
 	if err != nil {
