@@ -15,7 +15,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
 	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
-	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/traps"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/session"
@@ -248,23 +248,27 @@ func failOpenWarnings(b *jobs.Batch, getenv func(string) (string, bool)) []strin
 	if b.FailOpen {
 		out = append(out, "fail-open is on (fail_open in the batch): the hook lets calls to unhealthy servers through; for debugging only")
 	}
-	for _, name := range knobs.EnvFailOpen {
-		v, ok := b.Env[name]
-		where := "the batch's env"
-		if !ok && getenv != nil {
-			v, ok = getenv(name)
-			where = "the supervisor's environment"
+	// The batch's env wins over the supervisor's, as in a session.
+	where := map[string]string{}
+	night := func(name string) (string, bool) {
+		if v, ok := b.Env[name]; ok {
+			where[name] = "the batch's env"
+			return v, true
 		}
-		if !ok || strings.TrimSpace(v) == "" {
-			continue
+		if getenv == nil {
+			return "", false
 		}
-		on, known := knobs.ParseBool(v)
+		where[name] = "the supervisor's environment"
+		return getenv(name)
+	}
+	for _, fv := range traps.FailOpenVars(night) {
+		name, v, where := fv.Name, fv.Value, where[fv.Name]
 		switch {
-		case !known:
+		case !fv.Known:
 			out = append(out, fmt.Sprintf("%s=%q in %s is not a yes/no value", name, v, where))
-		case on && b.FailOpen:
+		case fv.On && b.FailOpen:
 			out = append(out, fmt.Sprintf("%s=%s in %s: sessions fail open", name, v, where))
-		case on:
+		case fv.On:
 			out = append(out, fmt.Sprintf("%s=%s is set in %s; sessions do not get it because the batch does not ask for fail-open", name, v, where))
 		}
 	}
