@@ -107,9 +107,10 @@ type PreflightOptions struct {
 }
 
 // Preflight pre-warms and probes every server that some job needs, all at
-// once, records each verdict in the health cache and collects warnings
-// about the batch. It never fails: a server that cannot be reached is a
-// row with its reason.
+// once, has the Checker record each verdict (the health check's rule and
+// transitions, announced by the preflight) and collects warnings about the
+// batch. It never fails: a server that cannot be reached is a row with its
+// reason.
 func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) PreflightReport {
 	needed, cwds, unknown := neededServers(b)
 	rep := PreflightReport{Healthy: len(unknown) == 0}
