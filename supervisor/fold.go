@@ -114,7 +114,7 @@ func (p *plan) apply(ev journal.Event) {
 }
 
 // attemptOver applies what every end of an attempt says: the attempt
-// ran (an older journal's end without a number is the last one started),
+// was made (an older journal's end without a number is the last one started),
 // its cost (once per attempt, though an older journal may carry it on two
 // lines), the outage it was charged, whether it was a bounce, and the
 // session a retry resumes (endedAfterWork).
@@ -127,7 +127,9 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 	if jp.phase == phaseRunning {
 		p.running--
 	}
-	jp.phase = phasePending
+	// What a start does is done by an end too: an attempt whose files
+	// could not be prepared has no job-started line.
+	jp.phase, jp.startedAt, jp.deferring = phasePending, time.Time{}, ""
 	if n > jp.costed {
 		jp.costed = n
 		p.cost += ev.Cost()
