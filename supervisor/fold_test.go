@@ -330,3 +330,170 @@ func (d *foldDriver) journalText() string {
 	}
 	return b.String()
 }
+
+// A resumed night folds journals written by this release and by older
+// ones (no attempt numbers, a result on two lines, no notBefore or bounce
+// fields) into what the dead supervisor's plan was: done, skipped and
+// failed jobs stay; a job running at the crash has used an attempt and
+// runs again; the uncounted attempts, bounces, the outage each job was
+// charged, a pause that had not ended and the session a retry resumes.
+func TestPlanFoldsOldJournals(t *testing.T) {
+	t0 := planT0
+	reset := t0.Add(2 * time.Minute)
+	cost := func(c float64) *journal.Result { return &journal.Result{CostUSD: c} }
+	limit := &journal.Result{SessionID: "s-1"}
+	paused := journal.Event{Time: t0, Type: journal.NightPaused, Class: "usage-limit", Reason: "You've hit your 5-hour limit", Until: reset}
+	outage := journal.Event{Time: t0, Type: journal.NightPaused, Class: "api-unavailable", Reason: "ECONNREFUSED"}
+	retried := func(job string, n int, uncounted bool, out int) journal.Event {
+		return journal.Event{Type: journal.JobRetried, Job: job, Attempt: n, Class: "usage-limit", Uncounted: uncounted, Outage: out, Result: limit}
+	}
+	started := func(job string, n int) journal.Event {
+		return journal.Event{Type: journal.JobStarted, Job: job, Attempt: n}
+	}
+	type job struct {
+		phase                                string
+		attempts, uncounted, bounces, outage int
+		reason, resume                       string
+	}
+	tests := []struct {
+		name    string
+		events  []journal.Event
+		jobs    map[string]job // a job not named is pending, untouched
+		cost    float64
+		outages int
+		pause   string // the class of the pause the night is in; "" none
+		stopped bool
+	}{
+		{name: "done", cost: 0.5,
+			events: []journal.Event{{Type: journal.RunStarted}, started("a", 1),
+				{Type: journal.JobFinished, Job: "a", Attempt: 1, Status: journal.Done, Result: cost(0.5)}},
+			jobs: map[string]job{"a": {phase: "done", attempts: 1}}},
+		{name: "failed, retried, done: the result on two lines counts once", cost: 1.25,
+			events: []journal.Event{started("a", 1),
+				{Type: journal.JobFinished, Job: "a", Attempt: 1, Status: journal.Failed, Result: cost(0.25)},
+				{Type: journal.JobRetried, Job: "a", Attempt: 1, Result: cost(0.25)},
+				started("a", 2), {Type: journal.JobFinished, Job: "a", Attempt: 2, Status: journal.Done, Result: cost(1)}},
+			jobs: map[string]job{"a": {phase: "done", attempts: 2}}},
+		{name: "retried, crash during the retry: it runs again, two attempts used", cost: 0.5,
+			events: []journal.Event{started("a", 1),
+				{Type: journal.JobRetried, Job: "a", Attempt: 1, Reason: "exit 1", Result: cost(0.5)}, started("a", 2)},
+			jobs: map[string]job{"a": {phase: "pending", attempts: 2}}},
+		{name: "finally failed, without attempt numbers", cost: 0.75,
+			events: []journal.Event{{Type: journal.JobStarted, Job: "a"},
+				{Type: journal.JobFinished, Job: "a", Status: journal.Failed, Reason: "exit 1", Result: cost(0.75)}},
+			jobs: map[string]job{"a": {phase: "failed", attempts: 1, reason: "exit 1"}}},
+		{name: "running at the crash counts an attempt",
+			events: []journal.Event{started("a", 1), {Type: journal.JobFinished, Job: "a", Attempt: 1, Status: journal.Done},
+				started("b", 1), {Type: journal.ServerState, Server: "notes", Status: journal.Unhealthy}},
+			jobs: map[string]job{"a": {phase: "done", attempts: 1}, "b": {phase: "pending", attempts: 1}}},
+		{name: "skipped and deferred",
+			events: []journal.Event{{Type: journal.JobDeferred, Job: "a", Reason: "notes is unhealthy"},
+				{Type: journal.JobSkipped, Job: "a", Status: journal.Skipped, Reason: "deadline 07:00 passed; notes down since 03:12"},
+				{Type: journal.JobSkipped, Job: "b", Status: journal.Skipped, Reason: "needs a, which was skipped"},
+				{Type: journal.RunResumed}},
+			jobs: map[string]job{"a": {phase: "skipped", reason: "deadline 07:00 passed; notes down since 03:12"},
+				"b": {phase: "skipped", reason: "needs a, which was skipped"}}},
+		{name: "an older journal's skipped job-finished",
+			events: []journal.Event{started("a", 1), {Type: journal.JobFinished, Job: "a", Attempt: 1, Status: journal.Skipped, Reason: "x"}},
+			jobs:   map[string]job{"a": {phase: "skipped", attempts: 1, reason: "x"}}},
+		{name: "no pause", events: []journal.Event{started("a", 1)}, jobs: map[string]job{"a": {phase: "pending", attempts: 1}}},
+		{name: "paused, not resumed: the pause, the uncounted attempts, the session to resume", pause: "usage-limit",
+			events: []journal.Event{started("a", 1), retried("a", 1, true, 0), started("b", 1), retried("b", 1, true, 0), paused},
+			jobs: map[string]job{"a": {phase: "pending", attempts: 1, uncounted: 1, resume: "s-1"},
+				"b": {phase: "pending", attempts: 1, uncounted: 1, resume: "s-1"}}},
+		{name: "paused then resumed: no pause, and a started again resumes nothing",
+			events: []journal.Event{started("a", 1), retried("a", 1, true, 0), paused,
+				{Type: journal.NightResumed, Class: "usage-limit"}, started("a", 2)},
+			jobs: map[string]job{"a": {phase: "pending", attempts: 2, uncounted: 1}}},
+		{name: "stopped ends the pause", stopped: true,
+			events: []journal.Event{paused, {Type: journal.NightStopped, Class: "invalid-credentials", Reason: "Invalid API key"}}},
+		{name: "the last pause wins", pause: "api-unavailable", events: []journal.Event{paused, outage}},
+		{name: "outages: the one each job was counted against", pause: "api-unavailable", outages: 2,
+			events: []journal.Event{started("a", 1), retried("a", 1, false, 1), outage,
+				{Type: journal.NightResumed}, started("a", 2), retried("a", 2, false, 2),
+				started("b", 1), retried("b", 1, true, 2), outage},
+			jobs: map[string]job{"a": {phase: "waiting to retry", attempts: 2, outage: 2, resume: "s-1"},
+				"b": {phase: "pending", attempts: 1, uncounted: 1, outage: 2, resume: "s-1"}}},
+		{name: "a finished job keeps its outage, not its retry", outages: 3,
+			events: []journal.Event{started("a", 1), retried("a", 1, false, 1),
+				started("a", 2), {Type: journal.JobFinished, Job: "a", Attempt: 2, Status: journal.Failed, Outage: 3}},
+			jobs: map[string]job{"a": {phase: "failed", attempts: 2, outage: 3}}},
+		{name: "bounces: deferred after an attempt, not before one",
+			events: []journal.Event{{Type: journal.JobDeferred, Job: "a", Reason: "notes down"},
+				started("a", 1), {Type: journal.JobDeferred, Job: "a", Attempt: 1, Reason: "lost notes"}},
+			jobs: map[string]job{"a": {phase: "deferred", attempts: 1, bounces: 1}}},
+		{name: "a job the batch no longer defines changes nothing",
+			events: []journal.Event{started("gone", 1), {Type: journal.JobFinished, Job: "gone", Attempt: 1, Status: journal.Done, Result: cost(1)}},
+			jobs:   map[string]job{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlan(planBatch(resumeOn, planJob("a", retries(1)), planJob("b", retries(1))), t0, time.Minute)
+			p.fold(tc.events)
+			for _, name := range p.order {
+				jp := p.jobs[name]
+				want, named := tc.jobs[name]
+				if !named {
+					want.phase = "pending"
+				}
+				got := job{phase: jp.phase.String(), attempts: jp.attempts, uncounted: jp.free, bounces: jp.bounces,
+					outage: jp.chargedOutage, reason: jp.reason, resume: jp.resume}
+				if got != want {
+					t.Errorf("%s: %+v, want %+v", name, got, want)
+				}
+			}
+			if p.cost != tc.cost || p.outages != tc.outages || p.running != 0 || (p.stopped != "") != tc.stopped {
+				t.Errorf("night: cost %v outages %d running %d stopped %q; want %v %d 0 %v", p.cost, p.outages, p.running, p.stopped,
+					tc.cost, tc.outages, tc.stopped)
+			}
+			var pause string
+			if p.pause != nil {
+				pause = string(p.pause.class)
+			}
+			if pause != tc.pause {
+				t.Errorf("pause %q, want %q", pause, tc.pause)
+			}
+			if tc.pause == "usage-limit" && !p.pause.until.Equal(reset) {
+				t.Errorf("the pause ends at %s, want the reset %s", p.pause.until, reset)
+			}
+			if tc.pause == "api-unavailable" && !p.pause.until.IsZero() {
+				t.Errorf("an API that did not answer is checked at %s, want at once", p.pause.until)
+			}
+		})
+	}
+}
+
+// The retry after a restart waits for the time its job-retried line says
+// (at once in an older journal without it), and is told what verify said.
+func TestPlanFoldsTheRetrysTimeAndFeedback(t *testing.T) {
+	verify := &journal.Verify{Command: []string{"/bin/check"}, ExitCode: -1, Output: "FAIL x", Err: "timed out after 1m"}
+	for _, tc := range []struct {
+		name      string
+		notBefore time.Time
+		launchAt  time.Duration // after planT0+1m
+	}{
+		{"the pause between retries holds", planT0.Add(5 * time.Minute), 4 * time.Minute},
+		{"an older journal: at once", time.Time{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newPlanDriver(t, planBatch(nil, planJob("a", retries(1))))
+			d.p.fold([]journal.Event{{Time: planT0, Type: journal.JobStarted, Job: "a", Attempt: 1},
+				{Time: planT0, Type: journal.JobRetried, Job: "a", Attempt: 1, Reason: "verify failed (timed out after 1m)",
+					Verify: verify, NotBefore: tc.notBefore}})
+			d.now = planT0.Add(time.Minute)
+			if tc.launchAt > 0 {
+				d.wake(0)
+				if len(d.launches) != 0 {
+					t.Fatalf("launched %q before %s", d.launches, tc.notBefore)
+				}
+			}
+			d.wake(tc.launchAt)
+			if !slices.Equal(d.launches, []string{"a#2"}) {
+				t.Fatalf("launches %q, want a#2", d.launches)
+			}
+			if f := d.feedbacks[0]; !strings.Contains(f, "`/bin/check` timed out after 1m") || !strings.Contains(f, "FAIL x") {
+				t.Errorf("the retry is told %q, want what verify said", f)
+			}
+		})
+	}
+}
