@@ -1,7 +1,8 @@
 // Package journal is the run journal: the closed vocabulary of what a night
 // records (one constant per event type, one field per fact), appending it
 // with fsync, reading it back (tolerant of a torn last line) and replaying
-// it to resume a run. The night, resume, the morning report and the chaos
+// what a dead supervisor left (its attempts in flight and their
+// processes; the night's plan folds the journal itself). The night, resume, the morning report and the chaos
 // test read and write it only through this package.
 package journal
 

@@ -497,3 +497,22 @@ func TestPlanFoldsTheRetrysTimeAndFeedback(t *testing.T) {
 		})
 	}
 }
+
+// A journal of release 0.x (journal/testdata) still resumes: its done,
+// failed and skipped jobs stay, the one running at the crash runs again
+// with two attempts used, and its cost is the night's.
+func TestPlanFoldsALegacyJournal(t *testing.T) {
+	events, err := journal.Read("../journal/testdata/v0-unfinished.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPlan(planBatch(nil, planJob("digest", nil), planJob("triage", retries(2)), planJob("publish", nil), planJob("lint", nil)),
+		planT0, time.Minute)
+	p.fold(events)
+	got := p.progress(planT0)
+	if d, l, tr, pu := p.jobs["digest"], p.jobs["lint"], p.jobs["triage"], p.jobs["publish"]; d.phase != phaseDone || l.phase != phaseFailed ||
+		tr.phase != phasePending || tr.attempts != 2 || pu.phase != phaseSkipped || pu.reason == "" || p.cost != 0.875 || p.running != 0 {
+		t.Errorf("folded: digest %s, lint %s, triage %s after %d attempts, publish %s (%q), cost %v, running %d; progress %+v",
+			d.phase, l.phase, tr.phase, tr.attempts, pu.phase, pu.reason, p.cost, p.running, got)
+	}
+}

@@ -15,7 +15,9 @@ import (
 // rules that move it (needs, defer, skip, run anyway, retries with a
 // growing pause, the deadline, max_cost_usd, max_defer). It does no I/O
 // and reads no clock: the loop (loop.go), its only owner, tells it what
-// happened with step and does what step returns.
+// happened with step and does what step returns. Every change a recorded
+// event makes goes through apply (fold.go), so a resumed night folds its
+// journal into the plan the dead supervisor had.
 //
 //	pending ──needs met, servers healthy──► running ──done──► done
 //	   │  ▲                                  │  │
