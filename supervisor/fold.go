@@ -24,6 +24,8 @@ import (
 // running attempt runs without (runsWithout), its outcome for the summary
 // (last), and the schedule of the checks of an API that does not answer
 // (the pause's checking, and its until and backoff after a failed check).
+// One resume step is not an event either: adopt takes back, as running,
+// an attempt the fold ended that a cluster's worker still runs.
 
 // record stamps ev with now, applies it, and returns the action that
 // journals it: what the plan records and what it does are one.
