@@ -1,7 +1,8 @@
 // Package journal is the run journal: the closed vocabulary of what a night
 // records (one constant per event type, one field per fact), appending it
 // with fsync, reading it back (tolerant of a torn last line) and replaying
-// it to resume a run. The night, resume, the morning report and the chaos
+// what a dead supervisor left (its attempts in flight and their
+// processes; the night's plan folds the journal itself). The night, resume, the morning report and the chaos
 // test read and write it only through this package.
 package journal
 
@@ -155,7 +156,18 @@ type Event struct {
 	Uncounted bool `json:"uncounted,omitempty"`
 	// Outage is the outage of the API (1, 2, …) the attempt (job-retried,
 	// job-finished) was counted against; 0 for none.
-	Outage    int    `json:"outage,omitempty"`
+	Outage int `json:"outage,omitempty"`
+	// NotBefore is when the next attempt of a job-retried may start at the
+	// earliest (the growing pause between retries). Zero in a journal
+	// older than the field: the retry may start at once, as a resumed
+	// night always let it.
+	NotBefore time.Time `json:"notBefore,omitzero"`
+	// Bounce: the attempt (job-deferred, job-skipped, job-finished) was
+	// stopped because its session could not use a server the job needs;
+	// it counts against the night's bound on such attempts, not against
+	// the job's retries. A journal older than the field lacks it: there a
+	// job-deferred line with Attempt set is one, as before.
+	Bounce    bool   `json:"bounce,omitempty"`
 	Batch     string `json:"batch,omitempty"`
 	BatchFile string `json:"batchFile,omitempty"`
 	PID       int    `json:"pid,omitempty"`
@@ -185,6 +197,9 @@ type Verify struct {
 	ExitCode int      `json:"exitCode"`
 	// Output is the tail of what it printed, redacted.
 	Output string `json:"output,omitempty"`
+	// Err says why it did not exit by itself (its timeout, it could not
+	// start); "" when it exited, and in a journal older than the field.
+	Err string `json:"err,omitempty"`
 }
 
 // UnmarshalJSON reads a result leniently: a field of an unexpected type is

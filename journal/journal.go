@@ -246,13 +246,14 @@ func (j *Journal) Append(ev Event) error {
 // Redacted returns ev with every prose field passed through
 // redact.String with everything the process remembered (internal/secrets):
 // the reason (a session's stderr tail, a denial's text, a server's crash),
-// the verify command's output and arguments, the result's terminal reason
+// the verify command's output, arguments and error, the result's terminal reason
 // and what killed it. ev's own Verify and Result are not changed.
 func Redacted(ev Event) Event {
 	ev.Reason = redact.String(ev.Reason)
 	if ev.Verify != nil {
 		v := *ev.Verify
 		v.Output = redact.String(v.Output)
+		v.Err = redact.String(v.Err)
 		if v.Command != nil {
 			v.Command = make([]string, len(ev.Verify.Command))
 			for i, a := range ev.Verify.Command {

@@ -310,6 +310,9 @@ func TestJournalLatestUnfinished(t *testing.T) {
 	}
 }
 
+// TestReplay: what a resumed or closed run needs besides the plan (which
+// folds the journal itself: supervisor's TestPlanFoldsOldJournals holds
+// these journals' job states, costs, pauses and outages).
 func TestReplay(t *testing.T) {
 	cost := func(c float64) *Result { return &Result{CostUSD: c} }
 	tests := []struct {
@@ -324,7 +327,7 @@ func TestReplay(t *testing.T) {
 				{Type: JobStarted, Job: "a", Attempt: 1},
 				{Type: JobFinished, Job: "a", Attempt: 1, Status: Done, Result: cost(0.5)},
 			},
-			want: RunState{Done: map[string]bool{"a": true}, Attempts: map[string]int{"a": 1}, CostUSD: 0.5},
+			want: RunState{Done: map[string]bool{"a": true}, Attempts: map[string]int{"a": 1}},
 		},
 		{
 			name: "failed, retried, done",
@@ -335,7 +338,7 @@ func TestReplay(t *testing.T) {
 				{Type: JobStarted, Job: "a", Attempt: 2},
 				{Type: JobFinished, Job: "a", Attempt: 2, Status: Done, Result: cost(1)},
 			},
-			want: RunState{Done: map[string]bool{"a": true}, Attempts: map[string]int{"a": 2}, CostUSD: 1.25},
+			want: RunState{Done: map[string]bool{"a": true}, Attempts: map[string]int{"a": 2}},
 		},
 		{
 			name: "retried without a failed line, crash during the retry",
@@ -344,7 +347,7 @@ func TestReplay(t *testing.T) {
 				{Type: JobRetried, Job: "a", Attempt: 1, Reason: "exit 1", Result: cost(0.5)},
 				{Type: JobStarted, Job: "a", Attempt: 2},
 			},
-			want: RunState{Attempts: map[string]int{"a": 2}, Running: map[string]bool{"a": true}, CostUSD: 0.5},
+			want: RunState{Attempts: map[string]int{"a": 2}, Running: map[string]bool{"a": true}},
 		},
 		{
 			name: "finally failed",
@@ -352,7 +355,7 @@ func TestReplay(t *testing.T) {
 				{Type: JobStarted, Job: "a"},
 				{Type: JobFinished, Job: "a", Status: Failed, Result: cost(0.75)},
 			},
-			want: RunState{Failed: map[string]bool{"a": true}, Attempts: map[string]int{"a": 1}, CostUSD: 0.75},
+			want: RunState{Attempts: map[string]int{"a": 1}},
 		},
 		{
 			name: "running at the crash counts an attempt",
@@ -373,8 +376,17 @@ func TestReplay(t *testing.T) {
 				{Type: JobSkipped, Job: "b", Status: Skipped, Reason: "needs a, which was skipped"},
 				{Type: RunResumed}, // no effect on the jobs
 			},
-			want: RunState{Skipped: map[string]string{"a": "deadline 07:00 passed; notes down since 03:12",
-				"b": "needs a, which was skipped"}},
+			want: RunState{},
+		},
+		{
+			name: "an attempt stopped for an unusable server ended; a deferral before one ends nothing",
+			events: []Event{
+				{Type: JobStarted, Job: "a", Attempt: 1},
+				{Type: JobDeferred, Job: "a", Attempt: 1, Reason: "lost notes"},
+				{Type: JobStarted, Job: "b", Attempt: 1},
+				{Type: JobDeferred, Job: "b", Reason: "notes down"},
+			},
+			want: RunState{Attempts: map[string]int{"a": 1, "b": 1}, Running: map[string]bool{"b": true}},
 		},
 	}
 	for _, tc := range tests {
@@ -382,21 +394,13 @@ func TestReplay(t *testing.T) {
 			got := Replay(tc.events)
 			got.Started, got.Sessions = time.Time{}, nil // tested on their own
 			want := tc.want
-			for _, m := range []*map[string]bool{&want.Done, &want.Failed, &want.Running} {
+			for _, m := range []*map[string]bool{&want.Done, &want.Running} {
 				if *m == nil {
 					*m = map[string]bool{}
 				}
 			}
-			if want.Skipped == nil {
-				want.Skipped = map[string]string{}
-			}
-			for _, m := range []*map[string]int{&want.Attempts, &want.Uncounted, &want.Bounces, &want.Outage} {
-				if *m == nil {
-					*m = map[string]int{}
-				}
-			}
-			if want.Retried == nil {
-				want.Retried = map[string]Event{}
+			if want.Attempts == nil {
+				want.Attempts = map[string]int{}
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("\n got %+v\nwant %+v", got, want)

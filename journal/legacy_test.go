@@ -83,9 +83,10 @@ func TestLegacyJournalResumes(t *testing.T) {
 	if err != nil || got != path {
 		t.Fatalf("LatestUnfinished = %q, %v; want %s", got, err, path)
 	}
+	// The jobs' states and the night's cost: supervisor's
+	// TestPlanFoldsALegacyJournal.
 	r := Replay(events)
-	if !r.Done["digest"] || !r.Failed["lint"] || !r.Running["triage"] || r.Attempts["triage"] != 2 ||
-		r.Skipped["publish"] == "" || r.CostUSD != 0.875 || r.Started.IsZero() {
+	if !r.Done["digest"] || r.Done["lint"] || !r.Running["triage"] || r.Attempts["triage"] != 2 || r.Started.IsZero() {
 		t.Errorf("replay = %+v", r)
 	}
 	if len(r.Sessions) != 1 || r.Sessions[0].Job != "triage" || r.Sessions[0].Attempt != 2 ||

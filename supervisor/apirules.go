@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -168,42 +167,36 @@ func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 	}
 
 	if rule.pause == pauseStop {
-		jp.phase, jp.reason = phaseFailed, reason
 		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, reason
-		acts = append(acts, actRecord{ev: base, level: logError, msg: "failed: the agent's login was refused; the night stops"})
-		return append(acts, p.stopNight(string(class), reason)...), true
+		acts = append(acts, p.record(now, base, logError, "failed: the agent's login was refused; the night stops"))
+		return append(acts, p.stopNight(now, string(class), reason)...), true
 	}
 
 	// The outage this failure belongs to: the one the night waits out,
 	// or a new one.
+	outage := p.outages
 	if rule.pause == pauseUntilAPI && (p.pause == nil || p.pause.class != session.FailureAPIUnavailable) {
-		p.outages++
+		outage++
 	}
 	free := rule.spend == spendNever
 	if rule.spend == spendOncePerOutage {
-		free = jp.chargedOutage == p.outages
-		jp.chargedOutage = p.outages
+		free = jp.chargedOutage == outage
+		base.Outage = outage
 	}
 	if free && jp.free >= maxFree {
 		free = false
 	}
-	if rule.spend == spendOncePerOutage {
-		base.Outage = p.outages
-	}
-	if free {
-		jp.free++
-		jp.phase = phasePending
+	switch {
+	case free:
 		base.Type, base.Reason, base.Uncounted = journal.JobRetried, reason+uncountedNote, true
-		acts = append(acts, actRecord{ev: base, level: logWarn, msg: "attempt failed on the API; the job waits with the night"})
-	} else if jp.attempts-jp.bounces-jp.free <= jp.job.Retries {
+		acts = append(acts, p.record(now, base, logWarn, "attempt failed on the API; the job waits with the night"))
+	case jp.attempts-jp.bounces-jp.free <= jp.job.Retries:
 		// The night's wait is the retry's pause.
-		jp.phase, jp.notBefore = phaseWaitingRetry, now
-		base.Type, base.Reason = journal.JobRetried, reason
-		acts = append(acts, actRecord{ev: base, level: logWarn, msg: "attempt failed on the API; will retry after the night's wait"})
-	} else {
-		jp.phase, jp.reason = phaseFailed, reason
+		base.Type, base.Reason, base.NotBefore = journal.JobRetried, reason, now
+		acts = append(acts, p.record(now, base, logWarn, "attempt failed on the API; will retry after the night's wait"))
+	default:
 		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, reason
-		acts = append(acts, actRecord{ev: base, level: logError, msg: "failed"})
+		acts = append(acts, p.record(now, base, logError, "failed"))
 	}
 	return append(acts, p.pauseFor(now, rule.pause, class, reason, out.API.ResetAt)...), true
 }
@@ -240,53 +233,47 @@ func (p *plan) pauseFor(now time.Time, rule pauseRule, class session.APIFailureC
 		if old.class == session.FailureUsageLimit && class != session.FailureUsageLimit && old.until.After(np.until) {
 			return nil // the usage limit outlasts it
 		}
-		if old.class == class {
-			np.since = old.since
-		}
 	}
-	p.pause = np
+	// apply keeps the start of a pause of the same class.
 	ev := journal.Event{Type: journal.NightPaused, Class: string(class), Reason: reason}
 	msg := "the night waits for the API to answer again"
 	if rule != pauseUntilAPI {
 		ev.Until = np.until
 		msg = "the night pauses until " + np.until.Local().Format("15:04:05")
 	}
-	p.pauses = append(p.pauses, fmt.Sprintf("paused at %s (%s): %s; %s", now.Local().Format("15:04:05"), class, reason,
-		strings.TrimPrefix(msg, "the night ")))
-	return []action{actRecord{ev: ev, level: logWarn, msg: msg}}
+	return []action{p.record(now, ev, logWarn, msg)}
 }
 
 // stopNight skips every job that has not started and tells the operator
 // now; the running ones are let finish.
-func (p *plan) stopNight(class, reason string) []action {
+func (p *plan) stopNight(now time.Time, class, reason string) []action {
 	if p.stopped != "" {
 		return nil
 	}
-	p.stopped = "the night stopped: " + reason
-	p.pause = nil
-	acts := []action{actRecord{ev: journal.Event{Type: journal.NightStopped, Class: class, Reason: reason},
-		level: logError, msg: "the night stops: the agent's login was refused"}}
-	acts = append(acts, p.skipWaiting(p.stopped)...)
+	acts := []action{p.record(now, journal.Event{Type: journal.NightStopped, Class: class, Reason: reason},
+		logError, "the night stops: the agent's login was refused")}
+	acts = append(acts, p.skipWaiting(now, p.stopped)...)
 	return append(acts, actNotifyNow{reason: reason})
 }
 
 // paused says whether the night starts nothing now, ending a pause whose
 // time came or asking for a check of the API. It also holds the deadline
-// and the outage's bound against the pause.
+// and the outage's bound against the pause: when the pause ends past the
+// deadline, or the API stayed away too long, every waiting job is skipped
+// and the night goes on with what runs (the pause itself is not ended: a
+// retry of what runs would meet it too).
 func (p *plan) paused(now time.Time) (acts []action, paused bool) {
 	np := p.pause
 	if np == nil {
 		return nil, false
 	}
 	if d := p.rules.deadline; !d.IsZero() && np.class != session.FailureAPIUnavailable && !np.until.Before(d) {
-		p.pause = nil
-		return p.skipWaiting(fmt.Sprintf("the night paused until %s (%s: %s), past the deadline %s",
+		return p.skipWaiting(now, fmt.Sprintf("the night paused until %s (%s: %s), past the deadline %s",
 			np.until.Local().Format("15:04"), np.class, np.reason, d.Format("15:04"))), false
 	}
 	if np.class == session.FailureAPIUnavailable {
 		if now.Sub(np.since) >= p.rules.waits.MaxOutage {
-			p.pause = nil
-			return p.skipWaiting(fmt.Sprintf("the API did not answer for %s: %s", p.rules.waits.MaxOutage, np.reason)), false
+			return p.skipWaiting(now, fmt.Sprintf("the API did not answer for %s: %s", p.rules.waits.MaxOutage, np.reason)), false
 		}
 		if np.checking || now.Before(np.until) {
 			return nil, true
@@ -297,10 +284,9 @@ func (p *plan) paused(now time.Time) (acts []action, paused bool) {
 	if now.Before(np.until) {
 		return nil, true
 	}
-	p.pause = nil
-	return []action{actRecord{ev: journal.Event{Type: journal.NightResumed, Class: string(np.class),
+	return []action{p.record(now, journal.Event{Type: journal.NightResumed, Class: string(np.class),
 		Reason: "the pause ended at " + np.until.Local().Format("15:04:05")},
-		level: logInfo, msg: "the night goes on after its pause"}}, false
+		logInfo, "the night goes on after its pause")}, false
 }
 
 // apiChecked ends the outage when the API answered, or sets the next
@@ -316,8 +302,7 @@ func (p *plan) apiChecked(now time.Time, ev evAPI) []action {
 		np.until = now.Add(np.backoff)
 		return nil
 	}
-	p.pause = nil
-	return []action{actRecord{ev: journal.Event{Type: journal.NightResumed, Class: string(np.class),
+	return []action{p.record(now, journal.Event{Type: journal.NightResumed, Class: string(np.class),
 		Reason: fmt.Sprintf("the API answers again after %s", now.Sub(np.since).Round(time.Second))},
-		level: logInfo, msg: "the API answers again; the night goes on"}}
+		logInfo, "the API answers again; the night goes on")}
 }

@@ -171,7 +171,7 @@ func (n *night) openClusterJournal(ctx context.Context) (bool, error) {
 			}
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
 			n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
-			n.plan.resume(rp)
+			n.plan.fold(events)
 			if c.coord, err = queue.NewCoordinator(c.db, runID); err != nil {
 				return false, err
 			}

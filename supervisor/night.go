@@ -244,7 +244,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 			if l.Level == string(agentlogin.Fail) {
 				// A refused login fails every session: the night stops
 				// before the first, as it does after one (apirules.go).
-				n.do(ctx, n.plan.stopNight(string(session.FailureInvalidCredentials),
+				n.do(ctx, n.plan.stopNight(n.now(), string(session.FailureInvalidCredentials),
 					fmt.Sprintf("the agent's login was refused before the night: %s (fix: %s)", l.Detail, l.Fix)))
 			}
 		}
@@ -380,7 +380,7 @@ func (n *night) openJournal() (bool, error) {
 			}
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
 			n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
-			n.plan.resume(rp)
+			n.plan.fold(events)
 			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
 			n.append(journal.Event{Type: journal.RunResumed, Reason: fmt.Sprintf("pid %d resumes the run", os.Getpid()), PID: os.Getpid()})

@@ -15,7 +15,9 @@ import (
 // rules that move it (needs, defer, skip, run anyway, retries with a
 // growing pause, the deadline, max_cost_usd, max_defer). It does no I/O
 // and reads no clock: the loop (loop.go), its only owner, tells it what
-// happened with step and does what step returns.
+// happened with step and does what step returns. Every change a recorded
+// event makes goes through apply (fold.go), so a resumed night folds its
+// journal into the plan the dead supervisor had.
 //
 //	pending ──needs met, servers healthy──► running ──done──► done
 //	   │  ▲                                  │  │
@@ -104,6 +106,8 @@ type jobPlan struct {
 	// resume is the Claude session the next attempt resumes, and
 	// resumeWhy how the last one ended ("" starts fresh).
 	resume, resumeWhy string
+	// costed is the last attempt whose cost the night counted.
+	costed int
 	// runsWithout are the servers that were down when its running attempt
 	// started anyway (on_unhealthy: run).
 	runsWithout []string
@@ -251,54 +255,6 @@ func deadlineAfter(started time.Time, clock jobs.ClockTime) time.Time {
 	return d
 }
 
-// resume sets the jobs' state from a replayed journal: done, skipped and
-// failed jobs stay so; the others keep the attempts they used.
-//
-// What the night's API rules kept in memory is restored too: the attempts
-// that were not counted, the outage each job was counted against, a pause
-// that had not ended (the night stays paused until its time, or checks the
-// API at once), and the session a retry resumes.
-func (p *plan) resume(r journal.RunState) {
-	p.cost = r.CostUSD
-	p.outages = r.Outages
-	if ev := r.Pause; ev != nil {
-		np := &nightPause{class: session.APIFailureClass(ev.Class), reason: ev.Reason, since: ev.Time, until: ev.Until}
-		if np.class != session.FailureAPIUnavailable && np.until.IsZero() {
-			np = nil // a pause without its end: the night goes on
-		}
-		if np != nil {
-			np.backoff = np.until.Sub(np.since)
-			if np.class == session.FailureAPIUnavailable {
-				np.backoff = p.rules.waits.CheckMin
-			}
-			p.pause = np
-			p.pauses = append(p.pauses, fmt.Sprintf("paused at %s (%s): %s; before the restart",
-				ev.Time.Local().Format("15:04:05"), np.class, ev.Reason))
-		}
-	}
-	for name, jp := range p.jobs {
-		jp.attempts = r.Attempts[name]
-		jp.free, jp.bounces, jp.chargedOutage = r.Uncounted[name], r.Bounces[name], r.Outage[name]
-		if ev, ok := r.Retried[name]; ok && ev.Result != nil && p.rules.resume {
-			out := session.Outcome{SessionID: ev.Result.SessionID, KilledBy: ev.Result.KilledBy}
-			if ev.Class != "" {
-				out.API = &session.APIFailure{Class: session.APIFailureClass(ev.Class)}
-			}
-			if out.SessionID != "" && endedAfterWork(out) {
-				jp.resume, jp.resumeWhy = out.SessionID, strings.TrimSuffix(ev.Reason, uncountedNote)
-			}
-		}
-		switch {
-		case r.Done[name]:
-			jp.phase = phaseDone
-		case r.Skipped[name] != "":
-			jp.phase, jp.reason = phaseSkipped, r.Skipped[name]
-		case r.Failed[name]:
-			jp.phase, jp.reason = phaseFailed, "failed before the restart"
-		}
-	}
-}
-
 // adopt takes attempt of job as running: a resumed coordinator's attempt
 // that goes on on a cluster's worker. Its end comes as any other.
 func (p *plan) adopt(job string, attempt int, now time.Time) {
@@ -352,20 +308,20 @@ func (p *plan) step(now time.Time, ev event) []action {
 func (p *plan) applyLimits(now time.Time) []action {
 	var acts []action
 	if p.stopped != "" {
-		acts = append(acts, p.skipWaiting(p.stopped)...)
+		acts = append(acts, p.skipWaiting(now, p.stopped)...)
 	}
 	if d := p.rules.deadline; !d.IsZero() && !now.Before(d) {
-		acts = append(acts, p.skipWaiting(fmt.Sprintf("the deadline %s passed", d.Format("15:04")))...)
+		acts = append(acts, p.skipWaiting(now, fmt.Sprintf("the deadline %s passed", d.Format("15:04")))...)
 	}
 	if p.rules.maxCostUSD > 0 && p.cost >= p.rules.maxCostUSD {
-		acts = append(acts, p.skipWaiting(fmt.Sprintf("max_cost_usd reached: $%.2f of $%.2f spent", p.cost, p.rules.maxCostUSD))...)
+		acts = append(acts, p.skipWaiting(now, fmt.Sprintf("max_cost_usd reached: $%.2f of $%.2f spent", p.cost, p.rules.maxCostUSD))...)
 	}
 	return acts
 }
 
 // skipWaiting ends every job that has not started with reason, adding what
 // it was waiting for.
-func (p *plan) skipWaiting(reason string) []action {
+func (p *plan) skipWaiting(now time.Time, reason string) []action {
 	var acts []action
 	for _, name := range p.order {
 		jp := p.jobs[name]
@@ -376,15 +332,14 @@ func (p *plan) skipWaiting(reason string) []action {
 		if jp.deferring != "" {
 			why += "; it was waiting: " + jp.deferring
 		}
-		acts = append(acts, p.skip(jp, why))
+		acts = append(acts, p.skip(now, jp, why))
 	}
 	return acts
 }
 
-func (p *plan) skip(jp *jobPlan, reason string) action {
-	jp.phase, jp.reason = phaseSkipped, reason
-	return actRecord{ev: journal.Event{Type: journal.JobSkipped, Job: jp.job.Name, Status: journal.Skipped, Reason: reason},
-		level: logWarn, msg: "skipped"}
+func (p *plan) skip(now time.Time, jp *jobPlan, reason string) action {
+	return p.record(now, journal.Event{Type: journal.JobSkipped, Job: jp.job.Name, Status: journal.Skipped, Reason: reason},
+		logWarn, "skipped")
 }
 
 // scanReady goes on through the jobs in file order while slots are free:
@@ -401,7 +356,7 @@ func (p *plan) scanReady(now time.Time) []action {
 		}
 		ready, blocked := p.needsMet(jp)
 		if blocked != "" {
-			acts = append(acts, p.skip(jp, blocked))
+			acts = append(acts, p.skip(now, jp, blocked))
 			continue
 		}
 		if !ready {
@@ -442,31 +397,24 @@ func (p *plan) needsMet(jp *jobPlan) (ready bool, blocked string) {
 func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers []string) []action {
 	if down != "" && jp.job.OnUnhealthy != jobs.Run {
 		if jp.job.OnUnhealthy == jobs.Skip {
-			return []action{p.skip(jp, down)}
+			return []action{p.skip(now, jp, down)}
 		}
-		if jp.deferredSince.IsZero() {
-			jp.deferredSince = now
+		if jp.phase == phaseDeferred && jp.deferring == down {
+			return nil // deferred already, for the same reason
 		}
-		jp.phase = phaseDeferred
-		if jp.deferring == down {
-			return nil
-		}
-		jp.deferring = down
-		jp.deferrals++
-		return []action{actRecord{ev: journal.Event{Type: journal.JobDeferred, Job: jp.job.Name, Reason: down},
-			level: logInfo, msg: "deferred"}}
+		return []action{p.record(now, journal.Event{Type: journal.JobDeferred, Job: jp.job.Name, Reason: down},
+			logInfo, "deferred")}
 	}
-	jp.deferring = ""
+	// The loop journals the start (job-started) once the attempt's files
+	// exist; the plan applies the same line now.
+	launch := actLaunch{job: jp.job.Name, attempt: jp.attempts + 1, feedback: jp.feedback,
+		resume: jp.resume, resumeWhy: jp.resumeWhy}
+	p.apply(journal.Event{Time: now, Type: journal.JobStarted, Job: launch.job, Attempt: launch.attempt, Resume: launch.resume})
 	jp.runsWithout = nil
 	if down != "" { // on_unhealthy: run, by choice
 		jp.runsWithout = downServers
 	}
-	jp.attempts++
-	jp.phase = phaseRunning
-	jp.startedAt = now
-	p.running++
-	return []action{actLaunch{job: jp.job.Name, attempt: jp.attempts, feedback: jp.feedback,
-		resume: jp.resume, resumeWhy: jp.resumeWhy}}
+	return []action{launch}
 }
 
 // attemptEnded judges the end of an attempt: done, another attempt after a
@@ -479,20 +427,13 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 		// attempt, told again to a coordinator that resumed.
 		return nil
 	}
-	p.running--
-	jp.phase = phasePending
 	out := ev.outcome
 	if out.KilledBy == "stopped" {
+		p.interrupt(jp)
 		return nil
 	}
 	jp.last = &out
-	p.cost += out.CostUSD
-	jp.resume, jp.resumeWhy = "", ""
-	if p.rules.resume && out.Status != session.Done && out.SessionID != "" && endedAfterWork(out) {
-		jp.resume, jp.resumeWhy = out.SessionID, out.Reason
-	}
-	result := resultOf(out)
-	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: result, Denied: out.Denied,
+	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: resultOf(out), Denied: out.Denied,
 		Unusable: unusableServers(out.Unusable), Verify: verifyOf(out.Verify), Host: ev.host}
 	if out.Status != session.Done {
 		if acts, ok := p.apiFailed(now, jp, base, out); ok {
@@ -505,52 +446,40 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	var rec actRecord
 	switch {
 	case out.Status == session.Done:
-		jp.phase, jp.reason, jp.feedback = phaseDone, "", ""
 		for _, s := range jp.runsWithout {
 			if !slices.Contains(base.Unusable, s) {
 				base.Unusable = append(base.Unusable, s)
 			}
 		}
 		if len(base.Unusable) > 0 { // on_unhealthy: run, by choice
-			jp.reason = "ran without " + strings.Join(base.Unusable, ", ")
-			base.Reason = jp.reason
+			base.Reason = "ran without " + strings.Join(base.Unusable, ", ")
 		}
 		base.Type, base.Status = journal.JobFinished, journal.Done
-		rec = actRecord{ev: base, level: logInfo, msg: "done"}
+		rec = p.record(now, base, logInfo, "done")
 	case len(out.Denied) > 0:
-		jp.phase, jp.reason = phaseFailed, out.Reason
 		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, out.Reason
-		rec = actRecord{ev: base, level: logError, msg: "failed; not retried: the same permissions deny again"}
+		rec = p.record(now, base, logError, "failed; not retried: the same permissions deny again")
 	case len(out.Unusable) > 0 && jp.job.OnUnhealthy != jobs.Run:
-		jp.bounces++
-		switch {
+		base.Bounce = true
+		switch bounces := jp.bounces + 1; {
 		case jp.job.OnUnhealthy == jobs.Skip:
-			rec = p.skip(jp, out.Reason).(actRecord)
-			rec.ev.Attempt, rec.ev.Unusable = ev.attempt, base.Unusable
-		case jp.bounces > maxBounces:
-			jp.phase = phaseFailed
-			jp.reason = fmt.Sprintf("%d attempts could not use their servers: %s", jp.bounces, out.Reason)
-			base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, jp.reason
-			rec = actRecord{ev: base, level: logError, msg: "failed"}
+			base.Type, base.Status, base.Reason = journal.JobSkipped, journal.Skipped, out.Reason
+			rec = p.record(now, base, logWarn, "skipped")
+		case bounces > maxBounces:
+			base.Type, base.Status = journal.JobFinished, journal.Failed
+			base.Reason = fmt.Sprintf("%d attempts could not use their servers: %s", bounces, out.Reason)
+			rec = p.record(now, base, logError, "failed")
 		default:
-			if jp.deferredSince.IsZero() {
-				jp.deferredSince = now
-			}
-			jp.phase, jp.deferring = phaseDeferred, out.Reason
-			jp.deferrals++
-			base.Type, base.Reason, base.Result = journal.JobDeferred, out.Reason, result
-			rec = actRecord{ev: base, level: logWarn, msg: "stopped: the session could not use its servers; waits for them"}
+			base.Type, base.Reason = journal.JobDeferred, out.Reason
+			rec = p.record(now, base, logWarn, "stopped: the session could not use its servers; waits for them")
 		}
 	case jp.attempts-jp.bounces-jp.free <= jp.job.Retries:
 		pause := p.rules.retryPause * time.Duration(jp.attempts-jp.bounces-jp.free)
-		jp.phase, jp.notBefore = phaseWaitingRetry, now.Add(pause)
-		jp.feedback = out.Verify.Feedback()
-		base.Type, base.Reason = journal.JobRetried, out.Reason
-		rec = actRecord{ev: base, level: logWarn, msg: fmt.Sprintf("attempt failed; will retry in %s", pause)}
+		base.Type, base.Reason, base.NotBefore = journal.JobRetried, out.Reason, now.Add(pause)
+		rec = p.record(now, base, logWarn, fmt.Sprintf("attempt failed; will retry in %s", pause))
 	default:
-		jp.phase, jp.reason = phaseFailed, out.Reason
 		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, out.Reason
-		rec = actRecord{ev: base, level: logError, msg: "failed"}
+		rec = p.record(now, base, logError, "failed")
 	}
 	if ev.unstarted {
 		return []action{rec}
@@ -580,7 +509,7 @@ func verifyOf(v *session.VerifyResult) *journal.Verify {
 	if v == nil {
 		return nil
 	}
-	return &journal.Verify{Command: v.Command, OK: v.OK, ExitCode: v.ExitCode, Output: v.Output}
+	return &journal.Verify{Command: v.Command, OK: v.OK, ExitCode: v.ExitCode, Output: v.Output, Err: v.Err}
 }
 
 // giveUpWaiting skips deferred jobs that can never run: nothing is running
@@ -594,7 +523,7 @@ func (p *plan) giveUpWaiting(now time.Time) []action {
 	for _, name := range p.order {
 		jp := p.jobs[name]
 		if jp.phase == phaseDeferred && now.Sub(jp.deferredSince) >= limit {
-			acts = append(acts, p.skip(jp, fmt.Sprintf("waited %s for its servers: %s", limit, jp.deferring)))
+			acts = append(acts, p.skip(now, jp, fmt.Sprintf("waited %s for its servers: %s", limit, jp.deferring)))
 		}
 	}
 	return acts

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
-	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -141,7 +140,7 @@ func TestPlanCrashReplay(t *testing.T) {
 			d := newPlanDriver(t, tc.batch)
 			d.p.rules.waits = testWaits.withDefaults()
 			d.now = dead.now.Add(30 * time.Second)
-			d.p.resume(journal.Replay(dead.journal))
+			d.p.fold(dead.journal)
 			tc.after(d)
 			if !slices.Equal(d.launches, tc.launches) || !slices.Equal(d.resumes, tc.resumes) {
 				t.Errorf("after the restart: launches %q resumes %q, want %q %q", d.launches, d.resumes, tc.launches, tc.resumes)

@@ -510,8 +510,17 @@ func TestPlanRules(t *testing.T) {
 func TestPlanResume(t *testing.T) {
 	b := planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", nil), planJob("b", nil), planJob("c", retries(1)), planJob("d", needs("b")))
 	d := newPlanDriver(t, b)
-	d.p.resume(journal.RunState{Done: map[string]bool{"a": true}, Failed: map[string]bool{"b": true},
-		Attempts: map[string]int{"a": 1, "b": 2, "c": 1}, Running: map[string]bool{"c": true}, CostUSD: 1.5})
+	cost := func(c float64) *journal.Result { return &journal.Result{CostUSD: c} }
+	d.p.fold([]journal.Event{
+		{Type: journal.RunStarted},
+		{Type: journal.JobStarted, Job: "a", Attempt: 1},
+		{Type: journal.JobFinished, Job: "a", Attempt: 1, Status: journal.Done, Result: cost(1)},
+		{Type: journal.JobStarted, Job: "b", Attempt: 1},
+		{Type: journal.JobRetried, Job: "b", Attempt: 1, Reason: "exit 1", Result: cost(0.25)},
+		{Type: journal.JobStarted, Job: "b", Attempt: 2},
+		{Type: journal.JobFinished, Job: "b", Attempt: 2, Status: journal.Failed, Reason: "exit 1", Result: cost(0.25)},
+		{Type: journal.JobStarted, Job: "c", Attempt: 1}, // running when the supervisor died
+	})
 	d.wake(0)
 	if !slices.Equal(d.launches, []string{"c#2"}) {
 		t.Errorf("launches = %q, want c#2", d.launches)
@@ -519,8 +528,8 @@ func TestPlanResume(t *testing.T) {
 	if got := d.phases(); got["a"] != "done" || got["b"] != "failed" || got["d"] != "skipped" {
 		t.Errorf("phases = %v", got)
 	}
-	if d.p.cost != 1.5 || d.p.jobs["b"].reason != "failed before the restart" {
-		t.Errorf("cost %v, b's reason %q", d.p.cost, d.p.jobs["b"].reason)
+	if d.p.cost != 1.5 || d.p.jobs["b"].reason != "exit 1" || d.p.jobs["b"].attempts != 2 {
+		t.Errorf("cost %v, b's reason %q and attempts %d", d.p.cost, d.p.jobs["b"].reason, d.p.jobs["b"].attempts)
 	}
 	jobsOut, done, failed, skipped := d.p.summary()
 	if len(jobsOut) != 4 || done != 1 || failed != 2 || skipped != 1 { // c is still running: not done

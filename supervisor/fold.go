@@ -1,0 +1,219 @@
+package supervisor
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// The plan folds its own journal. apply is the only place where a
+// recorded event changes the plan: a job's phase, attempts, reason,
+// bounces, uncounted attempts, the outage it was charged, the feedback and
+// the session its next attempt is given, when a retry may start, its
+// deferral; the night's cost, pause, outages and stop. step builds each
+// event it records and applies it through record; the job-started line,
+// which the loop writes once the attempt's files exist, is applied when
+// the plan launches. Resume is the same fold over the journal a dead
+// supervisor left (fold), so there is no second copy of the transitions.
+//
+// What stays outside is not recorded and not the job's fate: the scan
+// cursor and the health answer awaited (scan, asked), the servers a
+// running attempt runs without (runsWithout), its outcome for the summary
+// (last), and the schedule of the checks of an API that does not answer
+// (the pause's checking, and its until and backoff after a failed check).
+// One resume step is not an event either: adopt takes back, as running,
+// an attempt the fold ended that a cluster's worker still runs.
+
+// record stamps ev with now, applies it, and returns the action that
+// journals it: what the plan records and what it does are one.
+func (p *plan) record(now time.Time, ev journal.Event, level logLevel, msg string) actRecord {
+	ev.Time = now
+	p.apply(ev)
+	return actRecord{ev: ev, level: level, msg: msg}
+}
+
+// apply changes the plan by one recorded event. It reads nothing but ev,
+// the batch's rules and the plan itself, so folding what step recorded
+// into a new plan gives the plan step left. Events of jobs the batch does
+// not define, and types that are not the plan's, change nothing.
+func (p *plan) apply(ev journal.Event) {
+	switch ev.Type {
+	case journal.NightPaused:
+		p.applyPause(ev)
+		return
+	case journal.NightResumed:
+		p.pause = nil
+		return
+	case journal.NightStopped:
+		p.stopped, p.pause = "the night stopped: "+ev.Reason, nil
+		return
+	case journal.RunResumed:
+		// The supervisor that ran them died: their attempts ended then.
+		for _, name := range p.order {
+			p.interrupt(p.jobs[name])
+		}
+		return
+	}
+	jp := p.jobs[ev.Job]
+	if jp == nil {
+		return
+	}
+	switch ev.Type {
+	case journal.JobStarted:
+		if jp.phase != phaseRunning {
+			p.running++
+		}
+		// A line per attempt; one whose files could not be prepared has
+		// none, and its end carries its number.
+		jp.attempts = max(jp.attempts+1, ev.Attempt)
+		jp.phase, jp.startedAt = phaseRunning, ev.Time
+		jp.deferring, jp.resume, jp.resumeWhy = "", "", ""
+	case journal.JobRetried:
+		p.attemptOver(jp, ev)
+		if ev.Uncounted {
+			jp.free++
+		} else {
+			jp.phase = phaseWaitingRetry
+		}
+		if !ev.NotBefore.IsZero() {
+			jp.notBefore = ev.NotBefore
+		}
+		if ev.Class == "" {
+			// The job's own failure: the next prompt is told what its
+			// verify said. A retry the API's rules decided (Class) keeps
+			// what the last one was told.
+			jp.feedback = feedbackOf(ev.Verify)
+		}
+	case journal.JobFinished:
+		p.attemptOver(jp, ev)
+		switch ev.Status {
+		case journal.Done:
+			jp.phase, jp.feedback = phaseDone, ""
+		case journal.Skipped: // an older journal's word for it
+			jp.phase = phaseSkipped
+		default: // failed, or a status this version does not know
+			jp.phase = phaseFailed
+		}
+		jp.reason = ev.Reason
+	case journal.JobDeferred:
+		if ev.Attempt > 0 {
+			p.attemptOver(jp, ev)
+		}
+		if jp.deferredSince.IsZero() {
+			jp.deferredSince = ev.Time
+		}
+		jp.phase, jp.deferring = phaseDeferred, ev.Reason
+		jp.deferrals++
+	case journal.JobSkipped:
+		if ev.Attempt > 0 {
+			p.attemptOver(jp, ev)
+		}
+		jp.phase, jp.reason = phaseSkipped, ev.Reason
+	}
+}
+
+// attemptOver applies what every end of an attempt says: the attempt
+// was made (an older journal's end without a number is the last one started),
+// its cost (once per attempt, though an older journal may carry it on two
+// lines), the outage it was charged, whether it was a bounce, and the
+// session a retry resumes (endedAfterWork).
+func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
+	n := ev.Attempt
+	if n == 0 {
+		n = jp.attempts
+	}
+	jp.attempts = max(jp.attempts, n)
+	if jp.phase == phaseRunning {
+		p.running--
+	}
+	// What a start does is done by an end too: an attempt whose files
+	// could not be prepared has no job-started line.
+	jp.phase, jp.startedAt, jp.deferring = phasePending, time.Time{}, ""
+	if n > jp.costed {
+		jp.costed = n
+		p.cost += ev.Cost()
+	}
+	if ev.Outage > 0 {
+		jp.chargedOutage = ev.Outage
+		p.outages = max(p.outages, ev.Outage)
+	}
+	if ev.Bounce || ev.Type == journal.JobDeferred {
+		jp.bounces++
+	}
+	jp.resume, jp.resumeWhy = "", ""
+	if r := ev.Result; p.rules.resume && r != nil && r.SessionID != "" && !(ev.Type == journal.JobFinished && ev.Status == journal.Done) {
+		out := session.Outcome{KilledBy: r.KilledBy}
+		if ev.Class != "" {
+			out.API = &session.APIFailure{Class: session.APIFailureClass(ev.Class)}
+		}
+		if endedAfterWork(out) {
+			jp.resume, jp.resumeWhy = r.SessionID, strings.TrimSuffix(ev.Reason, uncountedNote)
+		}
+	}
+}
+
+// applyPause starts or extends the night's pause. A pause of the class
+// the night already waits out keeps its start; one of an API that does not
+// answer is checked first after the shortest interval.
+func (p *plan) applyPause(ev journal.Event) {
+	class := session.APIFailureClass(ev.Class)
+	np := &nightPause{class: class, reason: ev.Reason, since: ev.Time, until: ev.Until}
+	switch {
+	case class == session.FailureAPIUnavailable:
+		np.backoff = p.rules.waits.CheckMin
+		np.until = ev.Time.Add(np.backoff)
+	case ev.Until.IsZero():
+		return // a pause without its end: the night goes on
+	default:
+		np.backoff = ev.Until.Sub(ev.Time)
+	}
+	if old := p.pause; old != nil && old.class == class {
+		np.since = old.since
+	}
+	p.pause = np
+	how := "waits for the API to answer again"
+	if !ev.Until.IsZero() {
+		how = "pauses until " + ev.Until.Local().Format("15:04:05")
+	}
+	p.pauses = append(p.pauses, fmt.Sprintf("paused at %s (%s): %s; %s", ev.Time.Local().Format("15:04:05"), class, ev.Reason, how))
+}
+
+// interrupt ends jp's running attempt without a verdict: the night
+// stopped it, or the supervisor that ran it died. The attempt stays
+// used, and the job runs again.
+func (p *plan) interrupt(jp *jobPlan) {
+	if jp.phase != phaseRunning {
+		return
+	}
+	p.running--
+	jp.phase, jp.startedAt = phasePending, time.Time{}
+}
+
+// fold rebuilds a run's plan from its journal, for a supervisor that
+// takes the run over: done, skipped and failed jobs stay so; a job that
+// was running when the last supervisor died has used that attempt and
+// runs again; the uncounted attempts, bounces, outages, the feedback and
+// the session a retry resumes are what they were; a pause that had not
+// ended goes on until its time, and an API that did not answer is checked
+// at once.
+func (p *plan) fold(events []journal.Event) {
+	for _, ev := range events {
+		p.apply(ev)
+	}
+	p.apply(journal.Event{Type: journal.RunResumed})
+	if np := p.pause; np != nil && np.class == session.FailureAPIUnavailable {
+		np.until = time.Time{}
+	}
+}
+
+// feedbackOf is what the next attempt is told of a verify that did not
+// pass; "" without one.
+func feedbackOf(v *journal.Verify) string {
+	if v == nil {
+		return ""
+	}
+	return (&session.VerifyResult{Command: v.Command, OK: v.OK, ExitCode: v.ExitCode, Output: v.Output, Err: v.Err}).Feedback()
+}
