@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -91,10 +92,20 @@ func testNightWaitsOutAnAPIOutage(t *testing.T, outage fakeapi.Fault) {
 		f := newNightFixture(t)
 		yaml := f.apiBatch(version, 3, "")
 		fault := outage // each version's subtest runs in parallel: its own copy
-		fault.For = 8 * time.Second
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		s, err := f.runAPINight(ctx, yaml, func() { f.api.Inject(fault) })
+		// The outage lasts until the night has paused for it, however
+		// long a busy machine takes to get there (a window of wall time
+		// could end before the first session starts).
+		watched := make(chan struct{})
+		defer func() { cancel(); <-watched }()
+		s, err := f.runAPINight(ctx, yaml, func() {
+			f.api.Inject(fault)
+			go func() {
+				defer close(watched)
+				clearWhenPaused(ctx, f.api, filepath.Join(f.dir, "state"))
+			}()
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,4 +389,28 @@ jobs:
 			t.Errorf("the old night's report was not written (AfterNight got %q)", closedReport)
 		}
 	})
+}
+
+// clearWhenPaused ends the fake API's fault once a journal under stateDir
+// says the night paused (or ctx ends).
+func clearWhenPaused(ctx context.Context, api *fakeapi.Server, stateDir string) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		paths, _ := filepath.Glob(statedir.Journals(stateDir))
+		for _, p := range paths {
+			events, _ := journal.Read(p)
+			for _, ev := range events {
+				if ev.Type == journal.NightPaused {
+					api.Clear()
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
