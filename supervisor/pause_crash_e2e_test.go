@@ -48,7 +48,9 @@ func TestNightPauseSurvivesASIGKILL(t *testing.T) {
 		}
 		log := func() string { s, _ := os.ReadFile(filepath.Join(f.dir, "run.log")); return string(s) }
 
-		reset := time.Now().Add(15 * time.Second)
+		// The reset leaves room for a busy machine's preflight and first
+		// session before the pause (the kill must come well before it).
+		reset := time.Now().Add(40 * time.Second)
 		limit := fakeapi.UsageLimit(fakeapi.FiveHour, reset)
 		limit.For = time.Until(reset) - time.Second
 		f.api.Inject(limit)
