@@ -282,7 +282,7 @@ func (n *night) launchRemote(ctx context.Context, a actLaunch) (evAttemptEnded, 
 	}
 	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Allowed: job.Allowed(), Resume: a.resume})
 	if n.journalErr != nil {
-		return notStarted(a), true
+		return notStarted(a, n.startsNothing()), true
 	}
 	args := queue.AttemptArgs{Job: a.job, Attempt: a.attempt, Feedback: a.feedback, Resume: a.resume, ResumeWhy: a.resumeWhy}
 	if err := n.cluster.coord.Enqueue(ctx, args, hosts); err != nil {
@@ -390,13 +390,7 @@ func (n *night) stopRemote() {
 	for n.plan.running > 0 {
 		select {
 		case m := <-n.inbox:
-			switch {
-			case m.ended != nil:
-				n.plan.step(n.now(), *m.ended)
-				n.log.Warn().Str("job", m.ended.job).Msg("stopped with the night")
-			case m.seen.pgid > 0:
-				n.append(n.processEvent(m.seen))
-			}
+			n.takeWhileStopping(m)
 		case <-deadline:
 			n.log.Warn().Int("running", n.plan.running).Msg("some workers did not answer the stop; the next `nightwatch run` adopts their attempts")
 			return

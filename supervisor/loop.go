@@ -80,14 +80,14 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 	for len(acts) > 0 {
 		a := acts[0]
 		acts = acts[1:]
-		if n.journalErr != nil {
-			// The journal cannot be written: record what ends, start
-			// nothing.
+		if why := n.startsNothing(); why != "" {
+			// Stopping, or the journal cannot be written: record what
+			// ends, start nothing.
 			switch a := a.(type) {
 			case actRecord:
 				n.record(a)
 			case actLaunch:
-				acts = append(n.plan.step(n.now(), notStarted(a)), acts...)
+				acts = append(n.plan.step(n.now(), notStarted(a, why)), acts...)
 			}
 			continue
 		}
@@ -118,11 +118,24 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 	return finished
 }
 
-// notStarted is the end of an attempt the night did not start because its
-// journal cannot be written: the job stays as it was, for a resumed run.
-func notStarted(a actLaunch) evAttemptEnded {
+// startsNothing says why the night starts no attempt now ("" when it
+// may): it is stopping, or its journal cannot be written.
+func (n *night) startsNothing() string {
+	switch {
+	case n.journalErr != nil:
+		return "the journal cannot be written"
+	case n.stopping:
+		return "the night was stopped"
+	}
+	return ""
+}
+
+// notStarted is the end of an attempt the night did not start (why: it
+// was stopping, or its journal cannot be written): the job stays as it
+// was, for a resumed run.
+func notStarted(a actLaunch, why string) evAttemptEnded {
 	return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
-		outcome: session.Outcome{Status: session.Failed, KilledBy: "stopped", Reason: "not started: the journal cannot be written"}}
+		outcome: session.Outcome{Status: session.Failed, KilledBy: "stopped", Reason: "not started: " + why}}
 }
 
 // drain lets the running sessions end after the journal failed: their ends
@@ -144,19 +157,29 @@ func (n *night) drain(ctx context.Context) {
 // groups are journaled), so that no session goroutine is left blocked on a
 // send.
 func (n *night) stop() {
+	n.stopping = true
 	if n.cluster != nil {
 		n.stopRemote()
 		return
 	}
 	for n.plan.running > 0 {
-		m := <-n.inbox
-		switch {
-		case m.ended != nil:
-			n.plan.step(n.now(), *m.ended)
+		n.takeWhileStopping(<-n.inbox)
+	}
+}
+
+// takeWhileStopping applies one message that came while the night stops:
+// an end goes through do like any other, so that an attempt that ended
+// before it could be stopped is journaled (once), and whatever the plan
+// would start instead does not start.
+func (n *night) takeWhileStopping(m message) {
+	switch {
+	case m.ended != nil:
+		if m.ended.outcome.KilledBy == "stopped" {
 			n.log.Warn().Str("job", m.ended.job).Msg("stopped with the night")
-		case m.seen.pgid > 0:
-			n.append(n.processEvent(m.seen))
 		}
+		n.do(context.Background(), n.plan.step(n.now(), *m.ended))
+	case m.seen.pgid > 0:
+		n.append(n.processEvent(m.seen))
 	}
 }
 
@@ -243,7 +266,7 @@ func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, fai
 		Allowed: job.Allowed(), Resume: a.resume})
 	if n.journalErr != nil {
 		// An attempt the journal does not know of must not run.
-		return notStarted(a), true
+		return notStarted(a, n.startsNothing()), true
 	}
 	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("allowed", job.Allowed()).Msg("started")
 	obs := &sessionObserver{to: n.inbox, job: a.job, attempt: a.attempt}

@@ -131,6 +131,9 @@ type night struct {
 	// journalErr is the first journal write that failed: the night starts
 	// nothing more.
 	journalErr error
+	// stopping: the night was stopped; the ends of its attempts are still
+	// applied, and nothing new starts.
+	stopping bool
 	store      *healthcheck.Store
 	checker    *healthcheck.Checker
 	events     healthcheck.EventTail
