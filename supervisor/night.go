@@ -134,9 +134,9 @@ type night struct {
 	// stopping: the night was stopped; the ends of its attempts are still
 	// applied, and nothing new starts.
 	stopping bool
-	store      *healthcheck.Store
-	checker    *healthcheck.Checker
-	events     healthcheck.EventTail
+	store    *healthcheck.Store
+	checker  *healthcheck.Checker
+	events   healthcheck.EventTail
 	// plan is the jobs' state; only the loop's goroutine touches it.
 	plan *plan
 	// inbox carries what the sessions' goroutines saw, and their ends, to
