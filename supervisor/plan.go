@@ -280,7 +280,7 @@ func (p *plan) resume(r journal.RunState) {
 		jp.attempts = r.Attempts[name]
 		jp.free, jp.bounces, jp.chargedOutage = r.Uncounted[name], r.Bounces[name], r.Outage[name]
 		if ev, ok := r.Retried[name]; ok && ev.Result != nil && p.rules.resume {
-			out := session.Outcome{SessionID: ev.Result.SessionID, KilledBy: ev.Result.KilledBy}
+			out := session.Outcome{SessionID: ev.Result.SessionID, KilledBy: session.Killer(ev.Result.KilledBy)}
 			if ev.Class != "" {
 				out.API = &session.APIFailure{Class: session.APIFailureClass(ev.Class)}
 			}
@@ -482,7 +482,7 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	p.running--
 	jp.phase = phasePending
 	out := ev.outcome
-	if out.KilledBy == "stopped" {
+	if out.KilledBy == session.KilledStopped {
 		return nil
 	}
 	jp.last = &out
@@ -563,7 +563,7 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 func resultOf(o session.Outcome) *journal.Result {
 	return &journal.Result{Subtype: o.Subtype, IsError: o.IsError, NumTurns: o.NumTurns,
 		CostUSD: o.CostUSD, DurationMS: o.DurationMS, SessionID: o.SessionID,
-		TerminalReason: o.TerminalReason, ExitCode: o.ExitCode, KilledBy: o.KilledBy}
+		TerminalReason: o.TerminalReason, ExitCode: o.ExitCode, KilledBy: string(o.KilledBy)}
 }
 
 // unusableServers are the names of the servers a session could not use.
@@ -671,7 +671,7 @@ func (p *plan) summary() (jobs []JobResult, done, failed, skipped int) {
 // turns, a denial) starts fresh.
 func endedAfterWork(out session.Outcome) bool {
 	switch out.KilledBy {
-	case "timeout", "stall", session.KilledAbandoned:
+	case session.KilledTimeout, session.KilledStall, session.KilledAbandoned:
 		return true
 	}
 	if out.API != nil {

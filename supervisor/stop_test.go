@@ -40,6 +40,7 @@ func TestStopJournalsAnEndAlreadyInTheInbox(t *testing.T) {
 	if _, err := n.openJournal(); err != nil {
 		t.Fatal(err)
 	}
+	n.exec = newLocalExecutor(b, n.runID, opts.Binary, opts.Env, n.inbox)
 	now := n.now()
 	n.plan.adopt("a", 1, now)
 	n.append(journal.Event{Type: journal.JobStarted, Job: "a", Attempt: 1})
@@ -75,6 +76,6 @@ func TestStopJournalsAnEndAlreadyInTheInbox(t *testing.T) {
 }
 
 // endedMessage is the end of attempt of job, as an executor delivers it.
-func endedMessage(job string, attempt int, out session.Outcome) message {
-	return message{ended: &evAttemptEnded{job: job, attempt: attempt, outcome: out}}
+func endedMessage(job string, attempt int, out session.Outcome) session.Report {
+	return session.Report{Ended: &session.Ended{Job: job, Attempt: attempt, Outcome: out}}
 }

@@ -41,18 +41,6 @@ type AttemptArgs struct {
 // Kind is River's name for an attempt.
 func (AttemptArgs) Kind() string { return "nightwatch_attempt" }
 
-// Observation kinds in nightwatch_observations.
-const (
-	ObservedServer   = "server"   // Server, Status: a server the session could not connect
-	ObservedTool     = "tool"     // Tool: the model called a tool the session lacks
-	ObservedUnusable = "unusable" // Server, Why: a server of the job the session cannot use
-	ObservedProcess  = "process"  // PGID: the session's process group started
-	// ObservedEvents: Why holds the JSON lines the hooks of the worker's
-	// host wrote to its events file (state changes, blocked calls), for
-	// the coordinator's journal.
-	ObservedEvents = "events"
-)
-
 // QueueName is the River queue of batch's jobs pinned to label ("" for
 // the jobs pinned to nobody). River allows [a-z0-9_-], 64 bytes: a
 // readable prefix and a hash that keeps different names apart.

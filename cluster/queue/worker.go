@@ -247,8 +247,8 @@ func (w *Worker) forwardNow() {
 	w.mu.Lock()
 	run := w.lastRun
 	w.mu.Unlock()
-	if b, err := json.Marshal(evs); err == nil && run != "" {
-		(&observer{w: w, k: attemptKey{run: run}}).add(ObservedEvents, "", "", "", string(b), 0)
+	if run != "" {
+		(&observer{w: w, k: attemptKey{run: run}}).add(session.Observation{Kind: session.SawHookEvents, Events: evs})
 	}
 }
 
@@ -344,7 +344,7 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 		return fmt.Errorf("claim attempt %d of %s: %w", a.Attempt, a.Job, err)
 	}
 	if abandon != nil {
-		return w.finish(k, session.Outcome{Status: session.Failed, KilledBy: "stopped", Reason: "not started: " + *abandon})
+		return w.finish(k, session.Outcome{Status: session.Failed, KilledBy: session.KilledStopped, Reason: "not started: " + *abandon})
 	}
 	bj := w.Batch.Job(a.Job)
 	if bj == nil {
@@ -402,42 +402,44 @@ type observer struct {
 	k attemptKey
 }
 
-func (o *observer) add(kind, server, status, tool, why string, pgid int) {
+// add writes one observation of attempt k; the hooks' events go as JSON
+// in why.
+func (o *observer) add(s session.Observation) {
+	why := s.Why
+	if s.Kind == session.SawHookEvents {
+		b, err := json.Marshal(s.Events)
+		if err != nil {
+			return
+		}
+		why = string(b)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := o.w.DB.Pool.Exec(ctx, `INSERT INTO nightwatch_observations (batch, run_id, job, attempt, kind, server, status, tool, why, pgid, host)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, kind, server, status, tool, why, pgid, o.w.Host)
+		o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, string(s.Kind), s.Server, string(s.Status), s.Tool, why, s.PGID, o.w.Host)
 	if err != nil {
-		o.w.Log.Error().Err(err).Str("job", o.k.job).Str("kind", kind).Msg("cannot tell the coordinator what the session saw")
+		o.w.Log.Error().Err(err).Str("job", o.k.job).Str("kind", string(s.Kind)).Msg("cannot tell the coordinator what the session saw")
 		return
 	}
 	_, _ = o.w.DB.Pool.Exec(ctx, "SELECT pg_notify('nightwatch_attempts', $1)", o.w.DB.Batch+"/"+o.k.run)
 }
 
-func (o *observer) ServerStatus(server, status string) {
-	if status != "failed" && status != "needs-auth" && status != session.StatusNotConnected {
-		return
+// Observe tells the coordinator what the session saw; its process group
+// is also kept with the attempt, for the worker that replaces a dead one
+// on this host (killLeftovers).
+func (o *observer) Observe(s session.Observation) {
+	if s.Kind == session.SawProcess {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := o.w.DB.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET pgid = $5, start_id = $6
+			WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
+			o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, s.PGID, proc.StartID(s.PGID))
+		cancel()
+		if err != nil {
+			o.w.Log.Error().Err(err).Str("job", o.k.job).Msg("cannot record the session's process group")
+		}
 	}
-	o.add(ObservedServer, server, status, "", "", 0)
-}
-
-func (o *observer) ToolUnavailable(tool string) { o.add(ObservedTool, "", "", tool, "", 0) }
-
-func (o *observer) ServerUnusable(server, why string) {
-	o.add(ObservedUnusable, server, "", "", why, 0)
-}
-
-func (o *observer) SessionStarted(pgid int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := o.w.DB.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET pgid = $5, start_id = $6
-		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
-		o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, pgid, proc.StartID(pgid))
-	if err != nil {
-		o.w.Log.Error().Err(err).Str("job", o.k.job).Msg("cannot record the session's process group")
-	}
-	o.add(ObservedProcess, "", "", "", "", pgid)
+	o.add(s)
 }
 
 // ServeOptions are a worker process's settings (`nightwatch worker`).
