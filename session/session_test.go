@@ -669,7 +669,7 @@ while :; do echo '{"type":"assistant"}'; sleep 0.1; done
 	start := time.Now()
 	out, _, obs := sessionTestRun(t, context.Background(), spec)
 	took := time.Since(start)
-	if out.Status != "failed" || out.KilledBy != "timeout" || out.Reason != "killed after 1s timeout" {
+	if out.Status != "failed" || out.KilledBy != KilledTimeout || out.Reason != "killed after 1s timeout" {
 		t.Errorf("outcome %s %q killed by %q", out.Status, out.Reason, out.KilledBy)
 	}
 	if took < time.Second || took > 8*time.Second {
@@ -692,7 +692,7 @@ wait
 	start := time.Now()
 	out, _, _ := sessionTestRun(t, context.Background(), spec)
 	took := time.Since(start)
-	if out.Status != "failed" || out.KilledBy != "stall" || out.Reason != "no output for 1s (stall)" {
+	if out.Status != "failed" || out.KilledBy != KilledStall || out.Reason != "no output for 1s (stall)" {
 		t.Errorf("outcome %s %q killed by %q", out.Status, out.Reason, out.KilledBy)
 	}
 	if took < time.Second || took > 8*time.Second {
@@ -729,7 +729,7 @@ wait
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(500*time.Millisecond, cancel)
 	out, _, _ := sessionTestRun(t, ctx, spec)
-	if out.Status != "failed" || out.KilledBy != "stopped" || out.Reason != "stopped by the supervisor" {
+	if out.Status != "failed" || out.KilledBy != KilledStopped || out.Reason != "stopped by the supervisor" {
 		t.Errorf("outcome %s %q killed by %q", out.Status, out.Reason, out.KilledBy)
 	}
 	if out.ExitCode != 0 || out.Subtype != "success" {
