@@ -73,6 +73,11 @@ func attemptEnd(e session.Ended) evAttemptEnded {
 // do carries out actions in order; an action may answer with an event
 // whose actions are done next. It reports whether the night is over.
 func (n *night) do(ctx context.Context, acts []action) (finished bool) {
+	if ctx.Err() != nil {
+		// The night is being stopped: nothing starts, even before the
+		// loop turns to its stop path.
+		n.stopping = true
+	}
 	for len(acts) > 0 {
 		a := acts[0]
 		acts = acts[1:]

@@ -1,6 +1,7 @@
 // Package queue runs a cluster's attempts as River jobs: the coordinator
 // (`nightwatch run` with a cluster: section) enqueues each attempt its
-// night's plan starts and hears how it went; workers (`nightwatch worker`)
+// night's plan starts and hears how it went, through Executor, the night's
+// executor on a cluster; workers (`nightwatch worker`)
 // on every host run them with session.Run, at most max_parallel at a time,
 // only the jobs pinned to their labels or to none.
 //
@@ -14,8 +15,8 @@
 // What crosses hosts besides River's rows: nightwatch_attempts (where an
 // attempt ran, its outcome, the coordinator's request to abandon it) and
 // nightwatch_observations (what the session saw while it ran), both read
-// by the coordinator's pump in order, each attempt's observations before
-// its end.
+// by the executor's pump in order, each attempt's observations before its
+// end (session.Observation, session.Ended).
 package queue
 
 import (
