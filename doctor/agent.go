@@ -3,6 +3,7 @@ package doctor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -80,22 +81,15 @@ func lookPath(bin string, getenv func(string) (string, bool)) (string, error) {
 // runVersion runs `bin --version` for at most 5 s in its own process
 // group, killed whole on timeout: a wrapper script must not outlive us.
 func runVersion(ctx context.Context, bin string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--version")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	proc.Prepare(cmd, 500*time.Millisecond)
-	if err := proc.Start(cmd); err != nil {
+	res, err := proc.Run(ctx, proc.Spec{Argv: []string{bin, "--version"}, Timeout: 5 * time.Second})
+	if err != nil {
+		var re *proc.RunError
+		if errors.As(err, &re) {
+			return "", fmt.Errorf("%s: %s", re.How, oneLine(string(res.Stdout)+" "+string(res.Stderr)))
+		}
 		return "", err
 	}
-	if err := proc.Wait(cmd); err != nil {
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("no answer within 5s")
-		}
-		return "", fmt.Errorf("%s: %s", proc.ExitDescription(err), oneLine(out.String()))
-	}
-	return out.String(), nil
+	return string(res.Stdout), nil
 }
 
 func joinPath(dir, bin string) string {

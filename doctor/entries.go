@@ -1,10 +1,8 @@
 package doctor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"runtime"
 	"slices"
@@ -89,21 +87,12 @@ func (e *env) cronEntries(ctx context.Context) []installedEntry {
 	if err != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-l")
-	cmd.Env = e.Environ
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	proc.Prepare(cmd, 500*time.Millisecond)
-	if err := proc.Start(cmd); err != nil {
-		return nil
-	}
-	if err := proc.Wait(cmd); err != nil || ctx.Err() != nil {
+	listed, err := proc.Run(ctx, proc.Spec{Argv: []string{bin, "-l"}, Env: e.Environ, Timeout: 5 * time.Second})
+	if err != nil {
 		return nil // "no crontab for user" exits 1
 	}
 	var out []installedEntry
-	for _, line := range strings.Split(stdout.String(), "\n") {
+	for _, line := range strings.Split(string(listed.Stdout), "\n") {
 		i := strings.Index(line, "# nightwatch:")
 		if i < 0 || strings.HasPrefix(strings.TrimSpace(line), "#") {
 			continue

@@ -118,17 +118,11 @@ func (e *env) schtasks(ctx context.Context) []Check {
 var (
 	queryRegistered = runtime.GOOS == "windows"
 	queryTask       = func(ctx context.Context, name string) ([]byte, error) {
-		cmd := command.CommandContext(ctx, nil, "schtasks", "/Query", "/XML", "/TN", name)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		proc.Prepare(cmd, time.Second)
-		if err := proc.Start(cmd); err != nil {
-			return nil, err
+		res, err := proc.Run(ctx, proc.Spec{Argv: []string{"schtasks", "/Query", "/XML", "/TN", name}, Grace: time.Second})
+		if err != nil {
+			return nil, fmt.Errorf("schtasks /Query: %w", err)
 		}
-		if err := proc.Wait(cmd); err != nil {
-			return nil, fmt.Errorf("schtasks /Query: %s: %s", proc.ExitDescription(err), strings.TrimSpace(stderr.String()))
-		}
-		return out.Bytes(), nil
+		return res.Stdout, nil
 	}
 )
 

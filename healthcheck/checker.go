@@ -55,6 +55,14 @@ type Checker struct {
 	// hold across the hosts of a cluster (see Peers); nil is a single
 	// host.
 	Peers Peers
+	// NoWitness, when set, says why the session whose failed calls this
+	// Checker is told of is no witness of a server's health ("" when it
+	// is): nightwatch is stopping it, or its owner died. A call cut short
+	// by a stop nightwatch caused fails with the same words as a server
+	// that went away (2.1.197 closes its servers on SIGTERM and reports
+	// "Connection closed"), and such a failure must never open a server
+	// that is fine, on this host or, through shared health, on every host.
+	NoWitness func() string
 }
 
 // Options are the Checker's collaborators for New; every zero field gets
@@ -82,6 +90,8 @@ type Options struct {
 	StartsTrials bool
 	// Peers are the cluster's other hosts (nil: a single host).
 	Peers Peers
+	// NoWitness: see Checker.NoWitness (the hook sets it).
+	NoWitness func() string
 }
 
 // DefaultProbeWait is how long a hook waits for another hook's probe of
@@ -104,6 +114,7 @@ func New(store *Store, settings Settings, opts Options) *Checker {
 		Redact:        opts.Redact,
 		StartsTrials:  opts.StartsTrials,
 		Peers:         opts.Peers,
+		NoWitness:     opts.NoWitness,
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -510,8 +521,10 @@ func (c *Checker) RecordSuccess(server string, srv *mcpconfig.Server) {
 // condition the handshake cannot see: opens at the threshold), or leave
 // the server alone (a tool's own error; a text that tells nothing). srv
 // is nil when nightwatch has no definition: the failure is still recorded
-// and counted, with only calls to witness it. It returns the
-// classification and the entry after it (nil when nothing was recorded).
+// and counted, with only calls to witness it. A session that is no
+// witness (NoWitness) records nothing and says why, in cl.NotWitness and
+// out loud. It returns the classification and the entry after it (nil
+// when nothing was recorded).
 func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconfig.Server, errText string) (Classification, *Entry) {
 	transport := mcpconfig.Transport("")
 	if srv != nil {
@@ -519,6 +532,14 @@ func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconf
 	}
 	cl := Classify(errText, transport)
 	reason := text.OneLine(errText, 300)
+	if (cl.Counts || cl.MarksUnhealthy) && c.NoWitness != nil {
+		if why := c.NoWitness(); why != "" {
+			cl.Counts, cl.MarksUnhealthy, cl.NeedsProbe, cl.NotWitness = false, false, false, why
+			c.warn(fmt.Sprintf("nightwatch: the failed call to %s (%s: %s) is not recorded against it: %s",
+				server, cl.Code, c.redact(reason), why))
+			return cl, nil
+		}
+	}
 	if cl.Counts {
 		return cl, c.count(server, srv, Failure{Code: cl.Code, Reason: reason})
 	}

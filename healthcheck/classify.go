@@ -53,6 +53,10 @@ type Classification struct {
 	// JSONRPC is true when a version that says so (2.1.197's "MCP error
 	// <code>: ") marked the text as a JSON-RPC error.
 	JSONRPC bool
+	// NotWitness, set by Checker.RecordFailure, says why a failure that
+	// would have counted or opened the server was not recorded: the
+	// session it came from is no witness (Checker.NoWitness).
+	NotWitness string
 }
 
 // The patterns are compiled on first use, not at start-up: most hook

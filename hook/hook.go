@@ -19,6 +19,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
+	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
 )
@@ -138,6 +139,9 @@ func newHandler(env Env, p *Payload) *handler {
 		Redact:        h.redact,
 		StartsTrials:  true, // the hook decides for a real call
 		Peers:         cluster,
+		// A session nightwatch is stopping, or whose owner died, is no
+		// witness: what its calls fail with is the stop, not the server.
+		NoWitness: func() string { return sessionstop.Why(env.Getenv) },
 	})
 	return h
 }
@@ -193,6 +197,9 @@ func (h *handler) handle(ctx context.Context) int {
 			Bool("counts", cl.Counts).Bool("opens", cl.MarksUnhealthy).Bool("definition", srv != nil)
 		if e != nil {
 			ev = ev.Str("status", string(e.Status)).Int("consecutive", e.ConsecutiveFailures)
+		}
+		if cl.NotWitness != "" {
+			ev = ev.Str("not_recorded", cl.NotWitness)
 		}
 		ev.Msg("call failed")
 	}

@@ -1,7 +1,6 @@
 package install
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
@@ -51,15 +51,13 @@ func cronEscape(s string) string { return strings.ReplaceAll(s, "%", `\%`) }
 // line is ""), through `crontab -l` and `crontab -`, leaving the rest of
 // the user's crontab as it was. Nothing is written when nothing changes.
 func updateCrontab(ctx context.Context, marker, line string) error {
-	var stderr bytes.Buffer
-	list := exec.CommandContext(ctx, "crontab", "-l")
-	list.Stderr = &stderr
-	out, err := list.Output()
+	list, err := proc.Run(ctx, proc.Spec{Argv: []string{"crontab", "-l"}, Timeout: installCommandTimeout})
+	out := list.Stdout
 	if err != nil {
 		// "no crontab for <user>" is an empty crontab, not a failure.
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) || !strings.Contains(strings.ToLower(stderr.String()), "no crontab") {
-			return fmt.Errorf("install: crontab -l: %w: %s", err, strings.TrimSpace(stderr.String()))
+		if !errors.As(err, &exit) || !strings.Contains(strings.ToLower(string(list.Stderr)), "no crontab") {
+			return fmt.Errorf("install: crontab -l: %w", err)
 		}
 		out = nil
 	}
@@ -83,12 +81,9 @@ func updateCrontab(ctx context.Context, marker, line string) error {
 	if next == string(out) {
 		return nil
 	}
-	stderr.Reset()
-	write := exec.CommandContext(ctx, "crontab", "-")
-	write.Stdin = strings.NewReader(next)
-	write.Stderr = &stderr
-	if err := write.Run(); err != nil {
-		return fmt.Errorf("install: crontab -: %w: %s", err, strings.TrimSpace(stderr.String()))
+	if _, err := proc.Run(ctx, proc.Spec{Argv: []string{"crontab", "-"}, Stdin: strings.NewReader(next),
+		Timeout: installCommandTimeout}); err != nil {
+		return fmt.Errorf("install: crontab -: %w", err)
 	}
 	return nil
 }

@@ -17,7 +17,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
@@ -500,15 +500,14 @@ func ApplyUninstall(ctx context.Context, p *Plan, run func(ctx context.Context, 
 	return Apply(ctx, p, run)
 }
 
-// RunCommand is the run function for Apply: the command with its output
-// in the error.
+// installCommandTimeout bounds one scheduler command (systemctl,
+// launchctl, schtasks): none of them waits for anything.
+const installCommandTimeout = time.Minute
+
+// RunCommand is the run function for Apply: the command, in a group of its
+// own and bounded, with what it wrote to stderr in the error.
 func RunCommand(ctx context.Context, argv []string) error {
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
-	if err != nil {
-		if msg := strings.TrimSpace(string(out)); msg != "" {
-			return fmt.Errorf("%w: %s", err, msg)
-		}
-	}
+	_, err := proc.Run(ctx, proc.Spec{Argv: argv, Timeout: installCommandTimeout})
 	return err
 }
 

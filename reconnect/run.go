@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 )
@@ -101,16 +100,14 @@ func Run(ctx context.Context, argv []string, opts Options) (out Outcome) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	// exec.CommandContext looks a bare name up in PATH (and keeps a path
-	// with a slash as it is, relative to Dir); a failed look-up surfaces at
-	// Start.
-	cmd := command.CommandContext(runCtx, opts.Env, program, argv[1:]...)
+	// A bare name is looked up in PATH (a path with a slash is kept as it
+	// is, relative to Dir); a failed look-up surfaces at Start.
+	cmd := proc.CommandAllowDaemons(runCtx, opts.Env, killGrace, program, argv[1:]...)
 	cmd.Dir = opts.Dir
 	cmd.Env = opts.Env
 	output := &tailBuffer{limit: captureLimit}
 	cmd.Stdout = output
 	cmd.Stderr = output // same writer: exec shares one pipe, order kept
-	proc.PrepareAllowDaemons(cmd, killGrace)
 
 	// A missing Dir would otherwise be reported by Start as the program
 	// being missing ("fork/exec /usr/bin/pm2: no such file or directory").

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
-	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
@@ -45,15 +45,20 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 		args = append(args, "--allowedTools")
 		args = append(args, allowed...)
 	}
-	cmd := command.CommandContext(ctx, nil, b.Agent.Command, args...)
+	// The agent is looked up in this process's PATH, as it always was; it
+	// runs with the session's environment.
+	cmd := proc.Command(ctx, nil, grace, b.Agent.Command, args...)
 	cmd.Dir = job.Cwd
-	cmd.Env = commandEnviron(spec)
+	cmd.Env = commandEnviron(spec, f.Dir)
 	if viaStdin {
 		cmd.Stdin = strings.NewReader(prompt)
 	}
 	// Otherwise stdin stays /dev/null: `claude -p` appends piped stdin to
 	// the prompt, and the supervisor's stdin is nobody's input.
-	proc.Prepare(cmd, grace)
+	// Claude first, the rest of its group after it is gone: a server
+	// signalled with it dies under a call still in flight, and Claude
+	// would run the failure hook for a stop nightwatch caused.
+	proc.StopLeaderFirst(cmd)
 	if spec.DieWithParent {
 		proc.DieWithParent(cmd)
 	}
@@ -70,8 +75,9 @@ var (
 // f.Stderr. Job.Timeout (wall clock) and Job.StallTimeout (no stream
 // output for that long; zero means no limit) end the session; so does
 // cancelling ctx. Ending a
-// session means SIGTERM, then SIGKILL after a grace period, to its whole
-// process group, so the MCP servers Claude Code started die with it.
+// session means a stopping marker for its hooks, SIGTERM to Claude, SIGKILL
+// after a grace period, and then SIGKILL to the rest of its process group,
+// so the MCP servers Claude Code started die with it, after it.
 func Run(ctx context.Context, spec Spec, f Files, obs Observer) Outcome {
 	if obs == nil {
 		obs = ObserverFunc(func(Observation) {})
@@ -133,12 +139,18 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	cmd := Command(cmdCtx, spec, f)
 	// The kill is judged by whether the group was actually signalled, not
 	// by the context alone: a timer that fires just after Claude exited
-	// on its own did not kill anything.
+	// on its own did not kill anything. Every stop (the night's, a
+	// worker's, an abandon, the timeout, the stall) is announced to the
+	// session's hooks before the signal: what fails after it is the stop,
+	// not a server (sessionstop).
 	var killed atomic.Bool
-	groupStop := cmd.Cancel
+	leaderStop := cmd.Cancel
 	cmd.Cancel = func() error {
 		killed.Store(true)
-		return groupStop()
+		if err := sessionstop.Announce(f.Dir); err != nil {
+			fmt.Fprintf(stderr, "nightwatch: %v; the session's hooks may take its stop for a server's failure\n", err)
+		}
+		return leaderStop()
 	}
 
 	// exec copies the child's stdout into the pipe; the reader below

@@ -17,12 +17,13 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
+	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
 )
 
-// grace is how long a session gets between SIGTERM to its process
-// group and SIGKILL. Claude Code uses it to close its MCP servers.
+// grace is how long a session gets between SIGTERM to Claude and
+// SIGKILL. Claude Code uses it to close its MCP servers.
 const grace = 5 * time.Second
 
 // hookTimeoutSeconds bounds one run of nightwatch's hook inside Claude
@@ -151,8 +152,8 @@ const reconnectVariable = "NIGHTWATCH_RECONNECT_"
 // command gets it as NIGHTWATCH_RECONNECT_<SERVER>, which the hook reads,
 // so that a call blocked inside the session reconnects at once instead of
 // waiting for the supervisor's maintenance; the command goes by the
-// environment, never by a command line.
-func commandEnviron(spec Spec) []string {
+// environment, never by a command line. dir is the attempt's folder.
+func commandEnviron(spec Spec, dir string) []string {
 	env := Environ(spec.Batch, spec.Env)
 	over := map[string]string{}
 	// The CLI's own retries of a failing API stay short: the night waits
@@ -169,6 +170,12 @@ func commandEnviron(spec Spec) []string {
 	}
 	if spec.PeersSocket != "" {
 		over[PeersSocketEnv] = spec.PeersSocket
+	}
+	// The hooks learn where a stop is announced and who owns the session
+	// (package sessionstop): a stop nightwatch caused is no evidence
+	// about a server.
+	if dir != "" {
+		maps.Copy(over, sessionstop.Vars(dir))
 	}
 	for _, srv := range spec.Batch.ServersOf(spec.Job) {
 		if srv.Reconnect == "" {

@@ -66,12 +66,11 @@ func runVerify(ctx context.Context, spec Spec) *VerifyResult {
 	started := time.Now()
 	vctx, cancel := context.WithTimeout(ctx, v.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(vctx, v.Command[0], v.Command[1:]...)
+	// The session's environment, and its PATH to find the command in.
+	cmd := proc.Command(vctx, Environ(spec.Batch, spec.Env), grace, v.Command[0], v.Command[1:]...)
 	cmd.Dir = spec.Job.Cwd
-	cmd.Env = Environ(spec.Batch, spec.Env)
 	var out tailBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	proc.Prepare(cmd, grace)
 	err := proc.Start(cmd)
 	if err == nil {
 		err = proc.Wait(cmd)

@@ -1,9 +1,9 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/rs/zerolog"
 
-	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -74,19 +73,15 @@ func postWebhook(ctx context.Context, url, text string, log zerolog.Logger) erro
 }
 
 func runNotifyCommand(ctx context.Context, argv []string, text string) error {
-	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
-	defer cancel()
-	cmd := command.CommandContext(ctx, nil, argv[0], argv[1:]...)
-	proc.Prepare(cmd, 2*time.Second)
-	cmd.Stdin = strings.NewReader(text)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := proc.Start(cmd); err != nil {
+	res, err := proc.Run(ctx, proc.Spec{Argv: argv, Stdin: strings.NewReader(text), Timeout: notifyTimeout, Grace: 2 * time.Second})
+	var re *proc.RunError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &re):
+		return fmt.Errorf("notify command %s: %s: %s", argv[0], re.How,
+			redact.Tail(strings.TrimSpace(redact.String(string(res.Stdout)+string(res.Stderr))), 300))
+	default:
 		return fmt.Errorf("notify command %s: %w", argv[0], err)
 	}
-	if err := proc.Wait(cmd); err != nil {
-		return fmt.Errorf("notify command %s: %s: %s", argv[0], proc.ExitDescription(err),
-			redact.Tail(strings.TrimSpace(redact.String(out.String())), 300))
-	}
-	return nil
 }

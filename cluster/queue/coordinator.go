@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,7 +27,24 @@ type Coordinator struct {
 	river     *river.Client[pgx.Tx]
 	lastObs   int64
 	delivered map[attemptKey]bool
+
+	// The coordinator's own hold on the database, on the monotonic clock
+	// (Poll's): when it last read the database whole, whether its last
+	// look failed, and when it came back from its last gap (zero: no gap
+	// yet; recoveredMu, as the night's loop reads it too). Postgres's
+	// start time tells a restart that fell between two looks.
+	lastRead    time.Time
+	readFailed  bool
+	recoveredMu sync.Mutex
+	recovered   time.Time
+	serverStart time.Time
+	capacity    int // the last Capacity read
 }
+
+// readGap is the longest the coordinator may go between two whole reads of
+// the database (Poll runs twice a second) before it counts a gap of its
+// own: after one, no worker is judged by its heartbeat for SilentAfter.
+const readGap = 2 * HeartbeatEvery
 
 // NewCoordinator is run's coordinator on db (an insert-only River client:
 // it takes no jobs and never leads River's maintenance).
@@ -73,18 +91,41 @@ func (c *Coordinator) Live(ctx context.Context, label string) bool {
 }
 
 func (c *Coordinator) liveLabel(ctx context.Context, labels []string) string {
-	ws, ages, err := c.DB.Workers(ctx)
+	ws, err := c.liveWorkers(ctx)
 	if err != nil {
 		return ""
 	}
 	for _, l := range labels {
-		for i, w := range ws {
-			if w.StoppedAt.IsZero() && ages[i] < DeadAfter && slices.Contains(w.Labels, l) {
+		for _, w := range ws {
+			if slices.Contains(w.Labels, l) {
 				return l
 			}
 		}
 	}
 	return ""
+}
+
+// liveWorkers are the batch's workers that workerDead does not take for
+// dead (nor stopped): a worker silent only because the database was away
+// still counts.
+func (c *Coordinator) liveWorkers(ctx context.Context) ([]clusterdb.Worker, error) {
+	ws, ages, err := c.DB.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	present, err := c.DB.PresentWorkers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	heard := c.heard()
+	var live []clusterdb.Worker
+	for i, w := range ws {
+		view := workerView{known: true, stopped: !w.StoppedAt.IsZero(), heartbeat: ages[i], present: present[clusterdb.PresenceName(w.ID)]}
+		if dead, _ := workerDead(view, heard); !dead {
+			live = append(live, w)
+		}
+	}
+	return live, nil
 }
 
 // pickLabel is the first of labels that a live worker carries, else the
@@ -98,15 +139,19 @@ func (c *Coordinator) pickLabel(ctx context.Context, labels []string) string {
 
 // Capacity is how many attempts the live workers run at once (the sum of
 // their max_parallel); at least 1, so that a night with no worker yet
-// enqueues its first attempt and waits for one.
+// enqueues its first attempt and waits for one. While the database does
+// not answer it is what it was.
 func (c *Coordinator) Capacity(ctx context.Context) int {
-	var n int
-	err := c.DB.Pool.QueryRow(ctx, `SELECT COALESCE(sum(max_parallel), 0) FROM nightwatch_workers
-		WHERE batch = $1 AND stopped_at IS NULL AND now() - heartbeat_at < $2::interval`, c.DB.Batch, DeadAfter.String()).Scan(&n)
-	if err != nil || n < 1 {
-		return 1
+	ws, err := c.liveWorkers(ctx)
+	if err != nil {
+		return max(c.capacity, 1)
 	}
-	return n
+	n := 0
+	for _, w := range ws {
+		n += w.MaxParallel
+	}
+	c.capacity = max(n, 1)
+	return c.capacity
 }
 
 // Abandon asks that attempt of job stop (reason StopReason: stopped with
@@ -131,7 +176,7 @@ func (c *Coordinator) Abandon(ctx context.Context, job string, attempt int, reas
 func (c *Coordinator) endIf(ctx context.Context, k attemptKey, state string, out session.Outcome) error {
 	b, _ := json.Marshal(out)
 	var riverID *int64
-	err := c.DB.Pool.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'ended', outcome = $6, ended_at = now()
+	err := c.DB.Pool.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'ended', ended_by = 'coordinator', outcome = $6, ended_at = now()
 		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = $5 RETURNING river_job_id`,
 		c.DB.Batch, k.run, k.job, k.attempt, state, b).Scan(&riverID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -150,9 +195,22 @@ func (c *Coordinator) endIf(ctx context.Context, k attemptKey, state string, out
 
 // Poll is one look at the run: what sessions saw since the last look, in
 // order, then the attempts that ended since, each once. An attempt whose
-// worker died (no heartbeat for DeadAfter) or whose River job River
-// rescued or lost ends here as a crash.
+// worker died (workerDead) or whose River job River rescued or lost ends
+// here as a crash.
 func (c *Coordinator) Poll(ctx context.Context) ([]session.Observation, []session.Ended, error) {
+	now := time.Now()
+	if c.readFailed || !c.lastRead.IsZero() && now.Sub(c.lastRead) > readGap {
+		c.recover(now) // the gap ends with this look, if it reads
+	}
+	c.readFailed = true
+	seen, ends, err := c.poll(ctx)
+	if err == nil {
+		c.readFailed, c.lastRead = false, time.Now()
+	}
+	return seen, ends, err
+}
+
+func (c *Coordinator) poll(ctx context.Context) ([]session.Observation, []session.Ended, error) {
 	if err := c.endCrashed(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -224,17 +282,78 @@ func (c *Coordinator) SkipObservations(ctx context.Context) error {
 		c.DB.Batch, c.Run).Scan(&c.lastObs)
 }
 
-// endCrashed ends, as crashes, the running attempts whose worker is dead,
-// and the attempts whose River job ended without the worker writing an
-// end (rescued by River after rescue_after, or lost).
+// workerView is what the coordinator knows of a running attempt's worker.
+type workerView struct {
+	known     bool          // its row exists
+	stopped   bool          // it stopped cleanly
+	heartbeat time.Duration // its heartbeat's age, by the database's clock
+	present   bool          // its presence connection is open
+}
+
+// workerDead says whether the coordinator takes a running attempt's
+// worker for dead, and why. heard is how long the coordinator has read
+// the database without a gap of its own: a heartbeat missed while the
+// coordinator could not look, or just after, says nothing of the worker
+// (everyone may have lost the database), so it gets SilentAfter from the
+// end of the gap to be heard again. Only a clean stop is news at once.
+func workerDead(w workerView, heard time.Duration) (bool, string) {
+	switch {
+	case !w.known:
+		return false, ""
+	case w.stopped:
+		return true, "it stopped"
+	case heard < SilentAfter:
+		return false, ""
+	case w.heartbeat > SilentAfter:
+		return true, fmt.Sprintf("no heartbeat for %s", w.heartbeat.Round(time.Second))
+	case w.heartbeat > DeadAfter && !w.present:
+		return true, fmt.Sprintf("no heartbeat for %s, and its connection to the database is gone", w.heartbeat.Round(time.Second))
+	}
+	return false, ""
+}
+
+// heard is how long the coordinator has read the database since its last
+// gap (a very long time when it had none).
+func (c *Coordinator) heard() time.Duration {
+	c.recoveredMu.Lock()
+	defer c.recoveredMu.Unlock()
+	if c.recovered.IsZero() {
+		return 1<<63 - 1
+	}
+	return time.Since(c.recovered)
+}
+
+func (c *Coordinator) recover(at time.Time) {
+	c.recoveredMu.Lock()
+	c.recovered = at
+	c.recoveredMu.Unlock()
+}
+
+// endCrashed ends, as crashes, the running attempts whose worker is dead
+// (workerDead), and the attempts whose River job ended without the worker
+// writing an end (rescued by River after rescue_after, or lost). A live
+// worker's attempt whose River job ended is not judged before SilentAfter:
+// its worker is still delivering the end (spool.go).
 func (c *Coordinator) endCrashed(ctx context.Context) error {
+	var serverStart time.Time
+	if err := c.DB.Pool.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&serverStart); err != nil {
+		return fmt.Errorf("look for crashed attempts: %w", err)
+	}
+	if !c.serverStart.IsZero() && !serverStart.Equal(c.serverStart) {
+		c.recover(time.Now()) // the database restarted between two looks
+	}
+	c.serverStart = serverStart
+	present, err := c.DB.PresentWorkers(ctx)
+	if err != nil {
+		return fmt.Errorf("look for crashed attempts: %w", err)
+	}
 	rows, err := c.DB.Pool.Query(ctx, `SELECT a.job, a.attempt, a.state, COALESCE(a.host, ''), COALESCE(a.worker_id, ''),
-		COALESCE(j.state::text, 'missing'),
-		COALESCE(k.stopped_at IS NOT NULL OR now() - k.heartbeat_at > $3::interval, false)
+		COALESCE(j.state::text, 'missing'), COALESCE(EXTRACT(EPOCH FROM now() - j.finalized_at), 1e9)::float8,
+		k.worker_id IS NOT NULL, COALESCE(k.stopped_at IS NOT NULL, false), COALESCE(EXTRACT(EPOCH FROM now() - k.heartbeat_at), 0)::float8
 		FROM nightwatch_attempts a
 		LEFT JOIN river_job j ON j.id = a.river_job_id
 		LEFT JOIN nightwatch_workers k ON k.worker_id = a.worker_id
-		WHERE a.batch = $1 AND a.run_id = $2 AND a.state IN ('queued', 'running')`, c.DB.Batch, c.Run, DeadAfter.String())
+		WHERE a.batch = $1 AND a.run_id = $2 AND a.state IN ('queued', 'running')`, c.DB.Batch, c.Run)
 	if err != nil {
 		return fmt.Errorf("look for crashed attempts: %w", err)
 	}
@@ -244,22 +363,30 @@ func (c *Coordinator) endCrashed(ctx context.Context) error {
 		why   string
 	}
 	var crashes []crash
+	heard := c.heard()
 	for rows.Next() {
 		var job, state, host, worker, riverState string
 		var attempt int
-		var dead bool
-		if err := rows.Scan(&job, &attempt, &state, &host, &worker, &riverState, &dead); err != nil {
+		var riverEnded, beat float64
+		var wv workerView
+		if err := rows.Scan(&job, &attempt, &state, &host, &worker, &riverState, &riverEnded, &wv.known, &wv.stopped, &beat); err != nil {
 			rows.Close()
 			return err
 		}
+		wv.heartbeat = time.Duration(beat * float64(time.Second))
+		wv.present = present[clusterdb.PresenceName(worker)]
+		dead, why := workerDead(wv, heard)
 		k := attemptKey{c.Run, job, attempt}
 		switch {
 		case state == "running" && dead:
-			crashes = append(crashes, crash{k, state, fmt.Sprintf("the worker %s on host %s stopped answering mid-attempt (no heartbeat for %s); the attempt counts as a crash",
-				worker, host, DeadAfter)})
+			crashes = append(crashes, crash{k, state, fmt.Sprintf("the worker %s on host %s stopped answering mid-attempt (%s); the attempt counts as a crash",
+				worker, host, why)})
 		case riverState == "discarded" || riverState == "cancelled" || riverState == "completed" || riverState == "missing":
 			if state == "queued" && riverState == "missing" {
 				continue // being enqueued right now
+			}
+			if state == "running" && wv.known && time.Duration(riverEnded*float64(time.Second)) < SilentAfter {
+				continue // its live worker is delivering the end
 			}
 			crashes = append(crashes, crash{k, state, fmt.Sprintf("River ended the attempt (%s) on host %s without a result (a worker died and River rescued it after rescue_after); the attempt counts as a crash",
 				riverState, hostOr(host))})

@@ -12,6 +12,27 @@
 // rescuer discards it after rescue_after, and the coordinator reports that
 // attempt's end as a crash, counted once.
 //
+// When the database goes away, nobody's work stops and no end is lost:
+//
+//   - A worker writes each attempt's end to its host's spool (spool.go)
+//     before the database, and delivers it, retrying, when the database
+//     answers; a worker that stopped or died before that leaves it to the
+//     next worker of its host. Delivery is idempotent, and the first end
+//     recorded is the attempt's.
+//   - A worker keeps its sessions while it cannot heartbeat, up to
+//     FenceAfter (30 s); then it stops them.
+//   - The coordinator takes a worker for dead (workerDead) after DeadAfter
+//     (10 s) without a heartbeat when its presence connection is gone too
+//     (its process died), after SilentAfter (40 s) when it is not; and it
+//     judges no heartbeat across a gap in its own reads of the database:
+//     after one, every worker has SilentAfter to be heard again.
+//   - A worker's claim of an attempt refreshes its heartbeat.
+//
+// So a database outage shorter than FenceAfter stops nothing and reruns
+// nothing, and a worker cut off alone has stopped its sessions before the
+// coordinator runs their jobs elsewhere: an attempt never runs on two
+// hosts at once.
+//
 // What crosses hosts besides River's rows: nightwatch_attempts (where an
 // attempt ran, its outcome, the coordinator's request to abandon it) and
 // nightwatch_observations (what the session saw while it ran), both read

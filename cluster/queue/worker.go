@@ -29,13 +29,27 @@ import (
 // HeartbeatEvery is how often a worker says it is alive.
 const HeartbeatEvery = clusterdb.HeartbeatInterval
 
-// DeadAfter is how long a worker may go unheard before the coordinator
-// takes it for dead and ends its attempts as crashes. A worker that could
-// not heartbeat for FenceAfter (shorter) stops its own sessions first, so
-// an attempt is never run by two hosts at once.
+// How long a worker may go unheard before the coordinator takes it for
+// dead and ends its attempts as crashes (workerDead):
+//
+//   - DeadAfter when its presence connection is gone too: its process
+//     died (Postgres drops a dead process's connections at once);
+//   - SilentAfter when the connection is still open (the worker lives but
+//     cannot heartbeat, or its host vanished without closing it), and
+//     after any gap in the coordinator's own reads of the database, from
+//     the end of that gap, whatever the connection says.
+//
+// A worker that could not heartbeat for FenceAfter stops its own
+// sessions. FenceAfter is long enough that a database restart or a short
+// outage (everyone loses the database; the coordinator starts nothing
+// meanwhile) stops no work that is going fine, and SilentAfter exceeds it,
+// so a worker cut off alone has stopped its sessions before the
+// coordinator runs their jobs elsewhere: an attempt never runs on two
+// hosts at once.
 const (
-	DeadAfter  = 5 * HeartbeatEvery
-	FenceAfter = 3 * HeartbeatEvery
+	DeadAfter   = 5 * HeartbeatEvery
+	FenceAfter  = 15 * HeartbeatEvery
+	SilentAfter = FenceAfter + DeadAfter
 )
 
 // Worker runs a batch's attempts on this host.
@@ -59,12 +73,21 @@ type Worker struct {
 
 	id      string
 	lastRun string // the run of the newest attempt started (mu)
-	// tail reads the host's events file (tailMu).
-	tail    healthcheck.EventTail
-	tailMu  sync.Mutex
-	slots   chan struct{}
-	mu      sync.Mutex
-	running map[attemptKey]context.CancelCauseFunc
+	// tail reads the host's events file; unsentEvents are the lines read
+	// that did not reach the database yet (tailMu).
+	tail         healthcheck.EventTail
+	unsentEvents []healthcheck.Event
+	tailMu       sync.Mutex
+	slots        chan struct{}
+	mu           sync.Mutex
+	running      map[attemptKey]context.CancelCauseFunc
+	// unseen are what each running attempt's session saw that did not
+	// reach the database (mu): they go with the attempt's end, in order.
+	unseen map[attemptKey][]spooledObservation
+	// delivery bounds the spool's deliveries: it ends a while after the
+	// worker's context, so a stopping worker still delivers what it can.
+	delivery context.Context
+	db       dbOutage
 }
 
 type attemptKey struct {
@@ -89,11 +112,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.id = fmt.Sprintf("%s-%d-%s", w.Host, os.Getpid(), hex.EncodeToString(rnd[:]))
 	w.slots = make(chan struct{}, w.MaxParallel)
 	w.running = map[attemptKey]context.CancelCauseFunc{}
+	w.unseen = map[attemptKey][]spooledObservation{}
+	w.db.log = w.Log
+	delivery, stopDelivery := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDelivery()
+	w.delivery = delivery
 	w.tail = healthcheck.EventTail{Path: statedir.Events(w.Batch.StateDir)}
 	w.tail.SkipToEnd()
 	labels := append([]string{w.Host}, w.Labels...)
 	me := clusterdb.Worker{ID: w.id, Host: w.Host, Labels: labels, PID: os.Getpid(), MaxParallel: w.MaxParallel}
-	if err := w.DB.Heartbeat(ctx, me); err != nil {
+	presence := w.DB.Presence(me)
+	defer presence.Close()
+	if err := presence.Beat(ctx); err != nil {
 		return err
 	}
 	w.killLeftovers(ctx)
@@ -126,19 +156,25 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.Log.Info().Str("worker", w.id).Strs("labels", labels).Int("max_parallel", w.MaxParallel).Msg("worker started")
 
 	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); w.heartbeat(ctx, me) }()
+	wg.Add(4)
+	go func() { defer wg.Done(); w.heartbeat(ctx, presence) }()
 	go func() { defer wg.Done(); w.forwardEvents(ctx) }()
 	go func() { defer wg.Done(); w.watchAbandons(ctx) }()
+	go func() { defer wg.Done(); w.deliverSpool(ctx) }()
 	<-ctx.Done()
 
 	// Stop: the sessions see their contexts cancelled (River cancels the
-	// work contexts) and end within their grace; their ends are written.
+	// work contexts) and end within their grace; their ends are spooled
+	// and delivered while the database answers, for spoolGrace at most;
+	// what is left waits in the spool for the next worker of this host.
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	spoolDeadline := time.AfterFunc(spoolGrace, stopDelivery)
+	defer spoolDeadline.Stop()
 	w.stopAll(nil)
 	err = client.StopAndCancel(stopCtx)
 	wg.Wait()
+	w.deliverSpooled(delivery)
 	if serr := w.DB.StopWorker(stopCtx, w.id); serr != nil && err == nil {
 		err = serr
 	}
@@ -146,10 +182,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	return err
 }
 
-// heartbeat says the worker is alive every HeartbeatEvery; a worker that
-// could not for FenceAfter stops its sessions: the coordinator will soon
-// take it for dead and run their jobs elsewhere.
-func (w *Worker) heartbeat(ctx context.Context, me clusterdb.Worker) {
+// heartbeat says the worker is alive every HeartbeatEvery, on its
+// presence connection. A worker that could not for FenceAfter stops its
+// sessions: unless the database was gone for everyone, the coordinator
+// will take it for dead at SilentAfter and run their jobs elsewhere.
+// Shorter losses stop nothing: the sessions run on, their ends wait in
+// the spool, and the coordinator gives every worker SilentAfter after its
+// own gap in which to be heard again.
+func (w *Worker) heartbeat(ctx context.Context, presence *clusterdb.Presence) {
 	t := time.NewTicker(HeartbeatEvery)
 	defer t.Stop()
 	last := time.Now()
@@ -160,20 +200,26 @@ func (w *Worker) heartbeat(ctx context.Context, me clusterdb.Worker) {
 		case <-t.C:
 		}
 		hctx, cancel := context.WithTimeout(ctx, HeartbeatEvery)
-		err := w.DB.Heartbeat(hctx, me)
+		err := presence.Beat(hctx)
 		cancel()
 		if err == nil {
+			w.db.ok()
 			last = time.Now()
 			continue
 		}
-		w.Log.Error().Err(err).Msg("cannot reach the cluster's database")
+		if ctx.Err() != nil {
+			return
+		}
+		w.db.failed(err)
 		if time.Since(last) >= FenceAfter {
 			w.stopAll(session.Abandon{Reason: fmt.Sprintf("worker %s lost the cluster's database for %s: its attempts run elsewhere", w.id, time.Since(last).Round(time.Second))})
 		}
 	}
 }
 
-// watchAbandons stops the attempts the coordinator asked to abandon.
+// watchAbandons stops the attempts the coordinator asked to abandon, and
+// those it ended itself while this worker still ran them (it took the
+// worker for dead): their jobs run elsewhere now.
 func (w *Worker) watchAbandons(ctx context.Context) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -183,19 +229,21 @@ func (w *Worker) watchAbandons(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		rows, err := w.DB.Pool.Query(ctx, `SELECT run_id, job, attempt, abandon FROM nightwatch_attempts
-			WHERE batch = $1 AND worker_id = $2 AND state = 'running' AND abandon IS NOT NULL`, w.DB.Batch, w.id)
+		rows, err := w.DB.Pool.Query(ctx, `SELECT run_id, job, attempt, COALESCE(abandon, ''), state = 'ended' FROM nightwatch_attempts
+			WHERE batch = $1 AND worker_id = $2 AND (state = 'running' AND abandon IS NOT NULL OR state = 'ended' AND ended_by = 'coordinator')`,
+			w.DB.Batch, w.id)
 		if err != nil {
 			continue
 		}
 		type ab struct {
 			k      attemptKey
 			reason string
+			ended  bool
 		}
 		var abs []ab
 		for rows.Next() {
 			var a ab
-			if rows.Scan(&a.k.run, &a.k.job, &a.k.attempt, &a.reason) == nil {
+			if rows.Scan(&a.k.run, &a.k.job, &a.k.attempt, &a.reason, &a.ended) == nil {
 				abs = append(abs, a)
 			}
 		}
@@ -207,7 +255,10 @@ func (w *Worker) watchAbandons(ctx context.Context) {
 			if cancel == nil {
 				continue
 			}
-			if a.reason == StopReason {
+			if a.ended {
+				w.Log.Warn().Str("job", a.k.job).Int("attempt", a.k.attempt).Msg("the coordinator ended this attempt (it took this worker for dead): stopping its session")
+				cancel(session.Abandon{Reason: fmt.Sprintf("worker %s: the coordinator ended the attempt while it ran here (it took the worker for dead)", w.id)})
+			} else if a.reason == StopReason {
 				cancel(nil) // stopped with the night: the attempt does not count
 			} else {
 				cancel(session.Abandon{Reason: a.reason})
@@ -237,18 +288,26 @@ func (w *Worker) forwardEvents(ctx context.Context) {
 // forwardNow sends the events file's new lines. finish calls it before it
 // writes an attempt's end, so the coordinator journals what the session's
 // hooks saw before it hears that the attempt ended.
+// Lines that could not be sent are sent with the next ones.
 func (w *Worker) forwardNow() {
 	w.tailMu.Lock()
 	defer w.tailMu.Unlock()
-	evs := w.tail.Next()
+	evs := append(w.unsentEvents, w.tail.Next()...)
+	w.unsentEvents = nil
 	if len(evs) == 0 {
 		return
 	}
 	w.mu.Lock()
 	run := w.lastRun
 	w.mu.Unlock()
-	if run != "" {
-		(&observer{w: w, k: attemptKey{run: run}}).add(session.Observation{Kind: session.SawHookEvents, Events: evs})
+	b, err := json.Marshal(evs)
+	if err != nil || run == "" {
+		return
+	}
+	o := spooledObservation{Kind: session.SawHookEvents, Why: string(b)}
+	if err := w.insertObservations(context.Background(), attemptKey{run: run}, []spooledObservation{o}); err != nil {
+		w.db.failed(err)
+		w.unsentEvents = evs
 	}
 }
 
@@ -333,10 +392,19 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 	a := job.Args
 	k := attemptKey{a.Run, a.Job, a.Attempt}
 
+	// The claim refreshes the worker's heartbeat in the same transaction:
+	// an attempt is never judged by a heartbeat older than its start (a
+	// worker just back from a database outage claims before it beats).
 	var abandon *string
-	err := w.DB.Pool.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'running', host = $5, worker_id = $6, started_at = now()
-		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = 'queued' RETURNING abandon`,
-		w.DB.Batch, a.Run, a.Job, a.Attempt, w.Host, w.id).Scan(&abandon)
+	err := pgx.BeginFunc(ctx, w.DB.Pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'running', host = $5, worker_id = $6, started_at = now()
+			WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = 'queued' RETURNING abandon`,
+			w.DB.Batch, a.Run, a.Job, a.Attempt, w.Host, w.id).Scan(&abandon); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "UPDATE nightwatch_workers SET heartbeat_at = now() WHERE worker_id = $1", w.id)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // ended already (abandoned, or taken for a crash): nothing to run
 	}
@@ -375,25 +443,20 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 	return w.finish(k, out)
 }
 
-// finish writes the attempt's end for the coordinator. It outlives the
-// worker's context: a stopping worker still reports how its sessions
-// ended.
+// finish records the attempt's end for the coordinator: first in this
+// host's spool, then in the database, trying until the database answers
+// (spool.go). It outlives the worker's context: a stopping worker still
+// reports how its sessions ended, or leaves the ends in the spool for the
+// next worker of this host. River's job stays running meanwhile, so the
+// coordinator never reads River's end of it before the worker's.
 func (w *Worker) finish(k attemptKey, out session.Outcome) error {
 	w.forwardNow()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	b, err := json.Marshal(out)
-	if err != nil {
-		return fmt.Errorf("encode the outcome of %s: %w", k.job, err)
-	}
-	_, err = w.DB.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET state = 'ended', outcome = $5, ended_at = now(), host = $6
-		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state <> 'ended'`,
-		w.DB.Batch, k.run, k.job, k.attempt, b, w.Host)
-	if err != nil {
-		return fmt.Errorf("record the end of attempt %d of %s: %w", k.attempt, k.job, err)
-	}
-	_, _ = w.DB.Pool.Exec(ctx, "SELECT pg_notify('nightwatch_attempts', $1)", w.DB.Batch+"/"+k.run)
-	return nil
+	w.mu.Lock()
+	seen := w.unseen[k]
+	delete(w.unseen, k)
+	w.mu.Unlock()
+	e := spooledEnd{Batch: w.DB.Batch, Run: k.run, Job: k.job, Attempt: k.attempt, Host: w.Host, Worker: w.id, Outcome: out, Seen: seen}
+	return w.spoolAndDeliver(e)
 }
 
 // observer writes what a session sees for the coordinator, in order.
@@ -402,27 +465,36 @@ type observer struct {
 	k attemptKey
 }
 
-// add writes one observation of attempt k; the hooks' events go as JSON
-// in why.
+// add sends one observation; one the database does not take, and every
+// later one of the attempt (their order matters), goes with the
+// attempt's end instead. The hooks' events go as JSON in why.
 func (o *observer) add(s session.Observation) {
-	why := s.Why
+	obs := spooledObservation{Kind: s.Kind, Server: s.Server, Status: s.Status, Tool: s.Tool, Why: s.Why, PGID: s.PGID}
 	if s.Kind == session.SawHookEvents {
 		b, err := json.Marshal(s.Events)
 		if err != nil {
 			return
 		}
-		why = string(b)
+		obs.Why = string(b)
+	}
+	w := o.w
+	w.mu.Lock()
+	behind := len(w.unseen[o.k]) > 0
+	if behind {
+		w.unseen[o.k] = append(w.unseen[o.k], obs)
+	}
+	w.mu.Unlock()
+	if behind {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := o.w.DB.Pool.Exec(ctx, `INSERT INTO nightwatch_observations (batch, run_id, job, attempt, kind, server, status, tool, why, pgid, host)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, string(s.Kind), s.Server, string(s.Status), s.Tool, why, s.PGID, o.w.Host)
-	if err != nil {
-		o.w.Log.Error().Err(err).Str("job", o.k.job).Str("kind", string(s.Kind)).Msg("cannot tell the coordinator what the session saw")
-		return
+	if err := w.insertObservations(ctx, o.k, []spooledObservation{obs}); err != nil {
+		w.db.failed(err)
+		w.mu.Lock()
+		w.unseen[o.k] = append(w.unseen[o.k], obs)
+		w.mu.Unlock()
 	}
-	_, _ = o.w.DB.Pool.Exec(ctx, "SELECT pg_notify('nightwatch_attempts', $1)", o.w.DB.Batch+"/"+o.k.run)
 }
 
 // Observe tells the coordinator what the session saw; its process group
@@ -436,7 +508,7 @@ func (o *observer) Observe(s session.Observation) {
 			o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, s.PGID, proc.StartID(s.PGID))
 		cancel()
 		if err != nil {
-			o.w.Log.Error().Err(err).Str("job", o.k.job).Msg("cannot record the session's process group")
+			o.w.db.failed(err)
 		}
 	}
 	o.add(s)

@@ -181,11 +181,10 @@ func startStdio(ctx context.Context, srv *mcpconfig.Server, opts Options) (*stdi
 	}
 	// A context of its own: a respawn stops this process, not the probe.
 	ctx, cancel := context.WithCancel(ctx)
-	cmd := command.CommandContext(ctx, env, path, srv.Args...)
+	cmd := proc.Command(ctx, env, stopGrace, path, srv.Args...)
 	cmd.Args[0] = srv.Command
 	cmd.Env = env
 	cmd.Dir = opts.Cwd
-	proc.Prepare(cmd, stopGrace)
 
 	s := &stdioServer{
 		cmd:         cmd,

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -65,23 +64,18 @@ type Verdict struct {
 // caller's own environment) in dir for at most 10 s, in its own process
 // group.
 func Query(ctx context.Context, bin, dir string, env []string) (Status, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "auth", "status", "--json")
-	cmd.Env = env
+	spec := proc.Spec{Argv: []string{bin, "auth", "status", "--json"}, Env: env, Timeout: 10 * time.Second}
 	if dir != "" {
 		if st, err := os.Stat(dir); err == nil && st.IsDir() {
-			cmd.Dir = dir
+			spec.Dir = dir
 		}
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	proc.Prepare(cmd, 500*time.Millisecond)
-	if err := proc.Start(cmd); err != nil {
-		return Status{}, err
+	res, werr := proc.Run(ctx, spec)
+	var re *proc.RunError
+	if werr != nil && !errors.As(werr, &re) {
+		return Status{}, werr // it did not start
 	}
-	werr := proc.Wait(cmd)
-	if ctx.Err() != nil {
+	if re != nil && re.TimedOut {
 		return Status{}, fmt.Errorf("no answer within 10s")
 	}
 	var st Status
@@ -91,7 +85,7 @@ func Query(ctx context.Context, bin, dir string, env []string) (Status, error) {
 	var has struct {
 		LoggedIn *bool `json:"loggedIn"`
 	}
-	out := bytes.TrimSpace(stdout.Bytes())
+	out := bytes.TrimSpace(res.Stdout)
 	err := json.Unmarshal(out, &st)
 	if err == nil {
 		err = json.Unmarshal(out, &has)
@@ -101,7 +95,7 @@ func Query(ctx context.Context, bin, dir string, env []string) (Status, error) {
 	}
 	if err != nil {
 		return Status{}, fmt.Errorf("%s, output not auth status JSON: %s", proc.ExitDescription(werr),
-			text.OneLine(stdout.String()+" "+stderr.String(), 200))
+			text.OneLine(string(res.Stdout)+" "+string(res.Stderr), 200))
 	}
 	return st, nil
 }

@@ -73,10 +73,9 @@ func hold(ctx context.Context, reason string, p platform) (func(), string, error
 		return noop, fmt.Sprintf("not kept awake: %s not found (%v)", argv[0], err), nil
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	cmd := exec.CommandContext(cctx, bin, argv[1:]...)
+	cmd := proc.Command(cctx, nil, time.Second, bin, argv[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	proc.Prepare(cmd, time.Second)
 	if err := proc.Start(cmd); err != nil {
 		cancel()
 		return noop, fmt.Sprintf("not kept awake: start %s: %v", argv[0], err), err

@@ -23,6 +23,13 @@ func releaseGroup(*exec.Cmd) {}
 // Terminate asks the whole group to stop now (SIGTERM); Wait finishes it.
 func Terminate(cmd *exec.Cmd) { signalGroup(cmd, syscall.SIGTERM) }
 
+// TerminateLeader asks the child alone to stop (SIGTERM), not its group.
+func TerminateLeader(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}
+}
+
 // KillGroup sends SIGKILL to the child's whole process group.
 func KillGroup(cmd *exec.Cmd) { signalGroup(cmd, syscall.SIGKILL) }
 

@@ -76,6 +76,10 @@ func Terminate(cmd *exec.Cmd) {
 	}
 }
 
+// TerminateLeader is Terminate: CTRL_BREAK reaches a console process
+// group, never one process of it.
+func TerminateLeader(cmd *exec.Cmd) { Terminate(cmd) }
+
 // KillGroup terminates every process of the child's Job Object (or the
 // child alone when it has none).
 func KillGroup(cmd *exec.Cmd) {

@@ -1,8 +1,14 @@
 package proc
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // DieWithParent has the kernel kill cmd when the process that started it
@@ -16,4 +22,33 @@ func DieWithParent(cmd *exec.Cmd) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
+
+// ErrParentGone is BindToParent's answer when the parent died before the
+// binding held: the caller must exit, not become an orphan.
+var ErrParentGone = errors.New("the parent process is gone")
+
+// BindToParent is DieWithParent for this process, for one that is about to
+// exec (exec-server becoming a session's stdio MCP server): when the
+// process that started it dies, even by SIGKILL, the kernel kills this one
+// (PR_SET_PDEATHSIG, kept across execve).
+//
+// The setting belongs to the calling thread, and execve keeps only the
+// thread that calls it: BindToParent locks the calling goroutine to its
+// thread and never unlocks it, so the exec that follows on the same
+// goroutine carries the setting into the new program. (The "parent" the
+// kernel watches is the thread of the parent that started this process;
+// Claude Code spawns its servers from its main thread, which lives as long
+// as it does.) A parent that died before the setting took effect is seen
+// by getppid no longer naming it: ErrParentGone.
+func BindToParent() error {
+	parent := os.Getppid()
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("set the parent-death signal: %w", err)
+	}
+	if os.Getppid() != parent {
+		return ErrParentGone
+	}
+	return nil
 }

@@ -1,10 +1,12 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package proc
 
 import "os/exec"
 
-// DieWithParent is Linux's parent-death signal; elsewhere a session left by
-// a dead worker is ended by the next worker on its host (cluster/queue),
-// which kills the process groups the dead one recorded.
+// DieWithParent is Linux's parent-death signal. On Windows every process
+// nightwatch starts is in a kill-on-close Job Object whose one handle its
+// starter holds (group_windows.go): when the starter dies, even killed,
+// the system closes the handle and kills the whole tree, Claude Code and
+// every server exec-server started in a nested job. Nothing more to do.
 func DieWithParent(*exec.Cmd) {}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"sync"
 	"time"
 )
 
@@ -26,7 +27,7 @@ import (
 // cmd must have been made with exec.CommandContext.
 func Prepare(cmd *exec.Cmd, grace time.Duration) {
 	prepare(cmd, grace)
-	mark(cmd)
+	marking.Store(cmd, true)
 }
 
 // PrepareAllowDaemons is Prepare for a command whose purpose may be to start
@@ -38,8 +39,14 @@ func Prepare(cmd *exec.Cmd, grace time.Duration) {
 // reconnect run by a hook inside a session must not die with the session.
 func PrepareAllowDaemons(cmd *exec.Cmd, grace time.Duration) {
 	prepare(cmd, grace)
-	unmark(cmd)
+	marking.Store(cmd, false)
 }
+
+// marking is, for each prepared command not started yet, whether Start
+// gives it a spawn mark (true) or removes the marks it would inherit
+// (false). The environment is marked at Start, not at Prepare, so that a
+// caller may still set cmd.Env between the two.
+var marking sync.Map // *exec.Cmd → bool
 
 func prepare(cmd *exec.Cmd, grace time.Duration) {
 	newGroup(cmd)
@@ -55,8 +62,29 @@ func prepare(cmd *exec.Cmd, grace time.Duration) {
 	cmd.WaitDelay = grace
 }
 
+// StopLeaderFirst changes what cancelling a prepared cmd does: the leader
+// alone is asked to stop, and the rest of its group is killed once the
+// leader is gone (Wait), or with it grace later. A session's `claude` must
+// end before its MCP servers do: a server that dies first fails the call
+// in flight, and Claude would take that for the server's failure. On
+// Windows, which can only signal a whole console group, the group is asked
+// to stop at once, as with Prepare.
+func StopLeaderFirst(cmd *exec.Cmd) {
+	cmd.Cancel = func() error {
+		TerminateLeader(cmd)
+		return nil
+	}
+}
+
 // Start starts a prepared cmd in its group.
 func Start(cmd *exec.Cmd) error {
+	if v, ok := marking.LoadAndDelete(cmd); ok {
+		if v.(bool) {
+			mark(cmd)
+		} else {
+			unmark(cmd)
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

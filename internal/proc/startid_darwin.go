@@ -26,3 +26,6 @@ func StartID(pid int) string {
 	}
 	return strings.TrimSpace(out.String())
 }
+
+// Running reports whether pid is a process that has not ended.
+func Running(pid int) bool { return Alive(pid) }

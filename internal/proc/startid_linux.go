@@ -26,3 +26,16 @@ func StartID(pid int) string {
 	}
 	return fields[19]
 }
+
+// Running reports whether pid is a process that has not ended: alive, and
+// not a zombie its parent has yet to reap (a SIGKILLed worker is one until
+// its starter waits for it).
+func Running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Alive(pid) // no /proc to read: the signal's answer
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}

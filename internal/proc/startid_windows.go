@@ -21,3 +21,6 @@ func StartID(pid int) string {
 	}
 	return strconv.FormatInt(created.Nanoseconds(), 10)
 }
+
+// Running reports whether pid is a process that has not ended.
+func Running(pid int) bool { return Alive(pid) }

@@ -11,6 +11,7 @@
 //	  runs/<run>/<job>/attempt-<n>/ one attempt's settings, MCP config, stream and stderr
 //	  logs/<run>.log                the night's log lines
 //	  reports/                      morning reports
+//	  spool/<run>.<job>.attempt-<n>.json  a cluster worker's attempt end not yet in the database
 package statedir
 
 import (
@@ -61,6 +62,10 @@ const (
 	AttemptMCPConfig = "mcp.json"
 	AttemptStream    = "stream.jsonl"
 	AttemptStderr    = "stderr.log"
+	// AttemptStopping is left by nightwatch before it stops the session:
+	// its hooks' failures after that are no evidence about a server
+	// (package sessionstop).
+	AttemptStopping = "stopping"
 )
 
 // Logs is the folder of the nights' log files.
@@ -77,3 +82,16 @@ func Lock(root, batch string) string { return filepath.Join(root, batch+".lock")
 
 // Report is the morning report of one run, ext being ".md" or ".html".
 func Report(root, runID, ext string) string { return filepath.Join(Reports(root), runID+ext) }
+
+// Spool is the folder where a cluster worker keeps each attempt's end
+// until the cluster's database has it.
+func Spool(root string) string { return filepath.Join(root, "spool") }
+
+// SpooledEnd is the spool file of one attempt's end. A run id has no dot,
+// so no two attempts share a name.
+func SpooledEnd(root, runID, job string, attempt int) string {
+	return filepath.Join(Spool(root), fmt.Sprintf("%s.%s.attempt-%d.json", runID, job, attempt))
+}
+
+// SpooledEnds matches every spool file, for filepath.Glob.
+func SpooledEnds(root string) string { return filepath.Join(Spool(root), "*.attempt-*.json") }

@@ -15,6 +15,8 @@ func TestLayout(t *testing.T) {
 		Report(root, "r1", ".html"):                "/s/reports/r1.html",
 		Lock(root, "nightly"):                      "/s/nightly.lock",
 		RunID("/s/runs/20261201T020000Z-ab.jsonl"): "20261201T020000Z-ab",
+		SpooledEnd(root, "r1", "a.b", 3):           "/s/spool/r1.a.b.attempt-3.json",
+		SpooledEnds(root):                          "/s/spool/*.attempt-*.json",
 	} {
 		if got != want {
 			t.Errorf("got %s, want %s", got, want)

@@ -35,6 +35,8 @@ import (
 type Server struct {
 	Port int
 	dir  string
+	bin  string
+	cred *credential
 	cmd  *exec.Cmd
 	stop context.CancelFunc
 	done chan struct{}
@@ -66,22 +68,29 @@ func Required() bool { return os.Getenv("NIGHTWATCH_REQUIRE_POSTGRES") == "1" }
 func New(t testing.TB) string {
 	t.Helper()
 	once.Do(func() { shared, sharedErr = Start() })
-	if sharedErr != nil {
-		if runtime.GOOS == "windows" {
-			// The cluster's tests run on Linux and macOS (the Wine gate
-			// sets NIGHTWATCH_REQUIRE_POSTGRES for the whole suite).
-			t.Skipf("PostgreSQL: %v", sharedErr)
-		}
-		if Required() || !errors.Is(sharedErr, ErrNotInstalled) {
-			t.Fatalf("PostgreSQL: %v", sharedErr)
-		}
-		t.Skipf("PostgreSQL is not installed here (%v): the cluster tests did not run; `apt-get install postgresql` (scripts/test.sh does) runs them", sharedErr)
-	}
+	unavailable(t, sharedErr)
 	name := fmt.Sprintf("nw_%d_%d", os.Getpid(), dbs.Add(1))
 	if out, err := shared.psql("postgres", "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("create database %s: %v: %s", name, err, out)
 	}
 	return shared.DSN(name)
+}
+
+// unavailable skips t, or fails it, when the server could not start.
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if runtime.GOOS == "windows" {
+		// The cluster's tests run on Linux and macOS (the Wine gate
+		// sets NIGHTWATCH_REQUIRE_POSTGRES for the whole suite).
+		t.Skipf("PostgreSQL: %v", err)
+	}
+	if Required() || !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("PostgreSQL: %v", err)
+	}
+	t.Skipf("PostgreSQL is not installed here (%v): the cluster tests did not run; `apt-get install postgresql` (scripts/test.sh does) runs them", err)
 }
 
 // DSN is the connection string of database name.
@@ -144,7 +153,7 @@ func Start() (*Server, error) {
 			}
 		}
 	}
-	s := &Server{dir: dir, done: make(chan struct{})}
+	s := &Server{dir: dir, bin: bin, cred: cred}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "nightwatch",
@@ -160,7 +169,7 @@ func Start() (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		err = s.start(bin, data, port, cred)
+		err = s.start(port)
 		if err == nil {
 			return s, nil
 		}
@@ -171,7 +180,8 @@ func Start() (*Server, error) {
 	}
 }
 
-func (s *Server) start(bin, data string, port int, cred *credential) error {
+func (s *Server) start(port int) error {
+	bin, data, cred := s.bin, filepath.Join(s.dir, "data"), s.cred
 	ctx, stop := context.WithCancel(context.Background())
 	// fsync off and a small footprint: a test server, thrown away after.
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "postgres"), "-D", data,
@@ -180,7 +190,7 @@ func (s *Server) start(bin, data string, port int, cred *credential) error {
 		"-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB",
 		"-c", "log_min_messages=warning")
 	cred.apply(cmd)
-	logf, err := os.Create(filepath.Join(s.dir, "postgres.log"))
+	logf, err := os.OpenFile(filepath.Join(s.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		stop()
 		return err
@@ -192,9 +202,9 @@ func (s *Server) start(bin, data string, port int, cred *credential) error {
 		logf.Close()
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	s.cmd, s.stop, s.Port = cmd, stop, port
 	exited := make(chan struct{})
-	go func() { _ = proc.Wait(cmd); logf.Close(); close(exited); close(s.done) }()
+	s.cmd, s.stop, s.Port, s.done = cmd, stop, port, exited
+	go func() { _ = proc.Wait(cmd); logf.Close(); close(exited) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -243,6 +253,56 @@ func (s *Server) Stop() {
 		<-s.done
 	}
 	os.RemoveAll(s.dir)
+}
+
+// Own starts a server of t's own (stopped when t ends), for a test that
+// takes the database away (Pause) without taking it from the tests that
+// share the binary's server, and returns it with the DSN of an empty
+// database on it.
+func Own(t testing.TB) (*Server, string) {
+	t.Helper()
+	s, err := Start()
+	unavailable(t, err)
+	t.Cleanup(s.Stop)
+	if out, err := s.psql("postgres", "CREATE DATABASE nw_own"); err != nil {
+		t.Fatalf("create database nw_own: %v: %s", err, out)
+	}
+	return s, s.DSN("nw_own")
+}
+
+// Pause stops the server as an operator's fast shutdown does (every
+// client is disconnected, then new connections are refused) and keeps
+// its data; Resume starts it again on the same port.
+func (s *Server) Pause() error {
+	if s.cmd == nil {
+		return errors.New("the server is not running")
+	}
+	select {
+	case <-s.done:
+		return errors.New("the server is not running")
+	default:
+	}
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+		return fmt.Errorf("stop postgres: %w", err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.stop()
+		<-s.done
+	}
+	s.stop()
+	return nil
+}
+
+// Resume starts a paused server again, on its port and with its data.
+func (s *Server) Resume() error {
+	select {
+	case <-s.done:
+	default:
+		return errors.New("the server is running")
+	}
+	return s.start(s.Port)
 }
 
 func freePort() (int, error) {
