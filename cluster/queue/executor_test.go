@@ -46,16 +46,17 @@ func TestExecutorReportsInOrderAndStopsAll(t *testing.T) {
 		t.Fatalf("the refused attempt was enqueued (%d, %v)", n, err)
 	}
 
-	// A worker runs "seen": it claims it, tells what its session saw,
-	// and ends it done.
-	w := &Worker{DB: db, Batch: b, Host: "host-a", Log: log}
+	// A worker runs "seen": it claims it, tells what its session saw
+	// (through its observer), and ends it done.
+	w := &Worker{DB: db, Batch: b, Host: "host-a", Log: log, unseen: map[attemptKey][]spooledObservation{}}
 	if _, err := db.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET state = 'running', host = 'host-a' WHERE job = 'seen'`); err != nil {
 		t.Fatal(err)
 	}
 	obs := &observer{w: w, k: attemptKey{"run-1", "seen", 1}}
 	obs.Observe(session.Observation{Kind: session.SawServer, Server: "notes", Status: session.ServerNeedsAuth})
 	obs.Observe(session.Observation{Kind: session.SawHookEvents, Events: []healthcheck.Event{{Server: "notes"}}})
-	if err := w.finish(attemptKey{"run-1", "seen", 1}, session.Outcome{Status: session.Done}); err != nil {
+	if _, err := db.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET state = 'ended', ended_by = 'worker', outcome = '{"status":"done"}', ended_at = now()
+		WHERE job = 'seen'`); err != nil {
 		t.Fatal(err)
 	}
 	var got []session.Report
