@@ -28,7 +28,7 @@ func (e *env) cache(context.Context) []Check {
 	resetCmd := "nightwatch reset"
 	if e.batch != nil {
 		path = supervisor.CachePath(e.batch)
-		settings.TTL, settings.Backoff, settings.MaxBackoff = e.batch.Health.TTL, e.batch.Health.Backoff, e.batch.Health.MaxBackoff
+		settings = e.batch.Health.Settings()
 		resetCmd = "nightwatch reset --state " + path
 	}
 	var out []Check

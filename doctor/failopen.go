@@ -17,6 +17,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/traps"
 )
 
 const failOpenTitle = "fail-open"
@@ -30,9 +31,9 @@ func (e *env) failOpen(context.Context) []Check {
 		out = append(out, Check{ID: "fail-open", Title: failOpenTitle, Level: Fail,
 			Detail: where + ": " + detail + " (the hook lets every call through to dead servers)", Fix: fix})
 	}
-	for _, name := range knobs.EnvFailOpen {
-		if v, set := e.Getenv(name); set && truthy(v) {
-			found("environment", fmt.Sprintf("%s=%s", name, v), fmt.Sprintf("unset %s (and remove it from your shell profile)", name))
+	for _, fv := range traps.FailOpenVars(e.Getenv) {
+		if fv.On {
+			found("environment", fmt.Sprintf("%s=%s", fv.Name, fv.Value), fmt.Sprintf("unset %s (and remove it from your shell profile)", fv.Name))
 		}
 	}
 	if e.batch != nil && e.batch.FailOpen {
@@ -45,10 +46,10 @@ func (e *env) failOpen(context.Context) []Check {
 				Detail: fmt.Sprintf("cannot read launchd plist %s: %v", p, err), Fix: "check it with: plutil -lint " + p})
 			continue
 		}
-		for _, name := range knobs.EnvFailOpen {
-			if v, set := vars[name]; set && truthy(v) {
-				found(p, fmt.Sprintf("EnvironmentVariables sets %s=%s", name, v),
-					fmt.Sprintf("delete the <key>%s</key> entry from %s, then: launchctl unload %s && launchctl load %s", name, p, p, p))
+		for _, fv := range traps.FailOpenVars(traps.MapLookup(vars, asString)) {
+			if fv.On {
+				found(p, fmt.Sprintf("EnvironmentVariables sets %s=%s", fv.Name, fv.Value),
+					fmt.Sprintf("delete the <key>%s</key> entry from %s, then: launchctl unload %s && launchctl load %s", fv.Name, p, p, p))
 			}
 		}
 		if slices.Contains(args, "--fail-open") {
@@ -56,10 +57,10 @@ func (e *env) failOpen(context.Context) []Check {
 		}
 	}
 	for _, p := range globFiles(e.SystemdUserDir, "*.service") {
-		for name, v := range systemdEnv(p) {
-			if slices.Contains(knobs.EnvFailOpen, name) && truthy(v) {
-				found(p, fmt.Sprintf("Environment=%s=%s", name, v),
-					fmt.Sprintf("delete %s from the Environment= line of %s, then: systemctl --user daemon-reload", name, p))
+		for _, fv := range traps.FailOpenVars(traps.MapLookup(systemdEnv(p), asString)) {
+			if fv.On {
+				found(p, fmt.Sprintf("Environment=%s=%s", fv.Name, fv.Value),
+					fmt.Sprintf("delete %s from the Environment= line of %s, then: systemctl --user daemon-reload", fv.Name, p))
 			}
 		}
 	}
@@ -68,9 +69,9 @@ func (e *env) failOpen(context.Context) []Check {
 		if err != nil || s == nil {
 			continue // unreadable settings are the hooks check's finding
 		}
-		for _, name := range knobs.EnvFailOpen {
-			if v, set := s.Env[name]; set && truthy(fmt.Sprint(v)) {
-				found(sf.path, fmt.Sprintf(`"env" sets %s=%v`, name, v), fmt.Sprintf(`delete %q from the "env" object of %s`, name, sf.path))
+		for _, fv := range traps.FailOpenVars(traps.MapLookup(s.Env, func(v any) string { return fmt.Sprint(v) })) {
+			if fv.On {
+				found(sf.path, fmt.Sprintf(`"env" sets %s=%s`, fv.Name, fv.Value), fmt.Sprintf(`delete %q from the "env" object of %s`, fv.Name, sf.path))
 			}
 		}
 		for _, h := range s.commands() {
@@ -87,6 +88,8 @@ func (e *env) failOpen(context.Context) []Check {
 }
 
 func truthy(v string) bool { b, _ := knobs.ParseBool(v); return b }
+
+func asString(s string) string { return s }
 
 var failOpenAssign = regexp.MustCompile(`\b(?:NIGHTWATCH_FAIL_OPEN|ECC_MCP_HEALTH_FAIL_OPEN)=("[^"]*"|'[^']*'|\S*)`)
 

@@ -276,7 +276,7 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 			Note: fmt.Sprintf("MCP server %q did not answer a probe within %s, but Claude Code waits up to %s for a server to start (MCP_TIMEOUT); "+
 				"a probe this short cannot call it down, so the call goes ahead unchecked and its result is watched", server, res.TimedOutAfter, c.Settings.withDefaults().ClientStartup)}
 	}
-	return c.settle(ctx, srv, res, "probe")
+	return c.settle(ctx, srv, res, ByProbe)
 }
 
 // trial lets exactly one call through a half-open server, across every
@@ -332,14 +332,14 @@ func (c *Checker) trial(ctx context.Context, server string) Decision {
 		g := GateOf(after, now)
 		return Decision{Allow: g == GateAllow || g == GateProbe, Server: server, Entry: after}
 	}
-	c.announce(server, before, after, Event{Kind: EventTrial, By: "trial", Code: string(after.LastFailureCode)}, now)
+	c.announce(server, before, after, Event{Kind: EventTrial, By: ByTrial, Code: string(after.LastFailureCode)}, now)
 	return Decision{Allow: true, Server: server, Entry: after, Trial: true,
 		Note: fmt.Sprintf("MCP server %q: its backoff is over; letting one trial call through (its result decides)", server)}
 }
 
 // settle turns a probe result into a recorded state and a decision,
 // running the reconnect policy on a failure.
-func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.Result, by string) Decision {
+func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.Result, by By) Decision {
 	server := srv.Name
 	if Reachable(srv, res) {
 		e := c.record(server, func(p *Entry, now time.Time) Entry {
@@ -352,16 +352,22 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 
 	code := CodeOfVerdict(res.Verdict)
 	reason := res.Reason
+	var since *Entry
 	if c.policy(code, server) == ActionReconnect {
+		// The verdict is recorded once the reconnect is over; an outage
+		// the reconnect ends at once is still an outage, so it is
+		// announced before the command runs.
+		since = c.announceDown(server, Event{By: by, Verdict: string(res.Verdict), Code: string(code),
+			Reason: reason + "; reconnecting"})
 		rc := c.Reconnect(ctx, server)
 		if rc.Attempted && rc.OK {
 			again := c.Probe(ctx, srv)
 			if Reachable(srv, again) {
-				e := c.record(server, func(p *Entry, now time.Time) Entry {
+				e := c.recordSince(server, since, func(p *Entry, now time.Time) Entry {
 					n := c.Settings.MarkHealthy(p, now, RestoredByReconnect)
 					stamp(&n, srv, again)
 					return n
-				}, Event{By: RestoredByReconnect, Verdict: string(again.Verdict), Reason: rc.Detail})
+				}, Event{By: ByReconnect, Verdict: string(again.Verdict), Reason: rc.Detail})
 				return Decision{Allow: true, Server: server, Entry: e, Probed: true}
 			}
 			res, code = again, CodeOfVerdict(again.Verdict)
@@ -371,12 +377,25 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 		}
 	}
 	f := Failure{Code: code, Reason: reason, RetryAfter: res.RetryAfter}
-	e := c.record(server, func(p *Entry, now time.Time) Entry {
+	e := c.recordSince(server, since, func(p *Entry, now time.Time) Entry {
 		n := c.Settings.MarkUnhealthy(p, now, f)
 		stamp(&n, srv, res)
 		return n
 	}, Event{By: by, Verdict: string(res.Verdict), Code: string(code), Reason: reason})
 	return Decision{Allow: false, Server: server, Entry: e, Probed: true}
+}
+
+// announceDown announces that server is down before its verdict is
+// recorded (a reconnect runs first). It returns the state it announced,
+// for the record that follows; nil when the server was already down.
+func (c *Checker) announceDown(server string, ev Event) *Entry {
+	before := c.read().Entry(server)
+	if before != nil && before.Status == StatusUnhealthy {
+		return nil
+	}
+	down := &Entry{Status: StatusUnhealthy, LastFailureCode: FailureCode(ev.Code)}
+	c.announce(server, before, down, ev, c.now())
+	return down
 }
 
 // SendsCredentials says whether the probe sends the same credentials as
@@ -418,11 +437,14 @@ func (c *Checker) policy(code FailureCode, server string) Action {
 	return policy(code, have)
 }
 
-func restoreWay(by string) string {
-	if by == "probe" {
+// restoreWay is how a healthy verdict by by closes an outage: any probe
+// (the hook's, preflight's, maintenance's) is a probe.
+func restoreWay(by By) string {
+	switch by {
+	case ByPreflight, ByMaintenance:
 		return RestoredByProbe
 	}
-	return by
+	return string(by)
 }
 
 func stamp(e *Entry, srv *mcpconfig.Server, res probe.Result) {
@@ -450,6 +472,12 @@ func stampDefinition(e *Entry, srv *mcpconfig.Server) {
 // reports a change of state to the events file. A cache that cannot be
 // written is reported every time; the decision stands regardless.
 func (c *Checker) record(server string, change func(prev *Entry, now time.Time) Entry, ev Event) *Entry {
+	return c.recordSince(server, nil, change, ev)
+}
+
+// recordSince is record after an announcement the cache does not hold
+// (announceDown): the change is announced from since when it is not nil.
+func (c *Checker) recordSince(server string, since *Entry, change func(prev *Entry, now time.Time) Entry, ev Event) *Entry {
 	now := c.now()
 	var before *Entry
 	var after Entry
@@ -465,6 +493,9 @@ func (c *Checker) record(server string, change func(prev *Entry, now time.Time) 
 			after = change(nil, now)
 		}
 		c.warn(fmt.Sprintf("nightwatch: cannot save the health of %s: %v (decision made without saving it)", server, err))
+	}
+	if since != nil {
+		before = since
 	}
 	c.announce(server, before, &after, ev, now)
 	return &after
@@ -512,7 +543,7 @@ func (c *Checker) RecordSuccess(server string, srv *mcpconfig.Server) {
 		n := c.Settings.MarkHealthy(p, now, RestoredByPassive)
 		stampDefinition(&n, srv)
 		return n
-	}, Event{By: RestoredByPassive})
+	}, Event{By: ByPassive})
 }
 
 // RecordFailure is PostToolUseFailure: classify the client's error text,
@@ -557,7 +588,7 @@ func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconf
 			return cl, c.count(server, srv, Failure{Code: cl.Code, Reason: reason + "; a probe finds the handshake working"})
 		}
 		res.Reason = reason + "; probe: " + res.Reason
-		d := c.settle(ctx, srv, res, "call-failure")
+		d := c.settle(ctx, srv, res, ByCallFailure)
 		cl.Code = CodeOfVerdict(res.Verdict)
 		return cl, d.Entry
 	}
@@ -571,7 +602,7 @@ func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconf
 		n := c.Settings.MarkUnhealthy(p, now, f)
 		stampDefinition(&n, srv)
 		return n
-	}, Event{By: "call-failure", Code: string(cl.Code), Reason: reason})
+	}, Event{By: ByCallFailure, Code: string(cl.Code), Reason: reason})
 
 	if canProbe && c.policy(cl.Code, server) == ActionReconnect {
 		rc := c.Reconnect(ctx, server)
@@ -583,7 +614,7 @@ func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconf
 					n := c.Settings.MarkHealthy(p, now, RestoredByReconnect)
 					stamp(&n, srv, res)
 					return n
-				}, Event{By: RestoredByReconnect, Verdict: string(res.Verdict), Reason: rc.Detail})
+				}, Event{By: ByReconnect, Verdict: string(res.Verdict), Reason: rc.Detail})
 			}
 		} else if rc.Attempted {
 			c.warn(fmt.Sprintf("nightwatch: reconnect of %s failed: %s", server, rc.Detail))
@@ -614,7 +645,7 @@ func (c *Checker) count(server string, srv *mcpconfig.Server, f Failure) *Entry 
 		return &after
 	}
 	if opened {
-		c.announce(server, before, &after, Event{Kind: EventState, By: "call-failures",
+		c.announce(server, before, &after, Event{Kind: EventState, By: ByCallFailures,
 			Code: string(f.Code), Reason: f.Reason}, now)
 	}
 	return &after
@@ -644,33 +675,37 @@ func (c *Checker) RecordClientStatus(server string, srv *mcpconfig.Server, statu
 		n := c.Settings.MarkUnhealthy(p, now, f)
 		stampDefinition(&n, srv)
 		return n
-	}, Event{By: "session-init", Code: string(f.Code), Reason: reason})
+	}, Event{By: BySessionInit, Code: string(f.Code), Reason: reason})
 }
 
 // RecordProbe stores a probe's verdict as it is, without the reconnect
-// policy: `nightwatch probe` and preflight report what they see.
+// policy: `nightwatch probe` and the night's maintenance report what they
+// see, by the same reachability rule (Reachable) as every other verdict.
 //
 // A stdio probe that only ran out of a budget shorter than Claude Code's
 // start-up wait is not recorded (see slowStart): it cannot tell a slow
 // server from a dead one.
-func (c *Checker) RecordProbe(srv *mcpconfig.Server, res probe.Result) *Entry {
+func (c *Checker) RecordProbe(srv *mcpconfig.Server, res probe.Result, by By) *Entry {
 	if res.Verdict == probe.Unsupported || slowStart(srv, res, c.Settings.withDefaults().ClientStartup) {
 		return nil
 	}
-	change, ev := probeTransition(c.Settings, srv, res)
+	change, ev := probeTransition(c.Settings, srv, res, by)
 	return c.record(srv.Name, change, ev)
 }
 
-// ProbeRecord is one verdict for RecordProbes.
+// ProbeRecord is one verdict for RecordPreflight.
 type ProbeRecord struct {
 	Server *mcpconfig.Server
 	Result probe.Result
 }
 
-// RecordProbes stores many verdicts in one locked update: a preflight of
-// twenty servers then costs one cache write and one fsync, not twenty in
-// turn.
-func (c *Checker) RecordProbes(items []ProbeRecord) {
+// RecordPreflight stores the preflight's verdicts, by the rule and
+// transitions of RecordProbe, in one locked update: a preflight of twenty
+// servers costs one cache write and one fsync, not twenty in turn. Every
+// verdict is announced, an unchanged one too: they are the state the night
+// starts from, and a server already down before the first job is an outage
+// of the night like any other.
+func (c *Checker) RecordPreflight(items []ProbeRecord) {
 	now := c.now()
 	type change struct {
 		name          string
@@ -684,7 +719,8 @@ func (c *Checker) RecordProbes(items []ProbeRecord) {
 			if it.Result.Verdict == probe.Unsupported || slowStart(it.Server, it.Result, c.Settings.withDefaults().ClientStartup) {
 				continue
 			}
-			apply, ev := probeTransition(c.Settings, it.Server, it.Result)
+			apply, ev := probeTransition(c.Settings, it.Server, it.Result, ByPreflight)
+			ev.Kind = EventState
 			before := f.Entry(it.Server.Name)
 			after := apply(before, now)
 			after.LastError = c.redact(after.LastError)
@@ -702,20 +738,20 @@ func (c *Checker) RecordProbes(items []ProbeRecord) {
 	}
 }
 
-func probeTransition(s Settings, srv *mcpconfig.Server, res probe.Result) (func(*Entry, time.Time) Entry, Event) {
+func probeTransition(s Settings, srv *mcpconfig.Server, res probe.Result, by By) (func(*Entry, time.Time) Entry, Event) {
 	if Reachable(srv, res) {
 		return func(p *Entry, now time.Time) Entry {
-			n := s.ProbeHealthy(p, now, RestoredByProbe)
+			n := s.ProbeHealthy(p, now, restoreWay(by))
 			stamp(&n, srv, res)
 			return n
-		}, Event{By: "probe", Verdict: string(res.Verdict)}
+		}, Event{By: by, Verdict: string(res.Verdict)}
 	}
 	f := Failure{Code: CodeOfVerdict(res.Verdict), Reason: res.Reason, RetryAfter: res.RetryAfter}
 	return func(p *Entry, now time.Time) Entry {
 		n := s.MarkUnhealthy(p, now, f)
 		stamp(&n, srv, res)
 		return n
-	}, Event{By: "probe", Verdict: string(res.Verdict), Code: string(f.Code), Reason: res.Reason}
+	}, Event{By: by, Verdict: string(res.Verdict), Code: string(f.Code), Reason: res.Reason}
 }
 
 // Reset removes entries: the named ones, every one (all), or the stuck
@@ -738,7 +774,7 @@ func (c *Checker) Reset(names []string, all, stuck bool) ([]string, error) {
 	})
 	sort.Strings(removed)
 	for _, name := range removed {
-		c.Events.Append(Event{Time: c.now(), Kind: EventState, Server: name, To: "", By: "reset"})
+		c.Events.Append(Event{Time: c.now(), Kind: EventState, Server: name, To: "", By: ByReset})
 	}
 	return removed, err
 }

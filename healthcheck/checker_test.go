@@ -487,14 +487,14 @@ func TestEventsFileRecordsChangesAndResets(t *testing.T) {
 	}
 }
 
-func TestRecordProbesWritesAllInOneUpdate(t *testing.T) {
+func TestRecordPreflightWritesAllInOneUpdate(t *testing.T) {
 	f := newFixture(t)
 	events := filepath.Join(t.TempDir(), "events.jsonl")
 	f.c.Events = &EventLog{Path: events}
 	up := &mcpconfig.Server{Name: "up", Transport: mcpconfig.Stdio}
 	down := &mcpconfig.Server{Name: "down", Transport: mcpconfig.HTTP}
 	ws := &mcpconfig.Server{Name: "ws", Transport: mcpconfig.WS}
-	f.c.RecordProbes([]ProbeRecord{
+	f.c.RecordPreflight([]ProbeRecord{
 		{up, probe.Result{Verdict: probe.Healthy}},
 		{down, probe.Result{Verdict: probe.RateLimited, RetryAfter: 9 * time.Second, Reason: "HTTP 429"}},
 		{ws, probe.Result{Verdict: probe.Unsupported}},
@@ -509,8 +509,117 @@ func TestRecordProbesWritesAllInOneUpdate(t *testing.T) {
 	if file.Entry("ws") != nil {
 		t.Error("an unsupported transport must not be recorded")
 	}
-	if lines := readLines(t, events); len(lines) != 2 {
-		t.Errorf("want 2 state events, got %v", lines)
+	lines := readLines(t, events)
+	if len(lines) != 2 {
+		t.Fatalf("want 2 state events, got %v", lines)
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, `"by":"preflight"`) {
+			t.Errorf("a preflight verdict not announced by the preflight: %s", l)
+		}
+	}
+	// A server already down before the night is the night's outage too:
+	// the next preflight announces it again, unchanged as it is.
+	f.c.RecordPreflight([]ProbeRecord{{down, probe.Result{Verdict: probe.RateLimited, Reason: "HTTP 429"}}})
+	if lines := readLines(t, events); len(lines) != 3 || !strings.Contains(lines[2], `"from":"unhealthy","to":"unhealthy"`) {
+		t.Errorf("the second preflight's verdict was not announced: %v", lines)
+	}
+}
+
+// The one reachability rule, whoever observes: a 401/403 to a probe that
+// carried the server's own credentials (its configured Authorization) is
+// those credentials failing, an auth outage; to a probe without them it
+// proves a live endpoint guarding itself. The hook (Decide), preflight
+// (RecordPreflight) and the night's maintenance (RecordProbe) agree, and
+// each announces the verdict with its own name.
+func TestOneReachabilityRuleForEveryObserver(t *testing.T) {
+	withToken := map[string]string{"authorization": "Bearer revoked"}
+	observers := []struct {
+		by      By
+		observe func(f *fixture, res probe.Result) *Entry
+	}{
+		{ByProbe, func(f *fixture, res probe.Result) *Entry {
+			f.prober.answers = []probe.Result{res}
+			return f.decide().Entry
+		}},
+		{ByPreflight, func(f *fixture, res probe.Result) *Entry {
+			f.c.RecordPreflight([]ProbeRecord{{f.srv, res}})
+			return f.c.read().Entry(f.srv.Name)
+		}},
+		{ByMaintenance, func(f *fixture, res probe.Result) *Entry { return f.c.RecordProbe(f.srv, res, ByMaintenance) }},
+	}
+	for _, tc := range []struct {
+		name        string
+		headers     map[string]string
+		status      int
+		wantHealthy bool
+	}{
+		{"401 to the server's own token", withToken, 401, false},
+		{"403 to the server's own token", withToken, 403, false},
+		{"401 without credentials", nil, 401, true},
+		{"401 with other headers only", map[string]string{"X-Team": "night"}, 401, true},
+		{"403 without credentials", nil, 403, true},
+	} {
+		for _, o := range observers {
+			t.Run(tc.name+"/"+string(o.by), func(t *testing.T) {
+				f := newFixture(t)
+				events := filepath.Join(t.TempDir(), "events.jsonl")
+				f.c.Events = &EventLog{Path: events}
+				f.srv.Transport, f.srv.Headers = mcpconfig.HTTP, tc.headers
+				e := o.observe(f, probe.Result{Verdict: probe.AuthRequired, Status: tc.status, Reason: "HTTP 401"})
+				if e == nil || (e.Status == StatusHealthy) != tc.wantHealthy {
+					t.Fatalf("entry %+v, want healthy %v", e, tc.wantHealthy)
+				}
+				if !tc.wantHealthy && e.LastFailureCode != CodeAuth {
+					t.Errorf("code %q, want auth", e.LastFailureCode)
+				}
+				lines := readLines(t, events)
+				if len(lines) != 1 || !strings.Contains(lines[0], `"by":"`+string(o.by)+`"`) {
+					t.Fatalf("events %v, want one by %s", lines, o.by)
+				}
+				if !tc.wantHealthy && (!strings.Contains(lines[0], `"to":"unhealthy"`) || !strings.Contains(lines[0], `"code":"auth"`)) {
+					t.Errorf("event %s, want an auth outage", lines[0])
+				}
+			})
+		}
+	}
+}
+
+// A probe that finds a server down and a reconnect that repairs it at once
+// is still an outage: the Checker announces it down before the command
+// runs, and back by the reconnect after (the night journals both).
+func TestAnOutageRepairedByAReconnectIsAnnounced(t *testing.T) {
+	f := newFixture(t, probe.Result{Verdict: probe.Healthy})
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	f.c.Events = &EventLog{Path: events}
+	f.haveCmd = true
+	if d := f.decide(); !d.Allow {
+		t.Fatal("a healthy server was blocked")
+	}
+	f.now = f.now.Add(f.c.Settings.TTL + time.Second) // the verdict expired
+	f.prober.answers = []probe.Result{{Verdict: probe.Transport, Reason: "connection refused"}, {Verdict: probe.Healthy}}
+	if d := f.decide(); !d.Allow || f.reconnects != 1 {
+		t.Fatalf("allow %v after %d reconnects, want allowed after one", d.Allow, f.reconnects)
+	}
+	lines := readLines(t, events)
+	if len(lines) != 3 {
+		t.Fatalf("want 3 events (up, down, back by reconnect), got %v", lines)
+	}
+	if !strings.Contains(lines[1], `"to":"unhealthy"`) || !strings.Contains(lines[1], `"by":"probe"`) || !strings.Contains(lines[1], "reconnecting") {
+		t.Errorf("no outage announced before the reconnect: %s", lines[1])
+	}
+	if !strings.Contains(lines[2], `"from":"unhealthy","to":"healthy"`) || !strings.Contains(lines[2], `"by":"reconnect"`) {
+		t.Errorf("not announced back by the reconnect: %s", lines[2])
+	}
+	// A reconnect that does not repair it: one outage, not two.
+	f.now = f.now.Add(f.c.Settings.TTL + time.Second)
+	f.reconnOK = false
+	f.prober.answers = []probe.Result{{Verdict: probe.Transport, Reason: "connection refused"}}
+	if d := f.decide(); d.Allow {
+		t.Fatal("a server down after its failed reconnect was allowed")
+	}
+	if lines := readLines(t, events); len(lines) != 4 {
+		t.Errorf("want one more event (down), got %v", lines[3:])
 	}
 }
 
@@ -541,7 +650,7 @@ func TestAuthRequiredWithTheClientsCredentials(t *testing.T) {
 				t.Errorf("code %q, want auth", d.Entry.LastFailureCode)
 			}
 			// Preflight records verdicts the same way.
-			e := f.c.RecordProbe(f.srv, probe.Result{Verdict: probe.AuthRequired, Status: 401})
+			e := f.c.RecordProbe(f.srv, probe.Result{Verdict: probe.AuthRequired, Status: 401}, ByProbe)
 			if (e.Status == StatusHealthy) != tt.wantAllow {
 				t.Errorf("RecordProbe: %+v", e)
 			}

@@ -31,9 +31,8 @@ type Event struct {
 	Verdict string    `json:"verdict,omitempty"`
 	Code    string    `json:"code,omitempty"`
 	Reason  string    `json:"reason,omitempty"`
-	// By says what caused a state change: probe, reconnect, passive
-	// (a real call), call-failure, reset.
-	By    string    `json:"by,omitempty"`
+	// By says who made the observation behind a state change (see By).
+	By    By        `json:"by,omitempty"`
 	Until time.Time `json:"until,omitzero"`
 }
 

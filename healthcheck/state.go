@@ -229,11 +229,11 @@ func (s Settings) Stuck(e *Entry) bool {
 		s.BackoffFor(e.FailureCount) >= s.MaxBackoff
 }
 
-// Restore ways, for RestoredBy.
+// Restore ways, for RestoredBy: the observers that can close an outage.
 const (
-	RestoredByProbe     = "probe"
-	RestoredByReconnect = "reconnect"
-	RestoredByPassive   = "passive"
+	RestoredByProbe     = string(ByProbe)
+	RestoredByReconnect = string(ByReconnect)
+	RestoredByPassive   = string(ByPassive)
 )
 
 // MarkHealthy records a verdict that proves the server can be called

@@ -118,9 +118,9 @@ type Event struct {
 	Reason  string    `json:"reason,omitempty"`
 	Server  string    `json:"server,omitempty"`
 	Tool    string    `json:"tool,omitempty"`
-	// By says what saw a server's change: preflight, probe, reconnect,
-	// passive (a real call), call-failure, init (a session's init event),
-	// reset.
+	// By says who saw a server's change, in healthcheck.By's words:
+	// preflight, probe, maintenance, reconnect, passive (a real call),
+	// call-failure(s), session-init (a session's init event), reset.
 	By string `json:"by,omitempty"`
 	// Code is the failure code of an unhealthy server (auth, transport, …).
 	Code   string `json:"code,omitempty"`

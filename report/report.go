@@ -170,7 +170,7 @@ var recoveryWays = map[string]bool{
 	healthcheck.RestoredByReconnect: true,
 	healthcheck.RestoredByProbe:     true,
 	healthcheck.RestoredByPassive:   true,
-	"reset":                         true,
+	string(healthcheck.ByReset):     true,
 }
 
 // LatestJournal returns the newest journal of the state folder.

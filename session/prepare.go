@@ -265,21 +265,22 @@ func checkMCPConfig(path string, want []string) error {
 
 // hookCommand is the hook's command line. Claude Code runs it with
 // /bin/sh -c, so every value is shell-quoted: a state_dir like
-// "~/My Nights/bob's" must not split or unbalance the line.
+// "~/My Nights/bob's" must not split or unbalance the line. The state
+// machine's numbers are the batch's one mapping (jobs.Health.Settings), so
+// the hooks decide as the night does.
 func hookCommand(spec Spec, f Files) string {
 	h := spec.Batch.Health
-	args := []string{spec.Binary, "hook", "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events}
+	s := h.Settings()
+	args := []string{spec.Binary, "hook", "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
+		"--ttl", s.TTL.String(), "--backoff", s.Backoff.String(), "--max-backoff", s.MaxBackoff.String(),
+		"--failure-threshold", strconv.Itoa(s.FailureThreshold)}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--ttl", h.TTL}, {"--backoff", h.Backoff}, {"--max-backoff", h.MaxBackoff}, {"--probe-timeout", h.ProbeTimeout},
-		{"--reconnect-timeout", h.ReconnectTimeout}} {
+	}{{"--probe-timeout", h.ProbeTimeout}, {"--reconnect-timeout", h.ReconnectTimeout}} {
 		if d.v > 0 { // unset: the hook's default, not an invalid zero
 			args = append(args, d.flag, d.v.String())
 		}
-	}
-	if h.FailureThreshold > 0 {
-		args = append(args, "--failure-threshold", strconv.Itoa(h.FailureThreshold))
 	}
 	if spec.Batch.FailOpen {
 		args = append(args, "--fail-open")

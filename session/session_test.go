@@ -142,7 +142,7 @@ func TestPrepareSessionWritesCheckedFiles(t *testing.T) {
 	}
 	got := sessionTestSplit(t, command)
 	want := []string{spec.Binary, "hook", "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
-		"--ttl", "2m0s", "--backoff", "2s", "--max-backoff", "1m0s", "--probe-timeout", "5s"}
+		"--ttl", "2m0s", "--backoff", "2s", "--max-backoff", "1m0s", "--failure-threshold", "3", "--probe-timeout", "5s"}
 	if !slices.Equal(got, want) {
 		t.Errorf("the shell splits the hook command into\n%q\nwant\n%q", got, want)
 	}

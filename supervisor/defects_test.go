@@ -109,7 +109,9 @@ func TestInitOutageReachesTheJournalAndTheReport(t *testing.T) {
 // Regression: maintenance decided reachability with its own rule and
 // recorded it with the Checker's: a 401 to a probe that carried the
 // server's own token was journaled as "answered again" (healthy) while the
-// cache stored a failure. The journal now says what the Checker recorded.
+// cache stored a failure. Maintenance now judges by the Checker's rule: a
+// server still down by it is left as it is, and the journal says what the
+// Checker recorded.
 func TestMaintenanceJournalsTheCheckersVerdict(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -186,15 +188,20 @@ func TestMaintenanceJournalsTheCheckersVerdict(t *testing.T) {
 					maint = &events[i]
 				}
 			}
+			if !tc.healthy {
+				// Still down by the health check's rule: nothing is
+				// recorded (the hooks' backoff does not grow) and nothing
+				// says it answered.
+				if maint != nil || stored.Status != healthcheck.StatusUnhealthy || stored.FailureCount != 1 {
+					t.Errorf("maintenance line %+v, cache %+v; want none, and the entry unhealthy as it was", maint, stored)
+				}
+				return
+			}
 			if maint == nil {
 				t.Fatalf("no maintenance line for api: %+v", events)
 			}
-			want := journal.Unhealthy
-			if tc.healthy {
-				want = journal.Healthy
-			}
-			if maint.Status != want || string(stored.Status) != string(want) {
-				t.Errorf("journal says %s (%q), cache says %s; want both %s", maint.Status, maint.Reason, stored.Status, want)
+			if maint.Status != journal.Healthy || stored.Status != healthcheck.StatusHealthy {
+				t.Errorf("journal says %s (%q), cache says %s; want both healthy", maint.Status, maint.Reason, stored.Status)
 			}
 		})
 	}

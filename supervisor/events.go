@@ -16,7 +16,7 @@ func (n *night) absorb(events []healthcheck.Event, host string) {
 		switch ev.Kind {
 		case healthcheck.EventState:
 			n.append(journal.Event{Type: journal.ServerState, Time: ev.Time, Server: ev.Server, Status: journal.Status(ev.To),
-				By: ev.By, Code: ev.Code, Reason: ev.Reason, Host: host})
+				By: string(ev.By), Code: ev.Code, Reason: ev.Reason, Host: host})
 		case healthcheck.EventBlocked:
 			n.append(journal.Event{Type: journal.CallBlocked, Time: ev.Time, Server: ev.Server, Tool: ev.Tool, Host: host})
 		}

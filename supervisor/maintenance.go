@@ -43,16 +43,14 @@ func (n *night) maintain(ctx context.Context) {
 			// The backoff protects servers from hooks; the supervisor
 			// probes once per interval so a job waiting on a server that
 			// is back starts within one interval, not one backoff.
-			// A probe that finds it plainly down is not recorded: that
-			// would grow the backoff the hooks wait out. Any answer goes
-			// to the Checker, whose verdict (not this one) is journaled:
-			// a 401 to the server's own token is an answer, and still a
-			// failure.
+			// A probe that finds it still down by the health check's
+			// rule (a 401 to the server's own token included) is not
+			// recorded: that would grow the backoff the hooks wait out.
 			res := n.probe(ctx, &srv.MCP)
-			if !res.Verdict.Reachable() {
+			if !healthcheck.Reachable(&srv.MCP, res) {
 				continue
 			}
-			after := n.checker.RecordProbe(&srv.MCP, res)
+			after := n.checker.RecordProbe(&srv.MCP, res, healthcheck.ByMaintenance)
 			what := "answered again while a job waited for it"
 			if stuck {
 				what = "stuck entry reset: its backoff was pinned at the cap, but it answers again"
@@ -112,19 +110,14 @@ func (n *night) sessionEnviron() []string { return session.Environ(n.b, n.opts.E
 
 func (n *night) newChecker() *healthcheck.Checker {
 	runner := n.reconnectRunner()
-	return healthcheck.New(n.store, settingsFor(n.b, healthcheck.Settings{}), healthcheck.Options{
+	return healthcheck.New(n.store, n.b.Health.Settings(), healthcheck.Options{
 		Now:           n.now,
 		Probe:         n.probe,
 		HaveReconnect: runner.Have,
 		Reconnect: func(ctx context.Context, server string) healthcheck.ReconnectResult {
-			// The Checker reconnects a server a probe found down before it
-			// records it down; an outage that a reconnect repaired at once
-			// is still an outage of the night (decide closes it).
-			if runner.Have(server) && !n.down[server] {
-				n.append(journal.Event{Type: journal.ServerState, Server: server, Status: journal.Unhealthy, By: "probe",
-					Reason: "a probe found it down; reconnecting"})
-				n.reconnecting[server] = true
-			}
+			// The Checker announced the outage before it reconnects: it
+			// goes into the journal before the reconnect's own line.
+			n.absorbServerEvents()
 			return runner.Run(ctx, server)
 		},
 		ProbeWait:  n.b.Health.ProbeTimeout + 10*time.Second,
@@ -174,18 +167,11 @@ func (n *night) reconnectRunner() *reconnect.Runner {
 	}
 }
 
-// decide is the Checker's Decide for srv. When the Checker repaired the
-// server by a reconnect within it (reconnect journaled it down), the
-// server is journaled back up by the reconnect.
+// decide is the Checker's Decide for srv; the state changes it announced
+// (a probe's verdict, an outage and its reconnect) go into the journal at
+// once, before whatever the night does about them.
 func (n *night) decide(ctx context.Context, srv *jobs.Server) healthcheck.Decision {
 	d := n.checker.Decide(ctx, srv.Name, func() *mcpconfig.Server { return &srv.MCP })
-	if n.reconnecting[srv.Name] {
-		delete(n.reconnecting, srv.Name)
-		n.absorbServerEvents()
-		if d.Allow && n.down[srv.Name] {
-			n.append(journal.Event{Type: journal.ServerState, Server: srv.Name, Status: journal.Healthy,
-				By: healthcheck.RestoredByReconnect, Reason: "back after its reconnect command"})
-		}
-	}
+	n.absorbServerEvents()
 	return d
 }

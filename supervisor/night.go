@@ -241,7 +241,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	summary := &NightSummary{RunID: n.runID, Journal: n.journal.Path, Resumed: resumed, Closed: n.closed}
 
 	if !opts.SkipPreflight {
-		report := Preflight(ctx, b, PreflightOptions{Store: n.store, Settings: n.checker.Settings,
+		report := Preflight(ctx, b, PreflightOptions{Checker: n.checker,
 			Getenv: environ.Lookup(opts.Env), Warn: n.warn, Login: true, LoginEnv: opts.Env})
 		if l := report.Login; l != nil {
 			e := n.log.Info()
@@ -263,7 +263,9 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		for _, w := range report.Warnings {
 			n.log.Warn().Msg(w)
 		}
-		n.journalPreflight(report)
+		// The Checker announced every verdict, by the preflight: a server
+		// already down before the first job is an outage of the night.
+		n.absorbServerEvents()
 	}
 	for _, j := range b.Jobs {
 		n.log.Info().Str("job", j.Name).Strs("allowed", j.Allowed()).Msg("the session will be allowed")
@@ -471,19 +473,6 @@ func (n *night) checkAPI(ctx context.Context) (bool, string) {
 }
 
 func (n *night) warn(msg string) { n.log.Warn().Msg(msg) }
-
-// journalPreflight records each server's preflight verdict as a state
-// change seen by the preflight: a server already down before the first job
-// is an outage of the night like any other.
-func (n *night) journalPreflight(r PreflightReport) {
-	for _, row := range r.Rows {
-		ev := journal.Event{Type: journal.ServerState, Server: row.Server, Status: journal.Healthy, By: "preflight"}
-		if !row.Verdict.Reachable() {
-			ev.Status, ev.Code, ev.Reason = journal.Unhealthy, string(row.Verdict), row.Reason
-		}
-		n.append(ev)
-	}
-}
 
 // journalFinalStates records every batch server's state as the night ends,
 // from the health cache: the report shows these, not the cache as it is

@@ -1,10 +1,8 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"sort"
@@ -17,10 +15,9 @@ import (
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
 	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
-	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/traps"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
-	"github.com/nightwatch-dev/nightwatch/operator"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -83,12 +80,11 @@ type PreflightJob struct {
 
 // PreflightOptions are the dependencies of Preflight.
 type PreflightOptions struct {
-	// Store receives every verdict, so each session's first call is a
-	// cache hit. Nil records nothing.
-	Store *healthcheck.Store
-	// Settings of the state machine; a zero TTL means the batch's health
-	// section over healthcheck.DefaultSettings.
-	Settings healthcheck.Settings
+	// Checker records every verdict, by the rule and transitions the
+	// hooks use, in its cache (so each session's first call is a cache hit)
+	// and its events file (the night journals them, by the preflight). Nil
+	// records nothing.
+	Checker *healthcheck.Checker
 	// Getenv looks up the supervisor's environment (os.LookupEnv); the
 	// batch's env is laid over it, as the night will have it.
 	Getenv func(string) (string, bool)
@@ -111,9 +107,10 @@ type PreflightOptions struct {
 }
 
 // Preflight pre-warms and probes every server that some job needs, all at
-// once, records each verdict in the health cache and collects warnings
-// about the batch. It never fails: a server that cannot be reached is a
-// row with its reason.
+// once, has the Checker record each verdict (the health check's rule and
+// transitions, announced by the preflight) and collects warnings about the
+// batch. It never fails: a server that cannot be reached is a row with its
+// reason.
 func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) PreflightReport {
 	needed, cwds, unknown := neededServers(b)
 	rep := PreflightReport{Healthy: len(unknown) == 0}
@@ -141,7 +138,6 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 			rep.Healthy = false
 		}
 	}
-	checker := healthcheck.New(opts.Store, settingsFor(b, opts.Settings), healthcheck.Options{Warn: opts.Warn})
 	sessionEnviron := environ.Overlay(opts.Environ, b.Env)
 	probeTimeout, prewarmTimeout := timeoutsFor(b, opts.Getenv)
 
@@ -175,9 +171,9 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("server %q is type http but serves the legacy SSE transport: Claude Code 2.1.332 falls back to it, 2.1.197 fails it; write type: sse", r.Server.Name))
 		}
 	}
-	if opts.Store != nil {
+	if opts.Checker != nil {
 		// One locked write for all verdicts, not one per server in turn.
-		checker.RecordProbes(records)
+		opts.Checker.RecordPreflight(records)
 	}
 	for _, r := range rep.Rows {
 		if !r.Usable {
@@ -253,23 +249,27 @@ func failOpenWarnings(b *jobs.Batch, getenv func(string) (string, bool)) []strin
 	if b.FailOpen {
 		out = append(out, "fail-open is on (fail_open in the batch): the hook lets calls to unhealthy servers through; for debugging only")
 	}
-	for _, name := range knobs.EnvFailOpen {
-		v, ok := b.Env[name]
-		where := "the batch's env"
-		if !ok && getenv != nil {
-			v, ok = getenv(name)
-			where = "the supervisor's environment"
+	// The batch's env wins over the supervisor's, as in a session.
+	where := map[string]string{}
+	night := func(name string) (string, bool) {
+		if v, ok := b.Env[name]; ok {
+			where[name] = "the batch's env"
+			return v, true
 		}
-		if !ok || strings.TrimSpace(v) == "" {
-			continue
+		if getenv == nil {
+			return "", false
 		}
-		on, known := knobs.ParseBool(v)
+		where[name] = "the supervisor's environment"
+		return getenv(name)
+	}
+	for _, fv := range traps.FailOpenVars(night) {
+		name, v, where := fv.Name, fv.Value, where[fv.Name]
 		switch {
-		case !known:
+		case !fv.Known:
 			out = append(out, fmt.Sprintf("%s=%q in %s is not a yes/no value", name, v, where))
-		case on && b.FailOpen:
+		case fv.On && b.FailOpen:
 			out = append(out, fmt.Sprintf("%s=%s in %s: sessions fail open", name, v, where))
-		case on:
+		case fv.On:
 			out = append(out, fmt.Sprintf("%s=%s is set in %s; sessions do not get it because the batch does not ask for fail-open", name, v, where))
 		}
 	}
@@ -330,28 +330,6 @@ func shadowWarnings(b *jobs.Batch, needed []*jobs.Server, opts PreflightOptions)
 	return out
 }
 
-// settingsFor returns the state machine's numbers: the caller's, or the
-// batch's health section over the defaults.
-func settingsFor(b *jobs.Batch, s healthcheck.Settings) healthcheck.Settings {
-	if s.TTL > 0 {
-		return s
-	}
-	s = healthcheck.DefaultSettings()
-	if b.Health.TTL > 0 {
-		s.TTL = b.Health.TTL
-	}
-	if b.Health.Backoff > 0 {
-		s.Backoff = b.Health.Backoff
-	}
-	if b.Health.MaxBackoff > 0 {
-		s.MaxBackoff = b.Health.MaxBackoff
-	}
-	if b.Health.FailureThreshold > 0 {
-		s.FailureThreshold = b.Health.FailureThreshold
-	}
-	return s
-}
-
 // timeoutsFor returns the verdict probe's timeout and the pre-warm's. The
 // pre-warm (for stdio also the verdict) allows at least what Claude Code
 // allows a server to start in, MCP_TIMEOUT: a server that needs 8 s to
@@ -383,47 +361,6 @@ func mcpStartupTimeout(b *jobs.Batch, getenv func(string) (string, bool)) time.D
 		return time.Duration(ms) * time.Millisecond
 	}
 	return defaultMCPTimeout
-}
-
-// PrintPreflight writes the report as the probe command's table, then the
-// warnings and, when some server is down, their names.
-func PrintPreflight(w io.Writer, r PreflightReport) {
-	rows := make([]operator.ProbeRow, len(r.Rows))
-	var down []string
-	for i, row := range r.Rows {
-		rows[i] = operator.ProbeRow{Server: row.Server, Transport: mcpconfig.Transport(row.Transport),
-			Result: probe.Result{Verdict: row.Verdict, Latency: row.Latency, Tools: row.Tools, Reason: row.Reason}}
-		if !row.Usable {
-			down = append(down, row.Server)
-		}
-	}
-	var buf bytes.Buffer
-	if len(rows) > 0 {
-		operator.PrintProbe(&buf, rows)
-	} else {
-		buf.WriteString("no job needs an MCP server\n")
-	}
-	for _, j := range r.Jobs {
-		allowed := strings.Join(j.Allowed, ", ")
-		if allowed == "" {
-			allowed = "no tool rule"
-		}
-		fmt.Fprintf(&buf, "job %s: the session is allowed %s (from %s)\n", j.Job, allowed, j.From)
-	}
-	if l := r.Login; l != nil {
-		if l.Level == string(agentlogin.OK) {
-			fmt.Fprintf(&buf, "agent login: %s\n", l.Detail)
-		} else {
-			fmt.Fprintf(&buf, "agent login (%s): %s\n  fix: %s\n", l.Level, l.Detail, strings.ReplaceAll(l.Fix, "\n", "\n  "))
-		}
-	}
-	for _, warn := range r.Warnings {
-		fmt.Fprintf(&buf, "warning: %s\n", warn)
-	}
-	if len(down) > 0 {
-		fmt.Fprintf(&buf, "unhealthy: %s\n", strings.Join(down, ", "))
-	}
-	_, _ = w.Write(buf.Bytes())
 }
 
 // checkLogin asks the agent, in the night's environment, whether it is

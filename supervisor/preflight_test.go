@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -58,9 +57,17 @@ func preflightTestBatch(t testing.TB, cwd string, servers ...*jobs.Server) *jobs
 // preflightTestOptions isolates a preflight from the user's home and
 // environment.
 func preflightTestOptions(t testing.TB, store *healthcheck.Store) PreflightOptions {
-	return PreflightOptions{Store: store, Home: t.TempDir(),
+	return PreflightOptions{Checker: preflightTestChecker(store), Home: t.TempDir(),
 		Getenv: func(string) (string, bool) { return "", false },
 		Warn:   func(m string) { t.Errorf("unexpected warning: %s", m) }}
+}
+
+// preflightTestChecker records in store (nil: records nothing).
+func preflightTestChecker(store *healthcheck.Store) *healthcheck.Checker {
+	if store == nil {
+		return nil
+	}
+	return healthcheck.New(store, healthcheck.DefaultSettings(), healthcheck.Options{})
 }
 
 func TestPreflightRealServers(t *testing.T) {
@@ -96,9 +103,7 @@ func TestPreflightRealServers(t *testing.T) {
 	rep := Preflight(context.Background(), b, preflightTestOptions(t, store))
 	wall := time.Since(start)
 
-	var out bytes.Buffer
-	PrintPreflight(&out, rep)
-	t.Logf("preflight took %s\n%s", wall, out.String())
+	t.Logf("preflight took %s: %+v", wall, rep.Rows)
 
 	want := []struct {
 		server    string
@@ -174,8 +179,14 @@ func TestPreflightRealServers(t *testing.T) {
 	if f.Entry("unused") != nil {
 		t.Error("a server no job needs was probed")
 	}
-	if !strings.Contains(out.String(), "unhealthy: exits, limited") {
-		t.Errorf("the table does not name the unhealthy servers:\n%s", out.String())
+	var down []string
+	for _, r := range rep.Rows {
+		if !r.Usable {
+			down = append(down, r.Server)
+		}
+	}
+	if strings.Join(down, ", ") != "exits, limited" || rep.Healthy {
+		t.Errorf("unusable %v (healthy %v), want exits, limited", down, rep.Healthy)
 	}
 }
 
@@ -235,15 +246,13 @@ func TestPreflightWarnings(t *testing.T) {
 	b.Jobs = append(b.Jobs, &jobs.Job{Name: "narrow", Prompt: "hi", Servers: []string{"notes"}, Cwd: cwd,
 		AllowedTools: []string{"Read"}, AllowedToolsSet: true})
 	rep = Preflight(context.Background(), b, opts)
-	var out bytes.Buffer
-	PrintPreflight(&out, rep)
-	for _, want := range []string{"SERVER", "TRANSPORT", "VERDICT", "LATENCY", "TOOLS", "REASON", "notes", "warning: fail-open is on",
-		"job use-notes: the session is allowed mcp__notes (from its servers)",
-		"job narrow: the session is allowed Read (from its allowed_tools)",
-		`warning: job "narrow" allows no tool of notes: every call to it will be denied`} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, out.String())
-		}
+	wantJobs := []PreflightJob{{Job: "use-notes", Allowed: []string{"mcp__notes"}, From: "its servers"},
+		{Job: "narrow", Allowed: []string{"Read"}, From: "its allowed_tools", Unallowed: []string{"notes"}}}
+	if fmt.Sprint(rep.Jobs) != fmt.Sprint(wantJobs) {
+		t.Errorf("jobs %+v, want %+v", rep.Jobs, wantJobs)
+	}
+	if all := strings.Join(rep.Warnings, "\n"); !strings.Contains(all, `job "narrow" allows no tool of notes: every call to it will be denied`) {
+		t.Errorf("no warning of the narrow job:\n%s", all)
 	}
 }
 
@@ -292,7 +301,7 @@ func preflightBench20(b *testing.B, stdioMode string) {
 	batch := preflightTestBatch(b, cwd, servers...)
 	batch.Health.ProbeTimeout = 5 * time.Second
 	store := &healthcheck.Store{Path: filepath.Join(b.TempDir(), "cache.json")}
-	opts := PreflightOptions{Store: store, Home: b.TempDir(), Getenv: func(string) (string, bool) { return "", false }}
+	opts := PreflightOptions{Checker: preflightTestChecker(store), Home: b.TempDir(), Getenv: func(string) (string, bool) { return "", false }}
 
 	// The slowest single server, each preflighted alone (best of 3, so a
 	// scheduling hiccup does not flatter the ratio).

@@ -38,9 +38,7 @@ func withBatch(path string, k knobs.Knobs) (knobs.Knobs, *mcpconfig.Resolved, *j
 	const src = "the batch file"
 	k.StatePath.Set(statedir.Cache(b.StateDir), src)
 	k.EventsPath.Set(statedir.Events(b.StateDir), src)
-	k.TTL.Set(b.Health.TTL, src)
-	k.Backoff.Set(b.Health.Backoff, src)
-	k.MaxBackoff.Set(b.Health.MaxBackoff, src)
+	k.SetSettings(b.Health.Settings(), src)
 	if b.Health.ProbeTimeout > 0 {
 		k.ProbeTimeout.Set(b.Health.ProbeTimeout, src)
 	}

@@ -93,14 +93,15 @@ Exit 0: all healthy. 1: some unhealthy (named). 2: the file is invalid.`,
 			for _, w := range b.Warnings {
 				warnStderr("nightwatch: warning: " + w)
 			}
-			settings := healthcheck.DefaultSettings()
-			settings.TTL, settings.Backoff, settings.MaxBackoff = b.Health.TTL, b.Health.Backoff, b.Health.MaxBackoff
 			if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
 				return err
 			}
+			// The verdicts go where the night's would: the batch's cache,
+			// and its events file, by the preflight.
+			checker := healthcheck.New(&healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: warnStderr}, b.Health.Settings(),
+				healthcheck.Options{EventsPath: statedir.Events(b.StateDir), Warn: warnStderr})
 			report := supervisor.Preflight(cmd.Context(), b, supervisor.PreflightOptions{
-				Store:    &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: warnStderr},
-				Settings: settings, Getenv: lookupEnv, Warn: warnStderr, Login: true,
+				Checker: checker, Getenv: lookupEnv, Warn: warnStderr, Login: true,
 			})
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -109,7 +110,7 @@ Exit 0: all healthy. 1: some unhealthy (named). 2: the file is invalid.`,
 					return err
 				}
 			} else {
-				supervisor.PrintPreflight(cmd.OutOrStdout(), report)
+				printPreflight(cmd.OutOrStdout(), report)
 			}
 			if !report.Healthy {
 				return exitCode(1)

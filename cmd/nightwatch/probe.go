@@ -70,7 +70,7 @@ start them (its env and folder), with its cache. Exit 0 when every server is rea
 				}
 			}
 			c := openChecker(k)
-			record := func(srv *mcpconfig.Server, res probe.Result) { c.RecordProbe(srv, res) }
+			record := func(srv *mcpconfig.Server, res probe.Result) { c.RecordProbe(srv, res, healthcheck.ByProbe) }
 			if noRecord {
 				record = nil
 			}

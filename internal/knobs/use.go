@@ -14,6 +14,16 @@ func (k Knobs) Settings() healthcheck.Settings {
 	return s
 }
 
+// SetSettings lays the state machine's numbers of s over k, from source
+// (a batch file's health section: jobs.Health.Settings). ClientStartup
+// stays k's: it is Claude Code's own wait, not the batch's.
+func (k *Knobs) SetSettings(s healthcheck.Settings, source string) {
+	k.TTL.Set(s.TTL, source)
+	k.Backoff.Set(s.Backoff, source)
+	k.MaxBackoff.Set(s.MaxBackoff, source)
+	k.FailureThreshold.Set(s.FailureThreshold, source)
+}
+
 // ConfigOptions says where to look for MCP server definitions: the
 // explicit list when one is set (NIGHTWATCH_MCP_CONFIG), else Claude
 // Code's search from cwd, following CLAUDE_CONFIG_DIR.
