@@ -20,9 +20,8 @@ type Outcome struct {
 	Status   string `json:"status"`           // Done or Failed
 	Reason   string `json:"reason,omitempty"` // why failed, one line
 	ExitCode int    `json:"exit_code"`        // -1: killed by a signal or never started
-	// KilledBy is who ended the session early: "timeout", "stall",
-	// "stopped" (ctx cancelled by the supervisor), or "" if nobody did.
-	KilledBy string `json:"killed_by,omitempty"`
+	// KilledBy is who ended the session early; "" if nobody did.
+	KilledBy Killer `json:"killed_by,omitempty"`
 
 	// From the result event.
 	Subtype        string  `json:"subtype,omitempty"`
@@ -70,16 +69,9 @@ type Unusable struct {
 	Why    string `json:"why"`
 }
 
-// UnusableObserver is an Observer that also wants to hear, as soon as it
-// is known, that the session cannot use one of its job's servers: the
-// supervisor stops such an attempt early (Abandon).
-type UnusableObserver interface {
-	ServerUnusable(server, why string)
-}
-
 // Abandon is the cause the supervisor cancels a session's context with
 // when the attempt cannot do its work (a server it needs is unusable):
-// the session ends with KilledBy "abandoned" and Reason as the reason.
+// the session ends KilledAbandoned, with Reason as its reason.
 type Abandon struct{ Reason string }
 
 func (a Abandon) Error() string { return a.Reason }
@@ -109,7 +101,7 @@ func (s *streamState) own(tool string) (server string, ok bool) {
 }
 
 // initStatus is the status init gave server; "" when init did not list it.
-func (s *streamState) initStatus(server string) string {
+func (s *streamState) initStatus(server string) ServerStatus {
 	for _, srv := range s.servers {
 		if srv.Name == server {
 			return srv.Status
@@ -130,9 +122,7 @@ func (s *streamState) markUnusable(server, why string) {
 		}
 	}
 	s.unusable = append(s.unusable, Unusable{Server: server, Why: why})
-	if uo, ok := s.obs.(UnusableObserver); ok {
-		uo.ServerUnusable(server, why)
-	}
+	s.obs.Observe(Observation{Kind: SawUnusable, Server: server, Why: why})
 }
 
 func (s *streamState) line(b []byte) {
@@ -143,27 +133,29 @@ func (s *streamState) line(b []byte) {
 		}
 		s.servers = l.Servers
 		for _, srv := range l.Servers {
-			s.obs.ServerStatus(srv.Name, srv.Status)
-			if (srv.Status == "failed" || srv.Status == "needs-auth") && !slices.Contains(s.serversFailed, srv.Name) {
+			if srv.Status.Unusable() {
+				s.obs.Observe(Observation{Kind: SawServer, Server: srv.Name, Status: srv.Status})
+			}
+			if (srv.Status == ServerFailed || srv.Status == ServerNeedsAuth) && !slices.Contains(s.serversFailed, srv.Name) {
 				s.serversFailed = append(s.serversFailed, srv.Name)
-				s.markUnusable(srv.Name, srv.Status+" at start")
+				s.markUnusable(srv.Name, string(srv.Status)+" at start")
 			}
 		}
 	}
 	for _, tool := range l.ToolsUnavailable {
-		s.obs.ToolUnavailable(tool)
+		s.obs.Observe(Observation{Kind: SawMissingTool, Tool: tool})
 		if !slices.Contains(s.tools, tool) {
 			s.tools = append(s.tools, tool)
 		}
 		// A missing tool of a server that connected is the model's
 		// mistake (no such tool on it); of a server that did not connect,
 		// or that init did not list, the server is what is missing.
-		if server, ok := s.own(tool); ok && s.initStatus(server) != "connected" {
+		if server, ok := s.own(tool); ok && s.initStatus(server) != ServerConnected {
 			s.markUnusable(server, "its tools were missing: "+tool)
 		}
 	}
 	for _, server := range l.NotConnected {
-		s.obs.ServerStatus(server, StatusNotConnected)
+		s.obs.Observe(Observation{Kind: SawServer, Server: server, Status: ServerNotConnected})
 		s.markUnusable(server, "not connected")
 	}
 	for _, tool := range l.ToolsNotGranted {
@@ -259,9 +251,9 @@ func judge(out *Outcome, r *ResultEvent, job *jobs.Job, waitErr error, stderrLin
 	}
 	var reason string
 	switch {
-	case out.KilledBy == "timeout":
+	case out.KilledBy == KilledTimeout:
 		reason = fmt.Sprintf("killed after %s timeout", shortDuration(job.Timeout))
-	case out.KilledBy == "stall":
+	case out.KilledBy == KilledStall:
 		reason = fmt.Sprintf("no output for %s (stall)", shortDuration(job.StallTimeout))
 	case out.KilledBy == KilledAbandoned:
 		reason = "stopped early: " + out.Reason
@@ -324,14 +316,6 @@ func lastLine(path string) string {
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	return text.OneLine(lines[len(lines)-1], 200)
 }
-
-// KilledAbandoned is Outcome.KilledBy for a session the supervisor
-// stopped because it could not do its work (Abandon).
-const KilledAbandoned = "abandoned"
-
-// StatusNotConnected is the status ServerStatus reports for a server a
-// tool result said is not connected, mid-session.
-const StatusNotConnected = "not-connected"
 
 // unusableReason words the servers a session could not use.
 func unusableReason(us []Unusable) string {

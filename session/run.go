@@ -80,7 +80,10 @@ var (
 // so the MCP servers Claude Code started die with it, after it.
 func Run(ctx context.Context, spec Spec, f Files, obs Observer) Outcome {
 	if obs == nil {
-		obs = noObserver{}
+		obs = ObserverFunc(func(Observation) {})
+	}
+	if spec.Job != nil {
+		obs = stamped{obs, spec.Job.Name, spec.Attempt}
 	}
 	out := Outcome{Status: Failed, ExitCode: -1, Started: time.Now()}
 	run(ctx, spec, f, obs, &out)
@@ -162,7 +165,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	if err := proc.Start(cmd); err != nil {
 		pw.Close()
 		if ctx.Err() != nil { // stopped before it could start
-			out.KilledBy = "stopped"
+			out.KilledBy = KilledStopped
 			fail("stopped by the supervisor before the session started")
 			return
 		}
@@ -170,9 +173,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 		return
 	}
 
-	if po, ok := obs.(ProcessObserver); ok {
-		po.SessionStarted(cmd.Process.Pid) // the leader's pid is the group's id
-	}
+	obs.Observe(Observation{Kind: SawProcess, PGID: cmd.Process.Pid}) // the leader's pid is the group's id
 	st := &streamState{obs: obs, job: spec.Job}
 	readDone := make(chan error, 1)
 	go func() {
@@ -197,15 +198,15 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	if killed.Load() {
 		switch cause := context.Cause(cmdCtx); {
 		case errors.Is(cause, errTimeout):
-			out.KilledBy = "timeout"
+			out.KilledBy = KilledTimeout
 		case errors.Is(cause, errStall):
-			out.KilledBy = "stall"
+			out.KilledBy = KilledStall
 		case errors.As(cause, new(Abandon)):
 			var ab Abandon
 			errors.As(cause, &ab)
 			out.KilledBy, out.Reason = KilledAbandoned, ab.Reason
 		default:
-			out.KilledBy = "stopped"
+			out.KilledBy = KilledStopped
 		}
 	}
 	st.fill(out)
@@ -273,10 +274,17 @@ func (a activityReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-type noObserver struct{}
+// stamped tells its observer which attempt saw what.
+type stamped struct {
+	obs     Observer
+	job     string
+	attempt int
+}
 
-func (noObserver) ServerStatus(string, string) {}
-func (noObserver) ToolUnavailable(string)      {}
+func (s stamped) Observe(o Observation) {
+	o.Job, o.Attempt = s.job, s.attempt
+	s.obs.Observe(o)
+}
 
 // cannotResume says whether a --resume session failed because the CLI
 // could not resume the session (measured on 2.1.197 and 2.1.332: "No

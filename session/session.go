@@ -90,31 +90,11 @@ func (s Spec) prompt() string {
 // every session of the batch (the hook writes them).
 type Files struct{ Dir, Settings, MCPConfig, Stream, Stderr, Events, Cache string }
 
-// Observer hears what a running session's stream says, as it says it.
-// Calls come from one goroutine of Run, one at a time, and never
-// after Run returned. A slow observer slows the reading of the
-// stream, so it should not block for long.
-type Observer interface {
-	// ServerStatus is called for each server in the init event
-	// (connected, failed, needs-auth, pending).
-	ServerStatus(server, status string)
-	// ToolUnavailable is called when a tool result says a tool does not
-	// exist ("No such tool available: mcp__x__y").
-	ToolUnavailable(tool string)
-}
-
 // The attempt's status in Outcome.Status.
 const (
 	Done   = "done"
 	Failed = "failed"
 )
-
-// ProcessObserver is an Observer that also wants the session's process
-// group id as soon as the session started, e.g. to journal it so that a
-// supervisor restarted after a crash can kill what the dead one left.
-type ProcessObserver interface {
-	SessionStarted(pgid int)
-}
 
 // Environ is the environment of a session (and so of its hook and its
 // stdio servers): base (the supervisor's own), then the batch's env_file

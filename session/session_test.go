@@ -321,7 +321,7 @@ func TestJudge(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		exit     int
-		killedBy string
+		killedBy Killer
 		result   *ResultEvent
 		stderr   string
 		status   string
@@ -357,30 +357,31 @@ func TestJudge(t *testing.T) {
 // sessionTestObserver records what Run told it.
 type sessionTestObserver struct {
 	mu       sync.Mutex
-	statuses map[string]string
+	statuses map[string]ServerStatus
 	tools    []string
 	pgid     int
+	// stamps are the attempts the observations were of ("job#attempt").
+	stamps map[string]bool
 }
 
-func (o *sessionTestObserver) ServerStatus(server, status string) {
+func (o *sessionTestObserver) Observe(s Observation) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.statuses == nil {
-		o.statuses = map[string]string{}
+	if o.stamps == nil {
+		o.stamps = map[string]bool{}
 	}
-	o.statuses[server] = status
-}
-
-func (o *sessionTestObserver) ToolUnavailable(tool string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.tools = append(o.tools, tool)
-}
-
-func (o *sessionTestObserver) SessionStarted(pgid int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.pgid = pgid
+	o.stamps[fmt.Sprintf("%s#%d", s.Job, s.Attempt)] = true
+	switch s.Kind {
+	case SawServer:
+		if o.statuses == nil {
+			o.statuses = map[string]ServerStatus{}
+		}
+		o.statuses[s.Server] = s.Status
+	case SawMissingTool:
+		o.tools = append(o.tools, s.Tool)
+	case SawProcess:
+		o.pgid = s.PGID
+	}
 }
 
 // sessionTestClaudeEnv is the environment testkit.RunClaude gives the real
@@ -473,8 +474,13 @@ func testSessionRealClaude(t *testing.T, version string) {
 			out.TerminalReason != "completed" || out.DurationMS <= 0 {
 			t.Errorf("result fields: %+v", out)
 		}
-		if obs.statuses["notes"] != "connected" || len(out.ServersFailed) != 0 {
-			t.Errorf("observer statuses %v, failed %v", obs.statuses, out.ServersFailed)
+		// A connected server is nothing the night acts on: the observer
+		// hears only of a server the session cannot use.
+		if len(obs.statuses) != 0 || len(out.ServersFailed) != 0 || len(out.Servers) != 1 || out.Servers[0].Status != ServerConnected {
+			t.Errorf("observer statuses %v, failed %v, servers %+v", obs.statuses, out.ServersFailed, out.Servers)
+		}
+		if want := fmt.Sprintf("%s#%d", spec.Job.Name, spec.Attempt); len(obs.stamps) != 1 || !obs.stamps[want] {
+			t.Errorf("the observations were of %v, want only %s", obs.stamps, want)
 		}
 		if obs.pgid <= 0 {
 			t.Errorf("SessionStarted was not called")
@@ -663,7 +669,7 @@ while :; do echo '{"type":"assistant"}'; sleep 0.1; done
 	start := time.Now()
 	out, _, obs := sessionTestRun(t, context.Background(), spec)
 	took := time.Since(start)
-	if out.Status != "failed" || out.KilledBy != "timeout" || out.Reason != "killed after 1s timeout" {
+	if out.Status != "failed" || out.KilledBy != KilledTimeout || out.Reason != "killed after 1s timeout" {
 		t.Errorf("outcome %s %q killed by %q", out.Status, out.Reason, out.KilledBy)
 	}
 	if took < time.Second || took > 8*time.Second {
@@ -686,7 +692,7 @@ wait
 	start := time.Now()
 	out, _, _ := sessionTestRun(t, context.Background(), spec)
 	took := time.Since(start)
-	if out.Status != "failed" || out.KilledBy != "stall" || out.Reason != "no output for 1s (stall)" {
+	if out.Status != "failed" || out.KilledBy != KilledStall || out.Reason != "no output for 1s (stall)" {
 		t.Errorf("outcome %s %q killed by %q", out.Status, out.Reason, out.KilledBy)
 	}
 	if took < time.Second || took > 8*time.Second {
@@ -723,7 +729,7 @@ wait
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(500*time.Millisecond, cancel)
 	out, _, _ := sessionTestRun(t, ctx, spec)
-	if out.Status != "failed" || out.KilledBy != "stopped" || out.Reason != "stopped by the supervisor" {
+	if out.Status != "failed" || out.KilledBy != KilledStopped || out.Reason != "stopped by the supervisor" {
 		t.Errorf("outcome %s %q killed by %q", out.Status, out.Reason, out.KilledBy)
 	}
 	if out.ExitCode != 0 || out.Subtype != "success" {

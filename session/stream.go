@@ -42,8 +42,8 @@ var notConnectedRe = regexp.MustCompile(`(?i)server ["'` + "`" + `]?([A-Za-z0-9_
 
 // Server is one entry of the init event's mcp_servers list.
 type Server struct {
-	Name   string `json:"name"`
-	Status string `json:"status"` // connected, failed, needs-auth, pending
+	Name   string       `json:"name"`
+	Status ServerStatus `json:"status"`
 	// Source is where Claude Code found the server (2.1.332): dynamic
 	// (--mcp-config), project, user, local, …; "" on older versions.
 	Source string `json:"source,omitempty"`

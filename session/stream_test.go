@@ -158,7 +158,7 @@ func TestParseStreamLine2_1_332(t *testing.T) {
 
 // The stream's 2.1.332 facts reach the Outcome as typed fields.
 func TestStreamStateFillsOutcome(t *testing.T) {
-	st := &streamState{obs: noObserver{}}
+	st := &streamState{obs: ObserverFunc(func(Observation) {})}
 	for _, l := range []string{streamTest332Init, streamTest332Denied, streamTest332DeniedAsk, streamTest332Denials} {
 		st.line([]byte(l))
 	}
@@ -354,8 +354,8 @@ func TestStreamStateDenialsAndUnusable(t *testing.T) {
 
 type recordingObserver struct{ unusable []string }
 
-func (*recordingObserver) ServerStatus(string, string) {}
-func (*recordingObserver) ToolUnavailable(string)      {}
-func (o *recordingObserver) ServerUnusable(server, _ string) {
-	o.unusable = append(o.unusable, server)
+func (o *recordingObserver) Observe(s Observation) {
+	if s.Kind == SawUnusable {
+		o.unusable = append(o.unusable, s.Server)
+	}
 }

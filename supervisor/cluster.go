@@ -2,8 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
-	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 // clusterLink is a night's cluster (the batch's cluster: section): the
@@ -25,18 +22,13 @@ import (
 // attempt runs (a worker, through River) and that the journal is mirrored
 // to the shared table, from which the next coordinator resumes.
 type clusterLink struct {
-	db    *clusterdb.DB
-	coord *queue.Coordinator
-	host  string
+	db *clusterdb.DB
+	// exec runs the night's attempts on the workers (the night's
+	// executor), once the run is known.
+	exec *queue.Executor
+	host string
 	// lock holds the batch's advisory lock: one coordinator per batch.
 	lock *pgxpool.Conn
-	// capacity is the workers' max_parallel summed, read at most once a
-	// second (capAt).
-	capacity int
-	capAt    time.Time
-	// lastHost is the host each job's last attempt ended on: a retry that
-	// resumes its Claude session must run there, where the session is.
-	lastHost map[string]string
 }
 
 // coordinatorLock is the advisory lock key of batch's coordinator.
@@ -58,7 +50,7 @@ func openCluster(ctx context.Context, b *jobs.Batch, env []string) (*clusterLink
 		db.Close()
 		return nil, err
 	}
-	c := &clusterLink{db: db, host: clusterdb.Host(), lastHost: map[string]string{}}
+	c := &clusterLink{db: db, host: clusterdb.Host()}
 	conn, err := db.Pool.Acquire(ctx)
 	if err != nil {
 		db.Close()
@@ -109,20 +101,14 @@ func (c *clusterLink) lockHolder(ctx context.Context, batch string) string {
 }
 
 func (c *clusterLink) close() {
+	if c.exec != nil {
+		c.exec.Close()
+	}
 	if c.lock != nil {
 		_, _ = c.lock.Exec(context.Background(), "SELECT pg_advisory_unlock_all()")
 		c.lock.Release()
 	}
 	c.db.Close()
-}
-
-// maxParallel is how many attempts may run at once: what the live
-// workers take together.
-func (c *clusterLink) maxParallel(ctx context.Context, now time.Time) int {
-	if c.capAt.IsZero() || now.Sub(c.capAt) >= time.Second {
-		c.capacity, c.capAt = c.coord.Capacity(ctx), now
-	}
-	return c.capacity
 }
 
 // openClusterJournal resumes the batch's newest run in the shared journal
@@ -156,11 +142,6 @@ func (n *night) openClusterJournal(ctx context.Context) (bool, error) {
 			j.Warn = n.journalWarn
 			j.Mirror = n.mirror(ctx)
 			rp := journal.Replay(events)
-			for _, ev := range events {
-				if (ev.Type == journal.JobRetried || ev.Type == journal.JobFinished) && ev.Host != "" {
-					c.lastHost[ev.Job] = ev.Host
-				}
-			}
 			if why := pastWindow(n.b, rp.Started, n.now()); why != "" {
 				n.closeRun(j, rp, why)
 				return n.newClusterRun(ctx)
@@ -172,8 +153,14 @@ func (n *night) openClusterJournal(ctx context.Context) (bool, error) {
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
 			n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
 			n.plan.fold(events)
-			if c.coord, err = queue.NewCoordinator(c.db, runID); err != nil {
+			if c.exec, err = queue.NewExecutor(c.db, n.b, runID, n.inbox, &n.log); err != nil {
 				return false, err
+			}
+			n.exec = c.exec
+			for _, ev := range events {
+				if (ev.Type == journal.JobRetried || ev.Type == journal.JobFinished) && ev.Host != "" {
+					c.exec.RanOn(ev.Job, ev.Host)
+				}
 			}
 			if err := n.adoptInFlight(ctx, rp); err != nil {
 				return false, err
@@ -225,11 +212,12 @@ func (n *night) newClusterRun(ctx context.Context) (bool, error) {
 	j.Warn = n.journalWarn
 	j.Mirror = n.mirror(ctx)
 	n.journal = j
-	if n.cluster.coord, err = queue.NewCoordinator(n.cluster.db, n.runID); err != nil {
+	if n.cluster.exec, err = queue.NewExecutor(n.cluster.db, n.b, n.runID, n.inbox, &n.log); err != nil {
 		return false, err
 	}
+	n.exec = n.cluster.exec
 	n.append(journal.Event{Type: journal.RunStarted, Batch: n.b.Name, BatchFile: n.b.File, PID: os.Getpid(), Host: n.cluster.host})
-	return false, nil
+	return false, n.cluster.exec.Start(ctx)
 }
 
 // mirror writes a journal line to the shared journal. It outlives a
@@ -245,12 +233,12 @@ func (n *night) mirror(ctx context.Context) func(journal.Event) error {
 
 // adoptInFlight takes back the attempts the dead coordinator left on the
 // workers: one still queued or running goes on (its end arrives like any
-// other), one that ended meanwhile is told to the plan by the pump. Only
-// an attempt never enqueued is the crash the plan already counted.
+// other), one that ended meanwhile is told to the plan by the executor.
+// Only an attempt never enqueued is the crash the plan already counted.
 func (n *night) adoptInFlight(ctx context.Context, rp journal.RunState) error {
 	for job := range rp.Running {
 		attempt := rp.Attempts[job]
-		state, err := n.cluster.coord.State(ctx, job, attempt)
+		state, err := n.cluster.exec.Adopt(ctx, job, attempt)
 		if err != nil {
 			return err
 		}
@@ -258,158 +246,7 @@ func (n *night) adoptInFlight(ctx context.Context, rp journal.RunState) error {
 			continue
 		}
 		n.plan.adopt(job, attempt, n.now())
-		n.trackRemote(ctx, job, attempt)
 		n.log.Info().Str("job", job).Int("attempt", attempt).Str("state", state).Msg("the attempt goes on in the cluster")
 	}
-	return n.cluster.coord.SkipObservations(ctx)
-}
-
-// launchRemote enqueues one attempt for the workers; its end comes back
-// through the pump.
-func (n *night) launchRemote(ctx context.Context, a actLaunch) (evAttemptEnded, bool) {
-	job := n.b.Job(a.job)
-	hosts := job.Hosts
-	if a.resume != "" {
-		// Claude keeps a session on the machine that ran it: the retry
-		// that resumes it runs on that host, or, with that host gone,
-		// starts a fresh session anywhere the job may run.
-		if h := n.cluster.lastHost[a.job]; h != "" && n.cluster.coord.Live(ctx, h) {
-			hosts = []string{h}
-		} else {
-			a.resume, a.resumeWhy = "", ""
-			n.log.Info().Str("job", a.job).Str("host", h).Msg("the retry starts a fresh session: the host of the last one is gone")
-		}
-	}
-	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Allowed: job.Allowed(), Resume: a.resume})
-	if n.journalErr != nil {
-		return notStarted(a), true
-	}
-	args := queue.AttemptArgs{Job: a.job, Attempt: a.attempt, Feedback: a.feedback, Resume: a.resume, ResumeWhy: a.resumeWhy}
-	if err := n.cluster.coord.Enqueue(ctx, args, hosts); err != nil {
-		return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
-			outcome: session.Outcome{Status: session.Failed, ExitCode: -1, Reason: "cannot enqueue the attempt: " + err.Error()}}, true
-	}
-	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("hosts", hosts).Msg("enqueued for the workers")
-	n.trackRemote(ctx, a.job, a.attempt)
-	return evAttemptEnded{}, false
-}
-
-// trackRemote lets the loop stop a remote attempt as it stops a local one:
-// an Abandon cause becomes the coordinator's request to the worker.
-func (n *night) trackRemote(ctx context.Context, job string, attempt int) {
-	if n.cancels == nil {
-		n.cancels = map[string]context.CancelCauseFunc{}
-	}
-	n.cancels[job] = func(cause error) {
-		var ab session.Abandon
-		if cause == nil || !errors.As(cause, &ab) {
-			return
-		}
-		if err := n.cluster.coord.Abandon(context.WithoutCancel(ctx), job, attempt, ab.Reason); err != nil {
-			n.log.Error().Err(err).Str("job", job).Msg("cannot ask the worker to stop the attempt")
-		}
-	}
-}
-
-// pump brings what the workers report to the loop's inbox, in order,
-// until ctx ends. It is the only reader of the coordinator's cursor.
-func (n *night) pump(ctx context.Context) {
-	waiter, err := n.cluster.coord.Listen(ctx)
-	if err != nil {
-		n.log.Warn().Err(err).Msg("the workers' reports are polled, not pushed")
-	}
-	defer waiter.Close()
-	failing := false
-	for {
-		seen, ends, err := n.cluster.coord.Poll(ctx)
-		if err != nil && ctx.Err() == nil {
-			if !failing {
-				n.log.Error().Err(err).Msg("cannot read the workers' reports; retrying")
-			}
-			failing = true
-		} else {
-			failing = false
-		}
-		for _, o := range seen {
-			m := message{seen: observation{job: o.Job, attempt: o.Attempt, host: o.Host}}
-			switch o.Kind {
-			case queue.ObservedServer:
-				m.seen.server, m.seen.status = o.Server, o.Status
-			case queue.ObservedTool:
-				m.seen.tool = o.Tool
-			case queue.ObservedUnusable:
-				m.seen.unusable, m.seen.why = o.Server, o.Why
-			case queue.ObservedProcess:
-				m.seen.pgid = o.PGID
-			case queue.ObservedEvents:
-				if json.Unmarshal([]byte(o.Why), &m.seen.events) != nil || len(m.seen.events) == 0 {
-					continue
-				}
-			default:
-				continue
-			}
-			select {
-			case n.inbox <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
-		for _, e := range ends {
-			ev := &evAttemptEnded{job: e.Job, attempt: e.Attempt, outcome: e.Outcome, host: e.Host}
-			select {
-			case n.inbox <- message{ended: ev}:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		waiter.Wait(ctx, pollEvery)
-	}
-}
-
-// pollEvery bounds how late a worker's report reaches the night when its
-// notification is lost.
-const pollEvery = 500 * time.Millisecond
-
-// stopRemote is stop for a cluster: every running attempt is asked to stop
-// (they end "stopped", uncounted) and their ends are awaited a while; one
-// whose worker does not answer is left to the next coordinator, which
-// adopts it.
-func (n *night) stopRemote() {
-	ctx := context.Background()
-	for job, jp := range n.plan.jobs {
-		if jp.phase == phaseRunning {
-			if err := n.cluster.coord.Abandon(ctx, job, jp.attempts, queue.StopReason); err != nil {
-				n.log.Error().Err(err).Str("job", job).Msg("cannot ask the worker to stop the attempt")
-			}
-		}
-	}
-	deadline := time.After(30 * time.Second)
-	for n.plan.running > 0 {
-		select {
-		case m := <-n.inbox:
-			switch {
-			case m.ended != nil:
-				n.plan.step(n.now(), *m.ended)
-				n.log.Warn().Str("job", m.ended.job).Msg("stopped with the night")
-			case m.seen.pgid > 0:
-				n.append(n.processEvent(m.seen))
-			}
-		case <-deadline:
-			n.log.Warn().Int("running", n.plan.running).Msg("some workers did not answer the stop; the next `nightwatch run` adopts their attempts")
-			return
-		}
-	}
-}
-
-// processEvent is the journal line of a session's process group: on a
-// worker's host it carries the host and no start id, so that no other
-// host ever kills a process by that number.
-func (n *night) processEvent(o observation) journal.Event {
-	if o.host == "" {
-		return sessionProcessEvent(o.job, o.attempt, o.pgid)
-	}
-	return journal.Event{Type: journal.SessionProcess, Job: o.job, Attempt: o.attempt, PID: o.pgid, Host: o.host}
+	return n.cluster.exec.Start(ctx)
 }

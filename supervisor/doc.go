@@ -5,7 +5,10 @@
 //
 //	night.go        RunNight: lock, journal (new or resumed), preflight, the loop, the end
 //	plan.go         the jobs' state machine and its rules, pure (plan.step(now, event) → actions)
-//	loop.go         the one goroutine that owns the plan, the journal and the night's cache writes
+//	loop.go         the one goroutine that owns the plan, the journal and the night's cache writes;
+//	                its one stop path
+//	executor_local.go  the executor interface the loop sees, and the one that runs attempts on this host
+//	cluster.go      a cluster's coordinator lock and shared journal (its executor is queue.Executor)
 //	maintenance.go  between jobs: re-probe, reconnect, drop stale cache entries
 //	events.go       the hooks' events file, copied into the journal
 //	preflight.go    before the night: wake up and probe every server a job needs

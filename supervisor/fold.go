@@ -145,7 +145,7 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 	}
 	jp.resume, jp.resumeWhy = "", ""
 	if r := ev.Result; p.rules.resume && r != nil && r.SessionID != "" && !(ev.Type == journal.JobFinished && ev.Status == journal.Done) {
-		out := session.Outcome{KilledBy: r.KilledBy}
+		out := session.Outcome{KilledBy: session.Killer(r.KilledBy)}
 		if ev.Class != "" {
 			out.API = &session.APIFailure{Class: session.APIFailureClass(ev.Class)}
 		}

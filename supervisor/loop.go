@@ -32,9 +32,7 @@ func (n *night) loop(ctx context.Context) error {
 			n.stop()
 			return ErrStopped
 		}
-		if n.cluster != nil {
-			n.plan.rules.maxParallel = n.cluster.maxParallel(ctx, n.now())
-		}
+		n.plan.rules.maxParallel = n.exec.Capacity(ctx)
 		if wake {
 			// What the hooks saw since the last look reaches the journal
 			// before the plan decides on it.
@@ -45,25 +43,18 @@ func (n *night) loop(ctx context.Context) error {
 				return nil
 			}
 			if n.journalErr != nil {
-				n.drain(ctx)
+				n.drain()
 				return fmt.Errorf("%w: %v", ErrJournal, n.journalErr)
 			}
 		}
 		wake = true
 		select {
-		case m := <-n.inbox:
-			if m.ended != nil {
-				if n.cluster != nil && m.ended.host != "" {
-					n.cluster.lastHost[m.ended.job] = m.ended.host
-				}
-				if cancel := n.cancels[m.ended.job]; cancel != nil {
-					cancel(nil)
-					delete(n.cancels, m.ended.job)
-				}
-				n.do(ctx, n.plan.step(n.now(), *m.ended))
+		case r := <-n.inbox:
+			if r.Ended != nil {
+				n.do(ctx, n.plan.step(n.now(), attemptEnd(*r.Ended)))
 				break
 			}
-			n.observe(ctx, m.seen)
+			n.observe(ctx, r.Seen)
 			wake = false // an observation changes no job's phase
 		case <-ticker.C:
 			n.do(ctx, n.plan.step(n.now(), evTick{}))
@@ -74,20 +65,30 @@ func (n *night) loop(ctx context.Context) error {
 	}
 }
 
+// attemptEnd is an executor's report of an attempt's end, for the plan.
+func attemptEnd(e session.Ended) evAttemptEnded {
+	return evAttemptEnded{job: e.Job, attempt: e.Attempt, outcome: e.Outcome, host: e.Host}
+}
+
 // do carries out actions in order; an action may answer with an event
 // whose actions are done next. It reports whether the night is over.
 func (n *night) do(ctx context.Context, acts []action) (finished bool) {
+	if ctx.Err() != nil {
+		// The night is being stopped: nothing starts, even before the
+		// loop turns to its stop path.
+		n.stopping = true
+	}
 	for len(acts) > 0 {
 		a := acts[0]
 		acts = acts[1:]
-		if n.journalErr != nil {
-			// The journal cannot be written: record what ends, start
-			// nothing.
+		if why := n.startsNothing(); why != "" {
+			// Stopping, or the journal cannot be written: record what
+			// ends, start nothing.
 			switch a := a.(type) {
 			case actRecord:
 				n.record(a)
 			case actLaunch:
-				acts = append(n.plan.step(n.now(), notStarted(a)), acts...)
+				acts = append(n.plan.step(n.now(), notStarted(a, why)), acts...)
 			}
 			continue
 		}
@@ -118,45 +119,74 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 	return finished
 }
 
-// notStarted is the end of an attempt the night did not start because its
-// journal cannot be written: the job stays as it was, for a resumed run.
-func notStarted(a actLaunch) evAttemptEnded {
+// startsNothing says why the night starts no attempt now ("" when it
+// may): it is stopping, or its journal cannot be written.
+func (n *night) startsNothing() string {
+	switch {
+	case n.journalErr != nil:
+		return "the journal cannot be written"
+	case n.stopping:
+		return "the night was stopped"
+	}
+	return ""
+}
+
+// notStarted is the end of an attempt the night did not start (why: it
+// was stopping, or its journal cannot be written): the job stays as it
+// was, for a resumed run.
+func notStarted(a actLaunch, why string) evAttemptEnded {
 	return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
-		outcome: session.Outcome{Status: session.Failed, KilledBy: "stopped", Reason: "not started: the journal cannot be written"}}
+		outcome: session.Outcome{Status: session.Failed, KilledBy: session.KilledStopped, Reason: "not started: " + why}}
 }
 
-// drain lets the running sessions end after the journal failed: their ends
-// are recorded (into the journal's lost file) and nothing new starts.
-func (n *night) drain(ctx context.Context) {
+// drain lets the running attempts end after the journal failed: their
+// ends are recorded (into the journal's lost file) and nothing new starts.
+func (n *night) drain() {
 	for n.plan.running > 0 {
-		m := <-n.inbox
-		switch {
-		case m.ended != nil:
-			n.do(ctx, n.plan.step(n.now(), *m.ended))
-		case m.seen.pgid > 0:
-			n.append(n.processEvent(m.seen))
-		}
+		n.takeWhileStopping(<-n.inbox)
 	}
 }
 
-// stop waits for every running session: they see the same ctx and are
-// being killed. Their observations are taken meanwhile (only the process
-// groups are journaled), so that no session goroutine is left blocked on a
-// send.
+// stop is the one way a night stops (SIGTERM, a daemon's shutdown), on
+// one host and on a cluster alike: the executor stops every attempt, and
+// each end that arrives is applied through do as any other, so that an
+// attempt that ended before it could be stopped is journaled, once, and
+// whatever the plan would start instead does not start. Attempts whose
+// ends do not come within the executor's patience (a cluster's workers
+// that do not answer) are left to the next `nightwatch run`, which adopts
+// them.
 func (n *night) stop() {
-	if n.cluster != nil {
-		n.stopRemote()
-		return
+	n.stopping = true
+	var deadline <-chan time.Time
+	if patience := n.exec.StopAll(context.Background()); patience > 0 {
+		t := time.NewTimer(patience)
+		defer t.Stop()
+		deadline = t.C
 	}
 	for n.plan.running > 0 {
-		m := <-n.inbox
-		switch {
-		case m.ended != nil:
-			n.plan.step(n.now(), *m.ended)
-			n.log.Warn().Str("job", m.ended.job).Msg("stopped with the night")
-		case m.seen.pgid > 0:
-			n.append(n.processEvent(m.seen))
+		select {
+		case r := <-n.inbox:
+			n.takeWhileStopping(r)
+		case <-deadline:
+			n.log.Warn().Int("running", n.plan.running).Msg("some attempts did not answer the stop; the next `nightwatch run` adopts them")
+			return
 		}
+	}
+}
+
+// takeWhileStopping applies one report that came while the night stops
+// (or drains): an end goes through do like any other; of what sessions
+// saw, only their process groups are journaled, for a supervisor that
+// must kill what this one leaves.
+func (n *night) takeWhileStopping(r session.Report) {
+	switch {
+	case r.Ended != nil:
+		if r.Ended.Outcome.KilledBy == session.KilledStopped {
+			n.log.Warn().Str("job", r.Ended.Job).Msg("stopped with the night")
+		}
+		n.do(context.Background(), n.plan.step(n.now(), attemptEnd(*r.Ended)))
+	case r.Seen.Kind == session.SawProcess:
+		n.append(n.processEvent(r.Seen))
 	}
 }
 
@@ -224,148 +254,94 @@ func describeDown(server string, e *healthcheck.Entry) string {
 	return msg
 }
 
-// launch prepares and starts one attempt; its end comes back on
-// n.inbox. An attempt that cannot be prepared ends at once: failed is
-// true and ev is its end, for the plan.
+// launch starts one attempt through the executor; its end comes back on
+// n.inbox. Its job-started line is journaled before it runs: an attempt
+// the journal does not know of must not run. An attempt that cannot start
+// ends at once: failed is true and ev is its end, for the plan.
 func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, failed bool) {
-	if n.cluster != nil {
-		return n.launchRemote(ctx, a)
-	}
 	job := n.b.Job(a.job)
-	spec := session.Spec{Batch: n.b, Job: job, RunID: n.runID, Attempt: a.attempt,
-		Binary: n.opts.Binary, Env: n.opts.Env, Feedback: a.feedback, Resume: a.resume, ResumeWhy: a.resumeWhy}
-	files, err := session.Prepare(spec)
-	if err != nil {
+	var hosts []string
+	started, err := n.exec.Launch(ctx, session.Attempt{Job: a.job, Attempt: a.attempt, Feedback: a.feedback,
+		Resume: a.resume, ResumeWhy: a.resumeWhy}, func(s session.Starting) bool {
+		hosts = s.Hosts
+		n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: s.Folder,
+			Allowed: job.Allowed(), Resume: s.Resume})
+		return n.journalErr == nil
+	})
+	switch {
+	case err != nil:
 		return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
-			outcome: session.Outcome{Status: session.Failed, Reason: "cannot prepare the session: " + err.Error()}}, true
+			outcome: session.Outcome{Status: session.Failed, ExitCode: -1, Reason: err.Error()}}, true
+	case !started:
+		return notStarted(a, n.startsNothing()), true
 	}
-	n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: files.Dir,
-		Allowed: job.Allowed(), Resume: a.resume})
-	if n.journalErr != nil {
-		// An attempt the journal does not know of must not run.
-		return notStarted(a), true
+	e := n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("allowed", job.Allowed())
+	if len(hosts) > 0 {
+		e = e.Strs("hosts", hosts)
 	}
-	n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("allowed", job.Allowed()).Msg("started")
-	obs := &sessionObserver{to: n.inbox, job: a.job, attempt: a.attempt}
-	// The loop stops this attempt early (Abandon) when its session cannot
-	// use a server the job needs.
-	sctx, cancel := context.WithCancelCause(ctx)
-	if n.cancels == nil {
-		n.cancels = map[string]context.CancelCauseFunc{}
-	}
-	n.cancels[a.job] = cancel
-	go func() {
-		out := session.Run(sctx, spec, files, obs)
-		n.inbox <- message{ended: &evAttemptEnded{job: a.job, attempt: a.attempt, outcome: out}}
-	}()
+	e.Msg("started")
 	return evAttemptEnded{}, false
 }
 
-// inboxSize bounds what sessions may have told the loop before it reads.
+// inboxSize bounds what the executor may have told the loop before it
+// reads.
 const inboxSize = 64
-
-// message is what a session's goroutine sends the loop: the attempt's
-// end, or one observation.
-type message struct {
-	ended *evAttemptEnded
-	seen  observation
-}
-
-// observation is one thing a running session's stream said, sent to the
-// loop: exactly one of its parts is set.
-type observation struct {
-	job     string
-	attempt int
-	// server could not be used: status is failed or needs-auth.
-	server, status string
-	tool           string // the model called a tool the session lacks
-	pgid           int    // the session's process group started
-	// unusable is a server of the job the session cannot use, and why.
-	unusable, why string
-	// host is the cluster worker's host that saw it ("" on one host).
-	host string
-	// events are what the hooks of that host wrote to its events file.
-	events []healthcheck.Event
-}
 
 // observe records what a session saw. A server Claude Code could not
 // connect to is down for every session, not only this one: the Checker
 // records it, which announces it to the events file, and from there it
 // reaches the journal like every other change of a server's state.
-func (n *night) observe(ctx context.Context, o observation) {
-	switch {
-	case len(o.events) > 0:
-		n.absorb(o.events, o.host)
-	case o.pgid > 0:
+func (n *night) observe(ctx context.Context, o session.Observation) {
+	switch o.Kind {
+	case session.SawHookEvents:
+		n.absorb(o.Events, o.Host)
+	case session.SawProcess:
 		n.append(n.processEvent(o))
-	case o.tool != "":
-		n.append(journal.Event{Type: journal.ToolUnavailable, Job: o.job, Attempt: o.attempt, Tool: o.tool, Host: o.host})
-		n.log.Warn().Str("job", o.job).Str("tool", o.tool).Msg("the model called a tool the session does not have")
-	case o.server != "":
+	case session.SawMissingTool:
+		n.append(journal.Event{Type: journal.ToolUnavailable, Job: o.Job, Attempt: o.Attempt, Tool: o.Tool, Host: o.Host})
+		n.log.Warn().Str("job", o.Job).Str("tool", o.Tool).Msg("the model called a tool the session does not have")
+	case session.SawServer:
 		var srv *mcpconfig.Server
-		if bs := n.b.Server(o.server); bs != nil {
+		if bs := n.b.Server(o.Server); bs != nil {
 			srv = &bs.MCP
 		}
-		status := o.status
-		if status == session.StatusNotConnected {
+		status := o.Status
+		if status == session.ServerNotConnected {
 			// The model met "is not connected": Claude Code lost the
 			// server, as when it failed to connect at start.
-			status = "failed"
+			status = session.ServerFailed
 		}
-		n.checker.RecordClientStatus(o.server, srv, status, initReason(o.server, o.status, o.job))
+		n.checker.RecordClientStatus(o.Server, srv, string(status), initReason(o.Server, o.Status, o.Job))
 		n.absorbServerEvents()
-		n.log.Warn().Str("server", o.server).Str("job", o.job).Str("status", o.status).Msg("session could not use a server")
-	case o.unusable != "":
-		job := n.b.Job(o.job)
+		n.log.Warn().Str("server", o.Server).Str("job", o.Job).Str("status", string(o.Status)).Msg("session could not use a server")
+	case session.SawUnusable:
+		job := n.b.Job(o.Job)
 		if job == nil || job.OnUnhealthy == jobs.Run {
-			n.log.Warn().Str("server", o.unusable).Str("job", o.job).Msg("the job runs without a server, by its on_unhealthy: run")
+			n.log.Warn().Str("server", o.Server).Str("job", o.Job).Msg("the job runs without a server, by its on_unhealthy: run")
 			return
 		}
-		if cancel := n.cancels[o.job]; cancel != nil {
-			reason := fmt.Sprintf("server %s could not be used (%s)", o.unusable, o.why)
-			n.log.Warn().Str("server", o.unusable).Str("job", o.job).Str("why", o.why).Msg("stopping the attempt: it cannot use a server it needs")
-			cancel(session.Abandon{Reason: reason})
+		if jp := n.plan.jobs[o.Job]; jp == nil || jp.phase != phaseRunning || jp.attempts != o.Attempt {
+			return // that attempt has ended
 		}
+		n.log.Warn().Str("server", o.Server).Str("job", o.Job).Str("why", o.Why).Msg("stopping the attempt: it cannot use a server it needs")
+		n.exec.Abandon(ctx, o.Job, o.Attempt, fmt.Sprintf("server %s could not be used (%s)", o.Server, o.Why))
 	}
 }
 
 // initReason says, in words, what a session reported of a server.
-func initReason(server, status, job string) string {
-	if status == session.StatusNotConnected {
+func initReason(server string, status session.ServerStatus, job string) string {
+	if status == session.ServerNotConnected {
 		return fmt.Sprintf("Claude Code said MCP server %q is not connected during job %s", server, job)
 	}
 	return fmt.Sprintf("Claude Code reported MCP server %q %s when job %s started", server, status, job)
 }
 
-// sessionObserver sends what a session's stream says to the loop, as it
-// says it. It runs in the session's goroutine and touches no state; the
-// loop's one inbox keeps the journal in the order things happened (the
-// session's process group before its end).
-type sessionObserver struct {
-	to      chan<- message
-	job     string
-	attempt int
-}
-
-func (o *sessionObserver) ServerStatus(server, status string) {
-	if status != "failed" && status != "needs-auth" && status != session.StatusNotConnected {
-		return // connected, pending: nothing the night acts on
+// processEvent is the journal line of a session's process group: on a
+// worker's host it carries the host and no start id, so that no other
+// host ever kills a process by that number.
+func (n *night) processEvent(o session.Observation) journal.Event {
+	if o.Host == "" {
+		return sessionProcessEvent(o.Job, o.Attempt, o.PGID)
 	}
-	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, server: server, status: status}}
-}
-
-func (o *sessionObserver) ToolUnavailable(tool string) {
-	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, tool: tool}}
-}
-
-// ServerUnusable tells the loop the session cannot use one of its job's
-// servers, so that it stops the attempt.
-func (o *sessionObserver) ServerUnusable(server, why string) {
-	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, unusable: server, why: why}}
-}
-
-// SessionStarted records the session's process group in the journal, for
-// a supervisor that restarts after this one is killed.
-func (o *sessionObserver) SessionStarted(pgid int) {
-	o.to <- message{seen: observation{job: o.job, attempt: o.attempt, pgid: pgid}}
+	return journal.Event{Type: journal.SessionProcess, Job: o.Job, Attempt: o.Attempt, PID: o.PGID, Host: o.Host}
 }

@@ -131,18 +131,22 @@ type night struct {
 	// journalErr is the first journal write that failed: the night starts
 	// nothing more.
 	journalErr error
-	store      *healthcheck.Store
-	checker    *healthcheck.Checker
-	events     healthcheck.EventTail
+	// stopping: the night was stopped; the ends of its attempts are still
+	// applied, and nothing new starts.
+	stopping bool
+	store    *healthcheck.Store
+	checker  *healthcheck.Checker
+	events   healthcheck.EventTail
 	// plan is the jobs' state; only the loop's goroutine touches it.
 	plan *plan
-	// inbox carries what the sessions' goroutines saw, and their ends, to
-	// the loop; they never write state themselves. One channel keeps the
-	// order (a session's process group before its end); its buffer lets a
-	// session go on reading its stream while the loop is busy probing.
-	inbox chan message
-	// cancels stop the running attempts, by job; only the loop touches it.
-	cancels map[string]context.CancelCauseFunc
+	// exec runs the attempts: on this host, or on the cluster's workers.
+	exec executor
+	// inbox carries what the executor reports (what sessions saw, and
+	// their ends) to the loop; sessions never write state themselves. One
+	// channel keeps the order (a session's process group before its end);
+	// its buffer lets a session go on reading its stream while the loop is
+	// busy probing.
+	inbox chan session.Report
 	// down are the servers the journal last said were unhealthy;
 	// reconnecting those journaled down by a reconnect, until decide
 	// knows how it went.
@@ -151,7 +155,8 @@ type night struct {
 	// and why ("" when none).
 	closed string
 	// cluster is the night's cluster when the batch has a cluster:
-	// section: attempts run on its workers (cluster.go); nil on one host.
+	// section: its coordinator lock and shared journal (cluster.go), and
+	// the executor that runs attempts on its workers; nil on one host.
 	cluster *clusterLink
 }
 
@@ -166,7 +171,7 @@ func (n *night) now() time.Time {
 // journal and the plan come with openJournal.
 func newNight(b *jobs.Batch, opts NightOptions) *night {
 	n := &night{b: b, opts: opts, log: newLogger(opts.LogWriter),
-		inbox: make(chan message, inboxSize), down: map[string]bool{}, reconnecting: map[string]bool{}}
+		inbox: make(chan session.Report, inboxSize), down: map[string]bool{}, reconnecting: map[string]bool{}}
 	n.store = &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: n.warn}
 	n.checker = n.newChecker()
 	// The events file lives as long as the state folder; this night's
@@ -221,6 +226,9 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	if err != nil {
 		return nil, err
 	}
+	if n.exec == nil {
+		n.exec = newLocalExecutor(b, n.runID, opts.Binary, opts.Env, n.inbox)
+	}
 	closeLog, err := n.openLog()
 	if err != nil {
 		n.log.Error().Err(err).Msg("cannot open the night's log file; logging to the console only")
@@ -266,14 +274,6 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		defer release()
 	}
 
-	if n.cluster != nil {
-		// The pump feeds the loop until the loop is done with it,
-		// stopping included: it does not end with the night's ctx.
-		pctx, stopPump := context.WithCancel(context.WithoutCancel(ctx))
-		pumped := make(chan struct{})
-		go func() { defer close(pumped); n.pump(pctx) }()
-		defer func() { stopPump(); <-pumped }()
-	}
 	err = n.loop(ctx)
 	summary.Jobs, summary.Done, summary.Failed, summary.Skipped = n.plan.summary()
 	summary.CostUSD = n.plan.cost

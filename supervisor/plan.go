@@ -428,7 +428,7 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 		return nil
 	}
 	out := ev.outcome
-	if out.KilledBy == "stopped" {
+	if out.KilledBy == session.KilledStopped {
 		p.interrupt(jp)
 		return nil
 	}
@@ -492,7 +492,7 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 func resultOf(o session.Outcome) *journal.Result {
 	return &journal.Result{Subtype: o.Subtype, IsError: o.IsError, NumTurns: o.NumTurns,
 		CostUSD: o.CostUSD, DurationMS: o.DurationMS, SessionID: o.SessionID,
-		TerminalReason: o.TerminalReason, ExitCode: o.ExitCode, KilledBy: o.KilledBy}
+		TerminalReason: o.TerminalReason, ExitCode: o.ExitCode, KilledBy: string(o.KilledBy)}
 }
 
 // unusableServers are the names of the servers a session could not use.
@@ -600,7 +600,7 @@ func (p *plan) summary() (jobs []JobResult, done, failed, skipped int) {
 // turns, a denial) starts fresh.
 func endedAfterWork(out session.Outcome) bool {
 	switch out.KilledBy {
-	case "timeout", "stall", session.KilledAbandoned:
+	case session.KilledTimeout, session.KilledStall, session.KilledAbandoned:
 		return true
 	}
 	if out.API != nil {

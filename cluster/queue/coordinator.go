@@ -163,9 +163,9 @@ func (c *Coordinator) Abandon(ctx context.Context, job string, attempt int, reas
 	if err != nil {
 		return fmt.Errorf("abandon attempt %d of %s: %w", attempt, job, err)
 	}
-	killedBy := "abandoned"
+	killedBy := session.KilledAbandoned
 	if reason == StopReason {
-		killedBy = "stopped"
+		killedBy = session.KilledStopped
 	}
 	return c.endIf(ctx, attemptKey{c.Run, job, attempt}, "queued",
 		session.Outcome{Status: session.Failed, ExitCode: -1, KilledBy: killedBy, Reason: reason})
@@ -193,32 +193,11 @@ func (c *Coordinator) endIf(ctx context.Context, k attemptKey, state string, out
 	return nil
 }
 
-// Observation is what a session on some host saw, for the night's loop.
-type Observation struct {
-	Job     string
-	Attempt int
-	Kind    string
-	Server  string
-	Status  string
-	Tool    string
-	Why     string
-	PGID    int
-	Host    string
-}
-
-// Ended is how an attempt ended, and where.
-type Ended struct {
-	Job     string
-	Attempt int
-	Outcome session.Outcome
-	Host    string
-}
-
 // Poll is one look at the run: what sessions saw since the last look, in
 // order, then the attempts that ended since, each once. An attempt whose
 // worker died (workerDead) or whose River job River rescued or lost ends
 // here as a crash.
-func (c *Coordinator) Poll(ctx context.Context) ([]Observation, []Ended, error) {
+func (c *Coordinator) Poll(ctx context.Context) ([]session.Observation, []session.Ended, error) {
 	now := time.Now()
 	if c.readFailed || !c.lastRead.IsZero() && now.Sub(c.lastRead) > readGap {
 		c.recover(now) // the gap ends with this look, if it reads
@@ -231,7 +210,7 @@ func (c *Coordinator) Poll(ctx context.Context) ([]Observation, []Ended, error) 
 	return seen, ends, err
 }
 
-func (c *Coordinator) poll(ctx context.Context) ([]Observation, []Ended, error) {
+func (c *Coordinator) poll(ctx context.Context) ([]session.Observation, []session.Ended, error) {
 	if err := c.endCrashed(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -243,9 +222,9 @@ func (c *Coordinator) poll(ctx context.Context) ([]Observation, []Ended, error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the attempts' ends: %w", err)
 	}
-	var ends []Ended
+	var ends []session.Ended
 	for rows.Next() {
-		var e Ended
+		var e session.Ended
 		var b []byte
 		if err := rows.Scan(&e.Job, &e.Attempt, &b, &e.Host); err != nil {
 			rows.Close()
@@ -270,14 +249,21 @@ func (c *Coordinator) poll(ctx context.Context) ([]Observation, []Ended, error) 
 		return nil, nil, fmt.Errorf("read what the sessions saw: %w", err)
 	}
 	defer orows.Close()
-	var seen []Observation
+	var seen []session.Observation
 	for orows.Next() {
-		var o Observation
+		var o session.Observation
 		var id int64
 		if err := orows.Scan(&id, &o.Job, &o.Attempt, &o.Kind, &o.Server, &o.Status, &o.Tool, &o.Why, &o.PGID, &o.Host); err != nil {
 			return nil, nil, err
 		}
 		c.lastObs = id
+		if o.Kind == session.SawHookEvents {
+			// Why holds the hooks' events as JSON (observer.add).
+			if json.Unmarshal([]byte(o.Why), &o.Events) != nil || len(o.Events) == 0 {
+				continue
+			}
+			o.Why = ""
+		}
 		seen = append(seen, o)
 	}
 	if err := orows.Err(); err != nil {
@@ -411,7 +397,7 @@ func (c *Coordinator) endCrashed(ctx context.Context) error {
 		return err
 	}
 	for _, cr := range crashes {
-		out := session.Outcome{Status: session.Failed, ExitCode: -1, KilledBy: "crashed", Reason: cr.why}
+		out := session.Outcome{Status: session.Failed, ExitCode: -1, KilledBy: session.KilledCrashed, Reason: cr.why}
 		if err := c.endIf(ctx, cr.k, cr.state, out); err != nil {
 			return err
 		}

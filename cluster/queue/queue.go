@@ -1,6 +1,7 @@
 // Package queue runs a cluster's attempts as River jobs: the coordinator
 // (`nightwatch run` with a cluster: section) enqueues each attempt its
-// night's plan starts and hears how it went; workers (`nightwatch worker`)
+// night's plan starts and hears how it went, through Executor, the night's
+// executor on a cluster; workers (`nightwatch worker`)
 // on every host run them with session.Run, at most max_parallel at a time,
 // only the jobs pinned to their labels or to none.
 //
@@ -35,8 +36,8 @@
 // What crosses hosts besides River's rows: nightwatch_attempts (where an
 // attempt ran, its outcome, the coordinator's request to abandon it) and
 // nightwatch_observations (what the session saw while it ran), both read
-// by the coordinator's pump in order, each attempt's observations before
-// its end.
+// by the executor's pump in order, each attempt's observations before its
+// end (session.Observation, session.Ended).
 package queue
 
 import (
@@ -61,18 +62,6 @@ type AttemptArgs struct {
 
 // Kind is River's name for an attempt.
 func (AttemptArgs) Kind() string { return "nightwatch_attempt" }
-
-// Observation kinds in nightwatch_observations.
-const (
-	ObservedServer   = "server"   // Server, Status: a server the session could not connect
-	ObservedTool     = "tool"     // Tool: the model called a tool the session lacks
-	ObservedUnusable = "unusable" // Server, Why: a server of the job the session cannot use
-	ObservedProcess  = "process"  // PGID: the session's process group started
-	// ObservedEvents: Why holds the JSON lines the hooks of the worker's
-	// host wrote to its events file (state changes, blocked calls), for
-	// the coordinator's journal.
-	ObservedEvents = "events"
-)
 
 // QueueName is the River queue of batch's jobs pinned to label ("" for
 // the jobs pinned to nobody). River allows [a-z0-9_-], 64 bytes: a

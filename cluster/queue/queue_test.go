@@ -14,6 +14,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/pgtest"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -93,7 +94,7 @@ func TestCoordinatorEndsWhatItCannotHearOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, ends, err := c.Poll(ctx)
-	if err != nil || len(ends) != 1 || ends[0].Job != "abandoned" || ends[0].Outcome.KilledBy != "abandoned" {
+	if err != nil || len(ends) != 1 || ends[0].Job != "abandoned" || ends[0].Outcome.KilledBy != session.KilledAbandoned {
 		t.Fatalf("poll = %+v %v, want only the abandoned attempt's end", ends, err)
 	}
 	var state string
@@ -105,7 +106,7 @@ func TestCoordinatorEndsWhatItCannotHearOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, ends, err = c.Poll(ctx)
-	if err != nil || len(ends) != 1 || ends[0].Job != "dead-worker" || ends[0].Outcome.KilledBy != "crashed" ||
+	if err != nil || len(ends) != 1 || ends[0].Job != "dead-worker" || ends[0].Outcome.KilledBy != session.KilledCrashed ||
 		!strings.Contains(ends[0].Outcome.Reason, "host-a stopped answering") {
 		t.Fatalf("poll = %+v %v, want the dead worker's attempt ended as a crash", ends, err)
 	}
@@ -150,7 +151,7 @@ func TestRiverRescuesAStuckAttempt(t *testing.T) {
 		}
 		if len(ends) > 0 {
 			e := ends[0]
-			if e.Job != "stuck" || e.Outcome.KilledBy != "crashed" || !strings.Contains(e.Outcome.Reason, "River ended the attempt (discarded)") {
+			if e.Job != "stuck" || e.Outcome.KilledBy != session.KilledCrashed || !strings.Contains(e.Outcome.Reason, "River ended the attempt (discarded)") {
 				t.Fatalf("end = %+v, want the rescued attempt as a crash", e)
 			}
 			return
@@ -227,7 +228,7 @@ func TestStoppedWorkerEndsItsAttemptsStopped(t *testing.T) {
 		t.Fatalf("worker: %v", err)
 	}
 	_, ends, err := c.Poll(ctx)
-	if err != nil || len(ends) != 1 || ends[0].Outcome.KilledBy != "stopped" || ends[0].Host != "host-a" {
+	if err != nil || len(ends) != 1 || ends[0].Outcome.KilledBy != session.KilledStopped || ends[0].Host != "host-a" {
 		t.Fatalf("poll = %+v %v, want the attempt ended stopped on host-a", ends, err)
 	}
 	ws, _, err := db.Workers(ctx)

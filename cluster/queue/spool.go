@@ -53,12 +53,12 @@ type spooledEnd struct {
 
 // spooledObservation is one row of nightwatch_observations.
 type spooledObservation struct {
-	Kind   string `json:"kind"`
-	Server string `json:"server,omitempty"`
-	Status string `json:"status,omitempty"`
-	Tool   string `json:"tool,omitempty"`
-	Why    string `json:"why,omitempty"`
-	PGID   int    `json:"pgid,omitempty"`
+	Kind   session.ObservationKind `json:"kind"`
+	Server string                  `json:"server,omitempty"`
+	Status session.ServerStatus    `json:"status,omitempty"`
+	Tool   string                  `json:"tool,omitempty"`
+	Why    string                  `json:"why,omitempty"`
+	PGID   int                     `json:"pgid,omitempty"`
 }
 
 // spoolGrace is how long a stopping worker goes on delivering its ends
@@ -184,7 +184,7 @@ func insertObservations(ctx context.Context, tx pgx.Tx, batch, run, job string, 
 	for _, o := range seen {
 		if _, err := tx.Exec(ctx, `INSERT INTO nightwatch_observations (batch, run_id, job, attempt, kind, server, status, tool, why, pgid, host)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			batch, run, job, attempt, o.Kind, o.Server, o.Status, o.Tool, o.Why, o.PGID, host); err != nil {
+			batch, run, job, attempt, string(o.Kind), o.Server, string(o.Status), o.Tool, o.Why, o.PGID, host); err != nil {
 			return fmt.Errorf("tell the coordinator what the session of %s saw: %w", job, err)
 		}
 	}

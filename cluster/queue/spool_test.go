@@ -16,6 +16,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/pgtest"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 // outageFixture is a batch of one job on a Postgres of the test's own,
@@ -31,8 +32,8 @@ type outageFixture struct {
 	c   *Coordinator
 
 	mu    sync.Mutex
-	ends  []Ended // every end the coordinator heard
-	reads int     // its whole reads of the database
+	ends  []session.Ended // every end the coordinator heard
+	reads int             // its whole reads of the database
 }
 
 func newOutageFixture(t *testing.T) *outageFixture {
@@ -96,10 +97,10 @@ func (f *outageFixture) pump() {
 
 // heard is every end the coordinator heard, and how many whole reads it
 // made.
-func (f *outageFixture) heard() ([]Ended, int) {
+func (f *outageFixture) heard() ([]session.Ended, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]Ended(nil), f.ends...), f.reads
+	return append([]session.Ended(nil), f.ends...), f.reads
 }
 
 // worker runs a worker of host until the returned stop is called (or the
@@ -164,7 +165,7 @@ func (f *outageFixture) resume() {
 
 // endsUntil waits until the coordinator heard an end (or enough says so,
 // or within passes), and returns every end it heard.
-func (f *outageFixture) endsUntil(within time.Duration, enough func([]Ended) bool) []Ended {
+func (f *outageFixture) endsUntil(within time.Duration, enough func([]session.Ended) bool) []session.Ended {
 	deadline := time.Now().Add(within)
 	for {
 		ends, _ := f.heard()
@@ -175,11 +176,11 @@ func (f *outageFixture) endsUntil(within time.Duration, enough func([]Ended) boo
 	}
 }
 
-func some(ends []Ended) bool { return len(ends) > 0 }
+func some(ends []session.Ended) bool { return len(ends) > 0 }
 
 // wantWorkersEnd checks that the coordinator heard the attempt's end once,
 // as the worker of host made it (exit 0), not a crash verdict.
-func (f *outageFixture) wantWorkersEnd(ends []Ended, host string) {
+func (f *outageFixture) wantWorkersEnd(ends []session.Ended, host string) {
 	f.t.Helper()
 	if len(ends) != 1 {
 		f.t.Fatalf("the coordinator heard %d ends %+v, want the attempt's one", len(ends), ends)
@@ -276,7 +277,7 @@ func TestCoordinatorAcrossItsOwnOutageKeepsALiveWorkersAttempt(t *testing.T) {
 		return f.db.Pool.QueryRow(context.Background(), "SELECT heartbeat_at FROM nightwatch_workers WHERE heartbeat_at > now() - interval '1 second'").Scan(&beat) == nil
 	})
 	_, reads := f.heard()
-	ends := f.endsUntil(60*time.Second, func([]Ended) bool {
+	ends := f.endsUntil(60*time.Second, func([]session.Ended) bool {
 		_, r := f.heard()
 		return r > reads+int(2*DeadAfter/(200*time.Millisecond))
 	})

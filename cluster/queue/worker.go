@@ -304,7 +304,7 @@ func (w *Worker) forwardNow() {
 	if err != nil || run == "" {
 		return
 	}
-	o := spooledObservation{Kind: ObservedEvents, Why: string(b)}
+	o := spooledObservation{Kind: session.SawHookEvents, Why: string(b)}
 	if err := w.insertObservations(context.Background(), attemptKey{run: run}, []spooledObservation{o}); err != nil {
 		w.db.failed(err)
 		w.unsentEvents = evs
@@ -412,7 +412,7 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 		return fmt.Errorf("claim attempt %d of %s: %w", a.Attempt, a.Job, err)
 	}
 	if abandon != nil {
-		return w.finish(k, session.Outcome{Status: session.Failed, KilledBy: "stopped", Reason: "not started: " + *abandon})
+		return w.finish(k, session.Outcome{Status: session.Failed, KilledBy: session.KilledStopped, Reason: "not started: " + *abandon})
 	}
 	bj := w.Batch.Job(a.Job)
 	if bj == nil {
@@ -467,9 +467,16 @@ type observer struct {
 
 // add sends one observation; one the database does not take, and every
 // later one of the attempt (their order matters), goes with the
-// attempt's end instead.
-func (o *observer) add(kind, server, status, tool, why string, pgid int) {
-	obs := spooledObservation{Kind: kind, Server: server, Status: status, Tool: tool, Why: why, PGID: pgid}
+// attempt's end instead. The hooks' events go as JSON in why.
+func (o *observer) add(s session.Observation) {
+	obs := spooledObservation{Kind: s.Kind, Server: s.Server, Status: s.Status, Tool: s.Tool, Why: s.Why, PGID: s.PGID}
+	if s.Kind == session.SawHookEvents {
+		b, err := json.Marshal(s.Events)
+		if err != nil {
+			return
+		}
+		obs.Why = string(b)
+	}
 	w := o.w
 	w.mu.Lock()
 	behind := len(w.unseen[o.k]) > 0
@@ -490,29 +497,21 @@ func (o *observer) add(kind, server, status, tool, why string, pgid int) {
 	}
 }
 
-func (o *observer) ServerStatus(server, status string) {
-	if status != "failed" && status != "needs-auth" && status != session.StatusNotConnected {
-		return
+// Observe tells the coordinator what the session saw; its process group
+// is also kept with the attempt, for the worker that replaces a dead one
+// on this host (killLeftovers).
+func (o *observer) Observe(s session.Observation) {
+	if s.Kind == session.SawProcess {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := o.w.DB.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET pgid = $5, start_id = $6
+			WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
+			o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, s.PGID, proc.StartID(s.PGID))
+		cancel()
+		if err != nil {
+			o.w.db.failed(err)
+		}
 	}
-	o.add(ObservedServer, server, status, "", "", 0)
-}
-
-func (o *observer) ToolUnavailable(tool string) { o.add(ObservedTool, "", "", tool, "", 0) }
-
-func (o *observer) ServerUnusable(server, why string) {
-	o.add(ObservedUnusable, server, "", "", why, 0)
-}
-
-func (o *observer) SessionStarted(pgid int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := o.w.DB.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET pgid = $5, start_id = $6
-		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
-		o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, pgid, proc.StartID(pgid))
-	if err != nil {
-		o.w.db.failed(err)
-	}
-	o.add(ObservedProcess, "", "", "", "", pgid)
+	o.add(s)
 }
 
 // ServeOptions are a worker process's settings (`nightwatch worker`).

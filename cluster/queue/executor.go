@@ -1,0 +1,235 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// Executor runs a night's attempts on the cluster's workers: it enqueues
+// each for them, asks them to abandon or stop one, and brings what they
+// report (observations, then each attempt's end, once) to the night's
+// reports channel. It is the night's executor on a cluster, as the local
+// one is on one host; the plan, the journal and the decisions stay the
+// night's.
+type Executor struct {
+	coord   *Coordinator
+	batch   *jobs.Batch
+	reports chan<- session.Report
+	// log is the night's logger (a pointer: the night points it at its
+	// log file once the run is known).
+	log *zerolog.Logger
+
+	mu sync.Mutex
+	// running are the attempts enqueued or adopted whose end has not
+	// been delivered yet, by job (mu).
+	running map[string]int
+	// lastHost is the host each job's last attempt ended on: a retry
+	// that resumes its Claude session must run there (mu).
+	lastHost map[string]string
+	// capacity is the live workers' max_parallel summed, read at most
+	// once a second (capAt); only the night's loop asks.
+	capacity int
+	capAt    time.Time
+
+	stopPump func()
+	pumped   chan struct{}
+}
+
+// NewExecutor is the executor of run on db's batch b, reporting to
+// reports. Start it (Start) once the attempts it adopts are known.
+func NewExecutor(db *clusterdb.DB, b *jobs.Batch, run string, reports chan<- session.Report, log *zerolog.Logger) (*Executor, error) {
+	coord, err := NewCoordinator(db, run)
+	if err != nil {
+		return nil, err
+	}
+	return &Executor{coord: coord, batch: b, reports: reports, log: log,
+		running: map[string]int{}, lastHost: map[string]string{}}, nil
+}
+
+// RanOn tells the executor that job's last attempt ended on host (from a
+// resumed journal).
+func (e *Executor) RanOn(job, host string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lastHost[job] = host
+}
+
+// Adopt takes back attempt of job, which a dead coordinator left to the
+// workers: its state ("queued", "running", "ended"), or "" when it was
+// never enqueued (the attempt is not adopted). One that ended meanwhile
+// is reported by the pump like any other end.
+func (e *Executor) Adopt(ctx context.Context, job string, attempt int) (string, error) {
+	state, err := e.coord.State(ctx, job, attempt)
+	if err != nil || state == "" {
+		return "", err
+	}
+	e.mu.Lock()
+	e.running[job] = attempt
+	e.mu.Unlock()
+	return state, nil
+}
+
+// Start starts bringing the workers' reports to the night, from what
+// they report from now on (a resumed night's journal has what the dead
+// coordinator took before) and every end not yet delivered. The pump
+// outlives the night's ctx, so that the ends of a stopping night still
+// come; Close ends it.
+func (e *Executor) Start(ctx context.Context) error {
+	if err := e.coord.SkipObservations(ctx); err != nil {
+		return err
+	}
+	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	e.stopPump, e.pumped = stop, make(chan struct{})
+	go func() { defer close(e.pumped); e.pump(pctx) }()
+	return nil
+}
+
+// Close stops the pump and waits for it.
+func (e *Executor) Close() {
+	if e.stopPump != nil {
+		e.stopPump()
+		<-e.pumped
+	}
+}
+
+// Launch enqueues attempt a for the workers, after starting (the night's
+// journal) agreed. A retry that resumes a Claude session runs on the host
+// that has the session, or, with that host gone, starts a fresh session
+// anywhere the job may run.
+func (e *Executor) Launch(ctx context.Context, a session.Attempt, starting func(session.Starting) bool) (bool, error) {
+	job := e.batch.Job(a.Job)
+	if job == nil {
+		return false, fmt.Errorf("the batch has no job %q", a.Job)
+	}
+	hosts := job.Hosts
+	if a.Resume != "" {
+		e.mu.Lock()
+		h := e.lastHost[a.Job]
+		e.mu.Unlock()
+		if h != "" && e.coord.Live(ctx, h) {
+			hosts = []string{h}
+		} else {
+			a.Resume, a.ResumeWhy = "", ""
+			e.log.Info().Str("job", a.Job).Str("host", h).Msg("the retry starts a fresh session: the host of the last one is gone")
+		}
+	}
+	if !starting(session.Starting{Resume: a.Resume, Hosts: hosts}) {
+		return false, nil
+	}
+	e.mu.Lock()
+	e.running[a.Job] = a.Attempt
+	e.mu.Unlock()
+	args := AttemptArgs{Job: a.Job, Attempt: a.Attempt, Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy}
+	if err := e.coord.Enqueue(ctx, args, hosts); err != nil {
+		e.mu.Lock()
+		delete(e.running, a.Job)
+		e.mu.Unlock()
+		return false, fmt.Errorf("cannot enqueue the attempt: %w", err)
+	}
+	return true, nil
+}
+
+// Abandon asks the worker to stop attempt of job early, for reason; its
+// end comes back as any other (KilledAbandoned).
+func (e *Executor) Abandon(ctx context.Context, job string, attempt int, reason string) {
+	if err := e.coord.Abandon(context.WithoutCancel(ctx), job, attempt, reason); err != nil {
+		e.log.Error().Err(err).Str("job", job).Msg("cannot ask the worker to stop the attempt")
+	}
+}
+
+// stopPatience is how long a stopping night waits for the ends of the
+// attempts it asked the workers to stop; one whose worker does not answer
+// is adopted by the next coordinator.
+const stopPatience = 30 * time.Second
+
+// StopAll asks the workers to stop every attempt that has not ended (they
+// end KilledStopped, not counted; one that ended first reports its own
+// end) and says how long their ends are worth waiting for.
+func (e *Executor) StopAll(ctx context.Context) time.Duration {
+	e.mu.Lock()
+	running := make(map[string]int, len(e.running))
+	for job, attempt := range e.running {
+		running[job] = attempt
+	}
+	e.mu.Unlock()
+	for job, attempt := range running {
+		if err := e.coord.Abandon(context.WithoutCancel(ctx), job, attempt, StopReason); err != nil {
+			e.log.Error().Err(err).Str("job", job).Msg("cannot ask the worker to stop the attempt")
+		}
+	}
+	return stopPatience
+}
+
+// Capacity is how many attempts may run at once: what the live workers
+// take together.
+func (e *Executor) Capacity(ctx context.Context) int {
+	if now := time.Now(); e.capAt.IsZero() || now.Sub(e.capAt) >= time.Second {
+		e.capacity, e.capAt = e.coord.Capacity(ctx), now
+	}
+	return e.capacity
+}
+
+// pump brings what the workers report to the night, in order, until ctx
+// ends. It is the only reader of the coordinator's cursor.
+func (e *Executor) pump(ctx context.Context) {
+	waiter, err := e.coord.Listen(ctx)
+	if err != nil {
+		e.log.Warn().Err(err).Msg("the workers' reports are polled, not pushed")
+	}
+	defer waiter.Close()
+	failing := false
+	for {
+		seen, ends, err := e.coord.Poll(ctx)
+		if err != nil && ctx.Err() == nil {
+			if !failing {
+				e.log.Error().Err(err).Msg("cannot read the workers' reports; retrying")
+			}
+			failing = true
+		} else {
+			failing = false
+		}
+		for _, o := range seen {
+			if !e.deliver(ctx, session.Report{Seen: o}) {
+				return
+			}
+		}
+		for _, end := range ends {
+			e.mu.Lock()
+			if end.Host != "" {
+				e.lastHost[end.Job] = end.Host
+			}
+			if e.running[end.Job] == end.Attempt {
+				delete(e.running, end.Job)
+			}
+			e.mu.Unlock()
+			if !e.deliver(ctx, session.Report{Ended: &end}) {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		waiter.Wait(ctx, pollEvery)
+	}
+}
+
+func (e *Executor) deliver(ctx context.Context, r session.Report) bool {
+	select {
+	case e.reports <- r:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// pollEvery bounds how late a worker's report reaches the night when its
+// notification is lost.
+const pollEvery = 500 * time.Millisecond

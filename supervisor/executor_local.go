@@ -1,0 +1,109 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// executor runs the night's attempts: on this host (localExecutor) or on a
+// cluster's workers (queue.Executor). It is all the loop knows of where an
+// attempt runs. Every attempt it started comes back on the night's
+// reports channel exactly once, as its end, after what its session saw.
+// Only the loop's goroutine calls it.
+type executor interface {
+	// Launch starts attempt a. Just before it starts, it calls starting
+	// with how it will run (the journal's job-started line); when starting
+	// says no, the attempt does not start (started false, no error). An
+	// error is an attempt that could not start, in words for the journal;
+	// neither comes back as an end.
+	Launch(ctx context.Context, a session.Attempt, starting func(session.Starting) bool) (started bool, err error)
+	// Abandon stops attempt of job early, for reason: it ends
+	// KilledAbandoned. An attempt that already ended is left alone.
+	Abandon(ctx context.Context, job string, attempt int, reason string)
+	// StopAll stops every running attempt (KilledStopped, unless it ended
+	// first) and says how long their ends are worth waiting for; 0: until
+	// every one has come.
+	StopAll(ctx context.Context) (patience time.Duration)
+	// Capacity is how many attempts may run at once.
+	Capacity(ctx context.Context) int
+}
+
+// localExecutor runs attempts on this host: each one's session in a
+// goroutine of its own, under a context the executor can cancel.
+type localExecutor struct {
+	b       *jobs.Batch
+	runID   string
+	binary  string
+	env     []string
+	reports chan<- session.Report
+
+	mu      sync.Mutex
+	running map[string]localAttempt // by job
+}
+
+type localAttempt struct {
+	attempt int
+	cancel  context.CancelCauseFunc
+}
+
+func newLocalExecutor(b *jobs.Batch, runID, binary string, env []string, reports chan<- session.Report) *localExecutor {
+	return &localExecutor{b: b, runID: runID, binary: binary, env: env, reports: reports, running: map[string]localAttempt{}}
+}
+
+// Launch prepares the attempt's files, then runs its session; what the
+// session sees and its end go to the reports channel, in order.
+func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting func(session.Starting) bool) (bool, error) {
+	job := e.b.Job(a.Job)
+	if job == nil {
+		return false, fmt.Errorf("the batch has no job %q", a.Job)
+	}
+	spec := session.Spec{Batch: e.b, Job: job, RunID: e.runID, Attempt: a.Attempt,
+		Binary: e.binary, Env: e.env, Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy}
+	files, err := session.Prepare(spec)
+	if err != nil {
+		return false, fmt.Errorf("cannot prepare the session: %w", err)
+	}
+	if !starting(session.Starting{Folder: files.Dir, Resume: a.Resume}) {
+		return false, nil
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	e.mu.Lock()
+	e.running[a.Job] = localAttempt{attempt: a.Attempt, cancel: cancel}
+	e.mu.Unlock()
+	go func() {
+		obs := session.ObserverFunc(func(o session.Observation) { e.reports <- session.Report{Seen: o} })
+		out := session.Run(sctx, spec, files, obs)
+		e.mu.Lock()
+		delete(e.running, a.Job)
+		e.mu.Unlock()
+		cancel(nil)
+		e.reports <- session.Report{Ended: &session.Ended{Job: a.Job, Attempt: a.Attempt, Outcome: out}}
+	}()
+	return true, nil
+}
+
+func (e *localExecutor) Abandon(_ context.Context, job string, attempt int, reason string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.running[job]; ok && r.attempt == attempt {
+		r.cancel(session.Abandon{Reason: reason})
+	}
+}
+
+// StopAll cancels every session: each is killed and ends within its
+// grace, so every end comes.
+func (e *localExecutor) StopAll(context.Context) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.running {
+		r.cancel(nil)
+	}
+	return 0
+}
+
+func (e *localExecutor) Capacity(context.Context) int { return max(e.b.MaxParallel, 1) }
