@@ -147,10 +147,6 @@ type night struct {
 	// its buffer lets a session go on reading its stream while the loop is
 	// busy probing.
 	inbox chan session.Report
-	// down are the servers the journal last said were unhealthy;
-	// reconnecting those journaled down by a reconnect, until decide
-	// knows how it went.
-	down, reconnecting map[string]bool
 	// closed is the unfinished run this start closed instead of resuming,
 	// and why ("" when none).
 	closed string
@@ -171,7 +167,7 @@ func (n *night) now() time.Time {
 // journal and the plan come with openJournal.
 func newNight(b *jobs.Batch, opts NightOptions) *night {
 	n := &night{b: b, opts: opts, log: newLogger(opts.LogWriter),
-		inbox: make(chan session.Report, inboxSize), down: map[string]bool{}, reconnecting: map[string]bool{}}
+		inbox: make(chan session.Report, inboxSize)}
 	n.store = &healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: n.warn}
 	n.checker = n.newChecker()
 	// The events file lives as long as the state folder; this night's
@@ -413,9 +409,6 @@ func (n *night) newRun() (bool, error) {
 // with ErrJournal once the running jobs have ended.
 func (n *night) append(ev journal.Event) {
 	ev.Run = n.runID
-	if ev.Type == journal.ServerState {
-		n.down[ev.Server] = ev.Status == journal.Unhealthy
-	}
 	if err := n.journal.Append(ev); err != nil {
 		if n.journalErr == nil {
 			n.journalErr = err
