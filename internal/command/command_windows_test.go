@@ -1,6 +1,6 @@
 //go:build windows
 
-package command
+package command_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 )
 
@@ -23,7 +24,7 @@ func TestBatchFileRunsThroughComSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "PATH="+dir+";"+os.Getenv("PATH"))
-	cmd := CommandContext(context.Background(), env, "echoargs", "plain", "with space", "a=b")
+	cmd := command.CommandContext(context.Background(), env, "echoargs", "plain", "with space", "a=b")
 	if cmd.SysProcAttr == nil || !strings.Contains(cmd.SysProcAttr.CmdLine, "/d /s /c") {
 		t.Fatalf("no raw cmd.exe command line: %#v", cmd.SysProcAttr)
 	}
@@ -34,8 +35,8 @@ func TestBatchFileRunsThroughComSpec(t *testing.T) {
 	if got := strings.TrimSpace(string(out)); got != "[plain][with space][a=b]" {
 		t.Errorf("the batch file got %s", got)
 	}
-	refused := CommandContext(context.Background(), env, "echoargs", "x&echo INJECTED")
-	if !errors.Is(refused.Err, ErrUnsafe) {
+	refused := command.CommandContext(context.Background(), env, "echoargs", "x&echo INJECTED")
+	if !errors.Is(refused.Err, command.ErrUnsafe) {
 		t.Fatalf("Err = %v", refused.Err)
 	}
 	if out, err := refused.CombinedOutput(); err == nil || strings.Contains(string(out), "INJECTED") {
@@ -44,7 +45,7 @@ func TestBatchFileRunsThroughComSpec(t *testing.T) {
 }
 
 func TestExeRunsDirectly(t *testing.T) {
-	cmd := CommandContext(context.Background(), nil, "cmd", "/c", "exit 3")
+	cmd := command.CommandContext(context.Background(), nil, "cmd", "/c", "exit 3")
 	if cmd.SysProcAttr != nil && cmd.SysProcAttr.CmdLine != "" {
 		t.Errorf("an .exe got a raw command line: %s", cmd.SysProcAttr.CmdLine)
 	}
@@ -64,7 +65,7 @@ func TestBatchFileInItsJob(t *testing.T) {
 	env := append(os.Environ(), "PATH="+dir+";"+os.Getenv("PATH"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := CommandContext(ctx, env, "slow", "x y")
+	cmd := command.CommandContext(ctx, env, "slow", "x y")
 	var out strings.Builder
 	cmd.Stdout = &out
 	proc.Prepare(cmd, 500*time.Millisecond)
