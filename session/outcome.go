@@ -13,6 +13,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/modelapi"
 )
 
 // Outcome is how one attempt of a job ended.
@@ -49,8 +50,8 @@ type Outcome struct {
 	// Verify is the job's check of its work, when it ran.
 	Verify *VerifyResult `json:"verify,omitempty"`
 	// API is why the session failed when the model's API or the CLI's
-	// limits were the cause (ClassifyAPIFailure); nil otherwise.
-	API *APIFailure `json:"api,omitempty"`
+	// limits were the cause (modelapi.Classify); nil otherwise.
+	API *modelapi.Failure `json:"api,omitempty"`
 	// ResumedFrom is the Claude session the attempt resumed (--resume);
 	// ResumeFailed, when set, is why it could not, and the attempt ran a
 	// fresh session instead.
@@ -89,7 +90,7 @@ type streamState struct {
 	notGranted    []string
 	unusable      []Unusable
 	// rawResult is the result line as parsed JSON, and rateLimits the
-	// rate_limit_event lines: what ClassifyAPIFailure reads.
+	// rate_limit_event lines: what modelapi.Classify reads.
 	rawResult  map[string]any
 	rateLimits []map[string]any
 }
@@ -193,7 +194,7 @@ func (s *streamState) classify(out *Outcome, now time.Time) {
 	if out.KilledBy != "" {
 		return
 	}
-	if f := ClassifyAPIFailure(s.rawResult, s.rateLimits, now, nil); f.Class != NoAPIFailure {
+	if f := modelapi.Classify(s.rawResult, s.rateLimits, now, nil); f.Class != modelapi.NoFailure {
 		out.API = &f
 	}
 }

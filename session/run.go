@@ -15,6 +15,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
+	"github.com/nightwatch-dev/nightwatch/modelapi"
 )
 
 // Command is the `claude -p` command of one attempt, not started:
@@ -212,7 +213,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	st.fill(out)
 	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))
 	st.classify(out, time.Now())
-	if a := out.API; a != nil && a.Class != FailureMaxTurns && a.Class != FailureContextTooLong && a.Reason != "" {
+	if a := out.API; a != nil && a.Class != modelapi.MaxTurns && a.Class != modelapi.ContextTooLong && a.Reason != "" {
 		// The API's own words say more than "api error 429: …"; the
 		// job's own failures keep judge's reason.
 		out.Reason = text.OneLine(a.Reason, 300)

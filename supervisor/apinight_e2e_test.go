@@ -17,8 +17,8 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/modelapi"
 	"github.com/nightwatch-dev/nightwatch/report"
-	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 // Nights whose model API fails (issue 11), through the real CLI on every
@@ -27,7 +27,7 @@ import (
 // (api_retries: 0), so each failing session lasts a second or two.
 
 // apiWaitsForTests are the night's waits in these tests.
-var apiWaitsForTests = APIWaits{UsageWait: 2 * time.Second, CheckMin: 500 * time.Millisecond,
+var apiWaitsForTests = modelapi.Waits{UsageWait: 2 * time.Second, CheckMin: 500 * time.Millisecond,
 	CheckMax: 2 * time.Second, RateLimitMin: time.Second, RateLimitMax: 2 * time.Second, MaxOutage: 2 * time.Minute}
 
 // apiBatch is a batch of n jobs that need no server; each says its name.
@@ -118,7 +118,7 @@ func testNightWaitsOutAnAPIOutage(t *testing.T, outage fakeapi.Fault) {
 			switch {
 			case ev.Type == journal.NightPaused:
 				paused++
-				if ev.Class != string(session.FailureAPIUnavailable) {
+				if ev.Class != string(modelapi.Unavailable) {
 					t.Errorf("paused for %q, want api-unavailable", ev.Class)
 				}
 			case ev.Type == journal.NightResumed:
@@ -181,7 +181,7 @@ func TestNightPausesOnAUsageLimit(t *testing.T) {
 				t.Errorf("%s started at %s, before the pause's end %s", ev.Job, ev.Time, pause.Until)
 			}
 		}
-		if pause == nil || pause.Class != string(session.FailureUsageLimit) || pause.Until.IsZero() {
+		if pause == nil || pause.Class != string(modelapi.UsageLimit) || pause.Until.IsZero() {
 			t.Fatalf("want a usage-limit pause with its end, got %+v", pause)
 		}
 		for _, j := range s.Jobs {

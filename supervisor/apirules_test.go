@@ -6,28 +6,29 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/modelapi"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 // apiOutcome is an attempt that failed on the API with class.
-func apiOutcome(class session.APIFailureClass, reason string, reset time.Time) session.Outcome {
+func apiOutcome(class modelapi.Class, reason string, reset time.Time) session.Outcome {
 	return session.Outcome{Status: session.Failed, ExitCode: 1, Reason: reason,
-		API: &session.APIFailure{Class: class, Reason: reason, ResetAt: reset}}
+		API: &modelapi.Failure{Class: class, Reason: reason, ResetAt: reset}}
 }
 
 // testWaits are the API waits of the table: seconds.
-var testWaits = APIWaits{UsageWait: 20 * time.Second, CheckMin: 5 * time.Second, CheckMax: 20 * time.Second,
+var testWaits = modelapi.Waits{UsageWait: 20 * time.Second, CheckMin: 5 * time.Second, CheckMax: 20 * time.Second,
 	RateLimitMin: 10 * time.Second, RateLimitMax: 40 * time.Second, MaxOutage: 10 * time.Minute}
 
 func TestAPIRules(t *testing.T) {
 	reset := planT0.Add(2 * time.Minute)
 	usage := func() session.Outcome {
-		return apiOutcome(session.FailureUsageLimit, "You've hit your 5-hour limit · resets 2:02am", reset)
+		return apiOutcome(modelapi.UsageLimit, "You've hit your 5-hour limit · resets 2:02am", reset)
 	}
 	outage := func() session.Outcome {
-		return apiOutcome(session.FailureAPIUnavailable, "API Error: Connection refused (ECONNREFUSED)", time.Time{})
+		return apiOutcome(modelapi.Unavailable, "API Error: Connection refused (ECONNREFUSED)", time.Time{})
 	}
-	invalid := apiOutcome(session.FailureInvalidCredentials, "Invalid API key · Fix external API key", time.Time{})
+	invalid := apiOutcome(modelapi.InvalidCredentials, "Invalid API key · Fix external API key", time.Time{})
 	tests := []struct {
 		name     string
 		batch    *jobs.Batch
@@ -62,7 +63,7 @@ func TestAPIRules(t *testing.T) {
 			batch: planBatch(nil, planJob("a", retries(0))),
 			script: func(d *planDriver) {
 				d.wake(0)
-				d.endWith("a", apiOutcome(session.FailureUsageLimit, "You've hit your limit", time.Time{}))
+				d.endWith("a", apiOutcome(modelapi.UsageLimit, "You've hit your limit", time.Time{}))
 				d.wake(19 * time.Second)
 				d.wake(time.Second)
 				d.end("a", session.Done, 0)
@@ -149,7 +150,7 @@ func TestAPIRules(t *testing.T) {
 				d.endWith("a", outage())
 				d.p.pause = nil          // as if a check had let it start while the outage went on
 				d.wake(30 * time.Second) // a#2 starts
-				d.p.pause = &nightPause{class: session.FailureAPIUnavailable, since: d.now, until: d.now.Add(time.Hour)}
+				d.p.pause = &nightPause{class: modelapi.Unavailable, since: d.now, until: d.now.Add(time.Hour)}
 				d.endWith("a", outage()) // the same outage: not counted
 				d.apiDown = false
 				d.p.pause.until = d.now
@@ -197,7 +198,7 @@ func TestAPIRules(t *testing.T) {
 			name:  "rate limit: the night backs off, doubling, and the attempt is not spent",
 			batch: planBatch(nil, planJob("a", retries(0))),
 			script: func(d *planDriver) {
-				rl := apiOutcome(session.FailureRateLimit, "API Error: Request rejected (429)", time.Time{})
+				rl := apiOutcome(modelapi.RateLimit, "API Error: Request rejected (429)", time.Time{})
 				d.wake(0)
 				d.endWith("a", rl)
 				d.wake(10 * time.Second)
@@ -214,7 +215,7 @@ func TestAPIRules(t *testing.T) {
 			name:  "max turns: the job's own failure, retried as any",
 			batch: planBatch(nil, planJob("a", retries(1))),
 			script: func(d *planDriver) {
-				mt := apiOutcome(session.FailureMaxTurns, "exit 1: error_max_turns", time.Time{})
+				mt := apiOutcome(modelapi.MaxTurns, "exit 1: error_max_turns", time.Time{})
 				d.wake(0)
 				d.endWith("a", mt)
 				d.wake(30 * time.Second)
@@ -229,7 +230,7 @@ func TestAPIRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newPlanDriver(t, tt.batch)
-			d.p.rules.waits = testWaits.withDefaults()
+			d.p.rules.waits = testWaits.WithDefaults()
 			tt.script(d)
 			if tt.launches != nil && !slices.Equal(d.launches, tt.launches) {
 				t.Errorf("launches = %q, want %q", d.launches, tt.launches)
@@ -252,17 +253,6 @@ func TestAPIRules(t *testing.T) {
 	}
 }
 
-// Every class of the classifier has a rule.
-func TestAPIRulesCoverEveryClass(t *testing.T) {
-	for _, c := range []session.APIFailureClass{session.FailureUsageLimit, session.FailureRateLimit,
-		session.FailureAPIUnavailable, session.FailureInvalidCredentials, session.FailureMaxTurns,
-		session.FailureContextTooLong} {
-		if _, ok := apiRules[c]; !ok {
-			t.Errorf("no rule for %s", c)
-		}
-	}
-}
-
 // Which retries resume the last attempt's Claude session.
 func TestPlanResumeRules(t *testing.T) {
 	timeout := session.Outcome{Status: session.Failed, KilledBy: "timeout", SessionID: "s-1", Reason: "killed after 1m timeout"}
@@ -276,17 +266,17 @@ func TestPlanResumeRules(t *testing.T) {
 		{"stall resumes", true, session.Outcome{Status: session.Failed, KilledBy: "stall", SessionID: "s-1"}, "s-1"},
 		{"a server lost mid-job resumes", true, session.Outcome{Status: session.Failed, KilledBy: session.KilledAbandoned, SessionID: "s-1", Reason: "x"}, "s-1"},
 		{"an outage resumes", true, func() session.Outcome {
-			o := apiOutcome(session.FailureAPIUnavailable, "refused", time.Time{})
+			o := apiOutcome(modelapi.Unavailable, "refused", time.Time{})
 			o.SessionID = "s-1"
 			return o
 		}(), "s-1"},
 		{"a usage limit resumes", true, func() session.Outcome {
-			o := apiOutcome(session.FailureUsageLimit, "limit", time.Time{})
+			o := apiOutcome(modelapi.UsageLimit, "limit", time.Time{})
 			o.SessionID = "s-1"
 			return o
 		}(), "s-1"},
 		{"max turns starts fresh", true, func() session.Outcome {
-			o := apiOutcome(session.FailureMaxTurns, "max turns", time.Time{})
+			o := apiOutcome(modelapi.MaxTurns, "max turns", time.Time{})
 			o.SessionID = "s-1"
 			return o
 		}(), ""},
@@ -299,7 +289,7 @@ func TestPlanResumeRules(t *testing.T) {
 			b := planBatch(func(b *jobs.Batch) { b.Resume = tt.resume }, planJob("a", retries(1)))
 			b.Jobs[0].Servers = nil
 			d := newPlanDriver(t, b)
-			d.p.rules.waits = testWaits.withDefaults()
+			d.p.rules.waits = testWaits.WithDefaults()
 			d.wake(0)
 			d.endWith("a", tt.out)
 			for range 10 {
@@ -316,33 +306,9 @@ func TestPlanResumeRules(t *testing.T) {
 	}
 }
 
-// The night's waits: a test's APIWaits over the batch's api: block over
-// the defaults, field by field.
-func TestAPIWaitsOverTheBatch(t *testing.T) {
+// The plan's waits are the batch's api: block over the defaults.
+func TestAPIWaitsOfThePlan(t *testing.T) {
 	batch := jobs.APIWaits{CheckInterval: 2 * time.Second, MaxWait: time.Hour, PauseWithoutReset: time.Minute}
-	tests := []struct {
-		name  string
-		opts  APIWaits
-		batch jobs.APIWaits
-		want  APIWaits
-	}{
-		{"defaults", APIWaits{}, jobs.APIWaits{}, DefaultAPIWaits},
-		{"the batch", APIWaits{}, batch, APIWaits{UsageWait: time.Minute, CheckMin: 2 * time.Second, CheckMax: DefaultAPIWaits.CheckMax,
-			RateLimitMin: DefaultAPIWaits.RateLimitMin, RateLimitMax: DefaultAPIWaits.RateLimitMax, MaxOutage: time.Hour}},
-		{"the options over the batch", APIWaits{CheckMin: time.Second}, batch, APIWaits{UsageWait: time.Minute, CheckMin: time.Second,
-			CheckMax: DefaultAPIWaits.CheckMax, RateLimitMin: DefaultAPIWaits.RateLimitMin, RateLimitMax: DefaultAPIWaits.RateLimitMax,
-			MaxOutage: time.Hour}},
-		{"a check interval past the default maximum raises it", APIWaits{}, jobs.APIWaits{CheckInterval: 10 * time.Minute},
-			APIWaits{UsageWait: DefaultAPIWaits.UsageWait, CheckMin: 10 * time.Minute, CheckMax: 10 * time.Minute,
-				RateLimitMin: DefaultAPIWaits.RateLimitMin, RateLimitMax: DefaultAPIWaits.RateLimitMax, MaxOutage: DefaultAPIWaits.MaxOutage}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.opts.over(tt.batch).withDefaults(); got != tt.want {
-				t.Errorf("got %+v, want %+v", got, tt.want)
-			}
-		})
-	}
 	b := planBatch(func(b *jobs.Batch) { b.API = batch }, planJob("a", nil))
 	if got := newPlan(b, planT0, time.Second).rules.waits; got.CheckMin != 2*time.Second || got.MaxOutage != time.Hour {
 		t.Errorf("the plan's waits %+v, want the batch's", got)

@@ -151,7 +151,7 @@ func (n *night) openClusterJournal(ctx context.Context) (bool, error) {
 				n.started = n.now()
 			}
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-			n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
+			n.plan.rules.waits = n.opts.APIWaits.Over(n.b.API).WithDefaults()
 			n.plan.fold(events)
 			if c.exec, err = queue.NewExecutor(c.db, n.b, runID, n.inbox, &n.log); err != nil {
 				return false, err
@@ -203,7 +203,7 @@ func (n *night) catchUpSharedJournal(ctx context.Context, runID string, shared [
 func (n *night) newClusterRun(ctx context.Context) (bool, error) {
 	n.started = n.now()
 	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-	n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
+	n.plan.rules.waits = n.opts.APIWaits.Over(n.b.API).WithDefaults()
 	n.runID = journal.NewRunID(n.started)
 	j, err := journal.Create(n.b.StateDir, n.runID)
 	if err != nil {

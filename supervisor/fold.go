@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/modelapi"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -147,7 +148,7 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 	if r := ev.Result; p.rules.resume && r != nil && r.SessionID != "" && !(ev.Type == journal.JobFinished && ev.Status == journal.Done) {
 		out := session.Outcome{KilledBy: session.Killer(r.KilledBy)}
 		if ev.Class != "" {
-			out.API = &session.APIFailure{Class: session.APIFailureClass(ev.Class)}
+			out.API = &modelapi.Failure{Class: modelapi.Class(ev.Class)}
 		}
 		if endedAfterWork(out) {
 			jp.resume, jp.resumeWhy = r.SessionID, strings.TrimSuffix(ev.Reason, uncountedNote)
@@ -159,10 +160,10 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 // the night already waits out keeps its start; one of an API that does not
 // answer is checked first after the shortest interval.
 func (p *plan) applyPause(ev journal.Event) {
-	class := session.APIFailureClass(ev.Class)
+	class := modelapi.Class(ev.Class)
 	np := &nightPause{class: class, reason: ev.Reason, since: ev.Time, until: ev.Until}
 	switch {
-	case class == session.FailureAPIUnavailable:
+	case class == modelapi.Unavailable:
 		np.backoff = p.rules.waits.CheckMin
 		np.until = ev.Time.Add(np.backoff)
 	case ev.Until.IsZero():
@@ -204,7 +205,7 @@ func (p *plan) fold(events []journal.Event) {
 		p.apply(ev)
 	}
 	p.apply(journal.Event{Type: journal.RunResumed})
-	if np := p.pause; np != nil && np.class == session.FailureAPIUnavailable {
+	if np := p.pause; np != nil && np.class == modelapi.Unavailable {
 		np.until = time.Time{}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/modelapi"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -31,7 +32,7 @@ func TestPlanFoldsItsJournal(t *testing.T) {
 		d := &foldDriver{t: t, rng: rng, now: planT0, health: map[string]string{},
 			live: newPlan(b, planT0, 30*time.Second), folded: newPlan(b, planT0, 30*time.Second)}
 		for _, p := range []*plan{d.live, d.folded} {
-			p.rules.waits = testWaits.withDefaults()
+			p.rules.waits = testWaits.WithDefaults()
 		}
 		for step := range 60 + rng.IntN(60) {
 			d.randomStep()
@@ -52,7 +53,7 @@ func TestPlanFoldsItsJournal(t *testing.T) {
 			}
 		}
 		resumed := newPlan(b, planT0, 30*time.Second)
-		resumed.rules.waits = testWaits.withDefaults()
+		resumed.rules.waits = testWaits.WithDefaults()
 		resumed.fold(d.journal)
 		d.live.fold(nil)
 		if got, want := journalFacts(resumed), journalFacts(d.live); !got.equal(want) {
@@ -192,9 +193,9 @@ func randomBatch(rng *rand.Rand) *jobs.Batch {
 func randomOutcome(rng *rand.Rand, now time.Time) session.Outcome {
 	out := session.Outcome{Status: session.Failed, ExitCode: 1, Reason: "exit 1: the model gave up",
 		CostUSD: []float64{0, 0.05, 0.1, 0.25}[rng.IntN(4)], SessionID: []string{"", "s-1", "s-2"}[rng.IntN(3)]}
-	api := func(class session.APIFailureClass, reason string, reset time.Time) {
+	api := func(class modelapi.Class, reason string, reset time.Time) {
 		out.Reason = []string{reason, ""}[rng.IntN(2)]
-		out.API = &session.APIFailure{Class: class, Reason: reason, ResetAt: reset}
+		out.API = &modelapi.Failure{Class: class, Reason: reason, ResetAt: reset}
 	}
 	switch rng.IntN(16) {
 	case 0, 1:
@@ -224,19 +225,19 @@ func randomOutcome(rng *rand.Rand, now time.Time) session.Outcome {
 		if rng.IntN(2) == 0 {
 			reset = now.Add(time.Duration(1+rng.IntN(90)) * time.Minute)
 		}
-		api(session.FailureUsageLimit, "You've hit your 5-hour limit", reset)
+		api(modelapi.UsageLimit, "You've hit your 5-hour limit", reset)
 	case 9:
-		api(session.FailureRateLimit, "API Error: 429 rate_limit_error", time.Time{})
+		api(modelapi.RateLimit, "API Error: 429 rate_limit_error", time.Time{})
 	case 10, 11:
-		api(session.FailureAPIUnavailable, "API Error: Connection refused (ECONNREFUSED)", time.Time{})
+		api(modelapi.Unavailable, "API Error: Connection refused (ECONNREFUSED)", time.Time{})
 	case 12:
 		if rng.IntN(3) == 0 {
-			api(session.FailureInvalidCredentials, "Invalid API key · Fix external API key", time.Time{})
+			api(modelapi.InvalidCredentials, "Invalid API key · Fix external API key", time.Time{})
 		}
 	case 13:
-		api(session.FailureMaxTurns, "exit 1: error_max_turns", time.Time{})
+		api(modelapi.MaxTurns, "exit 1: error_max_turns", time.Time{})
 	case 14:
-		api(session.FailureContextTooLong, "Prompt is too long", time.Time{})
+		api(modelapi.ContextTooLong, "Prompt is too long", time.Time{})
 	}
 	return out
 }
@@ -267,7 +268,7 @@ type nightFacts struct {
 	cost             float64
 	stopped          string
 	paused           bool
-	class            session.APIFailureClass
+	class            modelapi.Class
 	reason           string
 	since, until     int64
 	backoff          time.Duration
@@ -290,7 +291,7 @@ func journalFacts(p *plan) planFacts {
 	}
 	if np := p.pause; np != nil {
 		f.night.paused, f.night.class, f.night.reason, f.night.since = true, np.class, np.reason, ns(np.since)
-		if np.class != session.FailureAPIUnavailable {
+		if np.class != modelapi.Unavailable {
 			f.night.until, f.night.backoff = ns(np.until), np.backoff
 		}
 	}

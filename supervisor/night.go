@@ -23,6 +23,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/modelapi"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -53,10 +54,10 @@ type NightOptions struct {
 	// the same amount per attempt (default 30 s).
 	RetryPause time.Duration
 	// APIWaits are the night's times for waiting on the model's API
-	// (zero fields: the batch's api: block, then DefaultAPIWaits); tests
+	// (zero fields: the batch's api: block, then modelapi.DefaultWaits); tests
 	// make them seconds.
-	APIWaits APIWaits
-	// CheckAPI, when set, replaces the cheap check of the API (CheckAPI
+	APIWaits modelapi.Waits
+	// CheckAPI, when set, replaces the cheap check of the API (modelapi.Check
 	// against the sessions' ANTHROPIC_BASE_URL).
 	CheckAPI func(ctx context.Context) (ok bool, why string)
 	// SkipPreflight is for resumed runs in tests; a normal run preflights.
@@ -248,7 +249,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 			if l.Level == string(agentlogin.Fail) {
 				// A refused login fails every session: the night stops
 				// before the first, as it does after one (apirules.go).
-				n.do(ctx, n.plan.stopNight(n.now(), string(session.FailureInvalidCredentials),
+				n.do(ctx, n.plan.stopNight(n.now(), string(modelapi.InvalidCredentials),
 					fmt.Sprintf("the agent's login was refused before the night: %s (fix: %s)", l.Detail, l.Fix)))
 			}
 		}
@@ -375,7 +376,7 @@ func (n *night) openJournal() (bool, error) {
 				n.started = n.now()
 			}
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-			n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
+			n.plan.rules.waits = n.opts.APIWaits.Over(n.b.API).WithDefaults()
 			n.plan.fold(events)
 			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
@@ -391,7 +392,7 @@ func (n *night) openJournal() (bool, error) {
 func (n *night) newRun() (bool, error) {
 	n.started = n.now()
 	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-	n.plan.rules.waits = n.opts.APIWaits.over(n.b.API).withDefaults()
+	n.plan.rules.waits = n.opts.APIWaits.Over(n.b.API).WithDefaults()
 	n.runID = journal.NewRunID(n.started)
 	j, err := journal.Create(n.b.StateDir, n.runID)
 	if err != nil {
@@ -457,12 +458,12 @@ func (n *night) notifyNow(ctx context.Context, reason string) {
 	}
 }
 
-// checkAPI is the cheap check of the model's API (apicheck.go).
+// checkAPI is the cheap check of the model's API (modelapi.Check).
 func (n *night) checkAPI(ctx context.Context) (bool, string) {
 	if n.opts.CheckAPI != nil {
 		return n.opts.CheckAPI(ctx)
 	}
-	return CheckAPI(ctx, apiBase(session.Environ(n.b, n.opts.Env)))
+	return modelapi.Check(ctx, modelapi.Base(session.Environ(n.b, n.opts.Env)))
 }
 
 func (n *night) warn(msg string) { n.log.Warn().Msg(msg) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/modelapi"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -203,7 +204,7 @@ type planRules struct {
 	maxCostUSD  float64   // 0: none
 	maxDefer    time.Duration
 	retryPause  time.Duration
-	waits       APIWaits
+	waits       modelapi.Waits
 	// resume: a retry after real work resumes the same Claude session.
 	resume bool
 }
@@ -233,7 +234,7 @@ type plan struct {
 func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *plan {
 	p := &plan{jobs: map[string]*jobPlan{}, rules: planRules{maxParallel: max(b.MaxParallel, 1),
 		maxCostUSD: b.MaxCostUSD, maxDefer: b.Defaults.MaxDefer, retryPause: retryPause,
-		waits: APIWaits{}.over(b.API).withDefaults(), resume: b.Resume}}
+		waits: modelapi.Waits{}.Over(b.API).WithDefaults(), resume: b.Resume}}
 	if b.Deadline != nil {
 		p.rules.deadline = deadlineAfter(started, *b.Deadline)
 	}
@@ -605,7 +606,7 @@ func endedAfterWork(out session.Outcome) bool {
 	}
 	if out.API != nil {
 		switch out.API.Class {
-		case session.FailureUsageLimit, session.FailureRateLimit, session.FailureAPIUnavailable:
+		case modelapi.UsageLimit, modelapi.RateLimit, modelapi.Unavailable:
 			return true
 		}
 	}

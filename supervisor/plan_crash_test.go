@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/modelapi"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -18,12 +19,12 @@ import (
 func TestPlanCrashReplay(t *testing.T) {
 	reset := planT0.Add(2 * time.Minute)
 	usage := func() session.Outcome {
-		o := apiOutcome(session.FailureUsageLimit, "You've hit your 5-hour limit · resets 2:02am", reset)
+		o := apiOutcome(modelapi.UsageLimit, "You've hit your 5-hour limit · resets 2:02am", reset)
 		o.SessionID = "s-1"
 		return o
 	}
 	outage := func() session.Outcome {
-		o := apiOutcome(session.FailureAPIUnavailable, "API Error: Connection refused (ECONNREFUSED)", time.Time{})
+		o := apiOutcome(modelapi.Unavailable, "API Error: Connection refused (ECONNREFUSED)", time.Time{})
 		o.SessionID = "s-1"
 		return o
 	}
@@ -134,11 +135,11 @@ func TestPlanCrashReplay(t *testing.T) {
 				j.Servers = nil
 			}
 			dead := newPlanDriver(t, tc.batch)
-			dead.p.rules.waits = testWaits.withDefaults()
+			dead.p.rules.waits = testWaits.WithDefaults()
 			tc.before(dead)
 
 			d := newPlanDriver(t, tc.batch)
-			d.p.rules.waits = testWaits.withDefaults()
+			d.p.rules.waits = testWaits.WithDefaults()
 			d.now = dead.now.Add(30 * time.Second)
 			d.p.fold(dead.journal)
 			tc.after(d)

@@ -1,4 +1,4 @@
-package supervisor
+package modelapi
 
 import (
 	"context"
@@ -23,24 +23,24 @@ import (
 // show (the fake API of the tests fails there only, as a real overload
 // does).
 
-// defaultAPIBase is the Messages API when ANTHROPIC_BASE_URL is unset.
-const defaultAPIBase = "https://api.anthropic.com"
+// defaultBase is the Messages API when ANTHROPIC_BASE_URL is unset.
+const defaultBase = "https://api.anthropic.com"
 
-// apiCheckTimeout bounds one check.
-const apiCheckTimeout = 15 * time.Second
+// checkTimeout bounds one check.
+const checkTimeout = 15 * time.Second
 
-// apiBase is the API the night's sessions call.
-func apiBase(env []string) string {
+// Base is the API the night's sessions call.
+func Base(env []string) string {
 	if v, ok := environ.Lookup(env)("ANTHROPIC_BASE_URL"); ok && strings.TrimSpace(v) != "" {
 		return strings.TrimRight(strings.TrimSpace(v), "/")
 	}
-	return defaultAPIBase
+	return defaultBase
 }
 
-// CheckAPI says whether the Messages API at base answers (see above); why
+// Check says whether the Messages API at base answers (see above); why
 // says what the check met when it does not.
-func CheckAPI(ctx context.Context, base string) (ok bool, why string) {
-	ctx, cancel := context.WithTimeout(ctx, apiCheckTimeout)
+func Check(ctx context.Context, base string) (ok bool, why string) {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/messages", strings.NewReader("{}"))
 	if err != nil {

@@ -1,4 +1,4 @@
-package session
+package modelapi
 
 import (
 	"encoding/json"
@@ -23,26 +23,26 @@ type apiFixture struct {
 }
 
 // wantByMode is the class every recorded mode must get, on every version.
-var wantByMode = map[string]APIFailureClass{
-	"refused":                  FailureAPIUnavailable,
-	"500":                      FailureAPIUnavailable,
-	"502":                      FailureAPIUnavailable,
-	"503":                      FailureAPIUnavailable,
-	"529":                      FailureAPIUnavailable,
-	"401":                      FailureInvalidCredentials,
-	"usage-5h":                 FailureRateLimit, // an API key sees the bare 429
-	"usage-7d":                 FailureRateLimit,
-	"usage-5h-subscriber":      FailureUsageLimit,
-	"usage-7d-subscriber":      FailureUsageLimit,
-	"account-429":              FailureRateLimit,
-	"prompt-too-long":          FailureContextTooLong,
-	"max-turns":                FailureMaxTurns,
-	"529-once-absorbed":        NoAPIFailure,
-	"refused-briefly-absorbed": NoAPIFailure,
+var wantByMode = map[string]Class{
+	"refused":                  Unavailable,
+	"500":                      Unavailable,
+	"502":                      Unavailable,
+	"503":                      Unavailable,
+	"529":                      Unavailable,
+	"401":                      InvalidCredentials,
+	"usage-5h":                 RateLimit, // an API key sees the bare 429
+	"usage-7d":                 RateLimit,
+	"usage-5h-subscriber":      UsageLimit,
+	"usage-7d-subscriber":      UsageLimit,
+	"account-429":              RateLimit,
+	"prompt-too-long":          ContextTooLong,
+	"max-turns":                MaxTurns,
+	"529-once-absorbed":        NoFailure,
+	"refused-briefly-absorbed": NoFailure,
 	// Without CLAUDE_CODE_MAX_RETRIES the CLI's own texts differ: 2.1.197
 	// reports repeated 529s with no api_error_status at all.
-	"529-default-retries":                 FailureAPIUnavailable,
-	"usage-5h-subscriber-default-retries": FailureUsageLimit,
+	"529-default-retries":                 Unavailable,
+	"usage-5h-subscriber-default-retries": UsageLimit,
 }
 
 func TestClassifyRecordedCLIFailures(t *testing.T) {
@@ -71,21 +71,21 @@ func TestClassifyRecordedCLIFailures(t *testing.T) {
 			seen[fx.Mode]++
 			now := time.Unix(fx.Now, 0)
 			loc, _ := time.LoadLocation(fx.TZ)
-			got := ClassifyAPIFailure(fx.Result, fx.Events, now, loc)
+			got := Classify(fx.Result, fx.Events, now, loc)
 			if got.Class != want {
 				t.Fatalf("class %q (%s), want %q; result %q", got.Class, got.Reason, want, fx.Result["result"])
 			}
-			if want != NoAPIFailure && (got.Reason == "" || strings.Contains(got.Reason, "\n")) {
+			if want != NoFailure && (got.Reason == "" || strings.Contains(got.Reason, "\n")) {
 				t.Errorf("reason %q, want one non-empty line", got.Reason)
 			}
-			if want == FailureUsageLimit {
+			if want == UsageLimit {
 				if !got.ResetAt.Equal(time.Unix(fx.Reset, 0)) {
 					t.Errorf("reset %s, want %s", got.ResetAt, time.Unix(fx.Reset, 0))
 				}
 				// The text alone says the same (to the minute): a CLI that
 				// streams no event still gives the reset time.
-				text := ClassifyAPIFailure(fx.Result, nil, now, time.Local)
-				if text.Class != FailureUsageLimit || !text.ResetAt.Equal(time.Unix(fx.Reset, 0)) {
+				text := Classify(fx.Result, nil, now, time.Local)
+				if text.Class != UsageLimit || !text.ResetAt.Equal(time.Unix(fx.Reset, 0)) {
 					t.Errorf("from the text only: %q reset %s, want usage-limit reset %s", text.Class, text.ResetAt, time.Unix(fx.Reset, 0))
 				}
 			}
@@ -98,7 +98,7 @@ func TestClassifyRecordedCLIFailures(t *testing.T) {
 	}
 }
 
-func TestClassifyAPIFailure(t *testing.T) {
+func TestClassify(t *testing.T) {
 	now := time.Date(2026, 12, 1, 2, 10, 0, 0, time.UTC)
 	res := func(kv ...any) map[string]any {
 		m := map[string]any{"type": "result", "subtype": "success", "is_error": true}
@@ -115,44 +115,44 @@ func TestClassifyAPIFailure(t *testing.T) {
 		name   string
 		result map[string]any
 		stream []map[string]any
-		want   APIFailureClass
+		want   Class
 		reset  time.Time
 	}{
-		{"no result: killed", nil, nil, NoAPIFailure, time.Time{}},
-		{"success", res("is_error", false, "result", "done", "terminal_reason", "completed"), nil, NoAPIFailure, time.Time{}},
-		{"job's own failure", res("subtype", "error_during_execution", "terminal_reason", "aborted_tools", "result", ""), nil, NoAPIFailure, time.Time{}},
-		{"success text mentions a limit", res("is_error", false, "result", "You've hit your weekly limit · resets Dec 3, 1:55pm (UTC)"), nil, NoAPIFailure, time.Time{}},
+		{"no result: killed", nil, nil, NoFailure, time.Time{}},
+		{"success", res("is_error", false, "result", "done", "terminal_reason", "completed"), nil, NoFailure, time.Time{}},
+		{"job's own failure", res("subtype", "error_during_execution", "terminal_reason", "aborted_tools", "result", ""), nil, NoFailure, time.Time{}},
+		{"success text mentions a limit", res("is_error", false, "result", "You've hit your weekly limit · resets Dec 3, 1:55pm (UTC)"), nil, NoFailure, time.Time{}},
 		{"the issue's refused text (332)", res("terminal_reason", "api_error",
-			"result", "API Error: Connection refused … (ECONNREFUSED)"), nil, FailureAPIUnavailable, time.Time{}},
-		{"api_error without a known text", res("terminal_reason", "api_error", "result", "API Error: something new"), nil, FailureAPIUnavailable, time.Time{}},
-		{"timeout text (197)", res("terminal_reason", "completed", "result", "API Error: Request timed out."), nil, FailureAPIUnavailable, time.Time{}},
-		{"overloaded by type", res("api_error_status", 529.0, "api_error_type", "overloaded_error", "result", "API Error: 529"), nil, FailureAPIUnavailable, time.Time{}},
+			"result", "API Error: Connection refused … (ECONNREFUSED)"), nil, Unavailable, time.Time{}},
+		{"api_error without a known text", res("terminal_reason", "api_error", "result", "API Error: something new"), nil, Unavailable, time.Time{}},
+		{"timeout text (197)", res("terminal_reason", "completed", "result", "API Error: Request timed out."), nil, Unavailable, time.Time{}},
+		{"overloaded by type", res("api_error_status", 529.0, "api_error_type", "overloaded_error", "result", "API Error: 529"), nil, Unavailable, time.Time{}},
 		{"status only in api_retry events (197, repeated 529)", res("terminal_reason", "completed", "result", "API Error: Repeated 529s, new wording"),
-			[]map[string]any{{"type": "system", "subtype": "api_retry", "error_status": 529.0, "error": "overloaded"}}, FailureAPIUnavailable, time.Time{}},
+			[]map[string]any{{"type": "system", "subtype": "api_retry", "error_status": 529.0, "error": "overloaded"}}, Unavailable, time.Time{}},
 		{"a retry that recovered does not make the job's failure the API's", res("subtype", "error_during_execution", "result", "the tests failed"),
-			[]map[string]any{{"type": "system", "subtype": "api_retry", "error_status": 529.0}}, NoAPIFailure, time.Time{}},
-		{"403", res("api_error_status", 403.0, "result", "API Error: 403 forbidden"), nil, FailureInvalidCredentials, time.Time{}},
-		{"not logged in, no status", res("result", "Not logged in · Please run /login"), nil, FailureInvalidCredentials, time.Time{}},
-		{"expired OAuth token", res("result", "API Error: 401 {\"error\":{\"message\":\"OAuth token has expired.\"}}"), nil, FailureInvalidCredentials, time.Time{}},
+			[]map[string]any{{"type": "system", "subtype": "api_retry", "error_status": 529.0}}, NoFailure, time.Time{}},
+		{"403", res("api_error_status", 403.0, "result", "API Error: 403 forbidden"), nil, InvalidCredentials, time.Time{}},
+		{"not logged in, no status", res("result", "Not logged in · Please run /login"), nil, InvalidCredentials, time.Time{}},
+		{"expired OAuth token", res("result", "API Error: 401 {\"error\":{\"message\":\"OAuth token has expired.\"}}"), nil, InvalidCredentials, time.Time{}},
 		{"event decides over text", res("api_error_status", 429.0, "result", "API Error: Request rejected (429) · Rate limit exceeded"),
-			[]map[string]any{rle("allowed_warning", 1), rle("rejected", float64(now.Add(time.Hour).Unix()))}, FailureUsageLimit, now.Add(time.Hour)},
+			[]map[string]any{rle("allowed_warning", 1), rle("rejected", float64(now.Add(time.Hour).Unix()))}, UsageLimit, now.Add(time.Hour)},
 		{"warning event only is no limit", res("api_error_status", 429.0, "result", "API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again later."),
-			[]map[string]any{rle("allowed_warning", 1)}, FailureRateLimit, time.Time{}},
-		{"usage text without status (next morning)", res("result", "You've hit your 5-hour limit · resets 1:05am (UTC)"), nil, FailureUsageLimit,
+			[]map[string]any{rle("allowed_warning", 1)}, RateLimit, time.Time{}},
+		{"usage text without status (next morning)", res("result", "You've hit your 5-hour limit · resets 1:05am (UTC)"), nil, UsageLimit,
 			time.Date(2026, 12, 2, 1, 5, 0, 0, time.UTC)},
-		{"usage text without a time", res("api_error_status", 429.0, "result", "You've hit your weekly limit"), nil, FailureUsageLimit, time.Time{}},
-		{"prompt too long by text", res("api_error_status", 400.0, "result", "Prompt is too long"), nil, FailureContextTooLong, time.Time{}},
-		{"other 400 is the job's", res("api_error_status", 400.0, "result", "API Error: 400 messages: text content blocks must be non-empty"), nil, NoAPIFailure, time.Time{}},
+		{"usage text without a time", res("api_error_status", 429.0, "result", "You've hit your weekly limit"), nil, UsageLimit, time.Time{}},
+		{"prompt too long by text", res("api_error_status", 400.0, "result", "Prompt is too long"), nil, ContextTooLong, time.Time{}},
+		{"other 400 is the job's", res("api_error_status", 400.0, "result", "API Error: 400 messages: text content blocks must be non-empty"), nil, NoFailure, time.Time{}},
 		{"max turns by terminal_reason", res("subtype", "error_max_turns", "terminal_reason", "max_turns",
-			"errors", []any{"Reached maximum number of turns (3)"}), nil, FailureMaxTurns, time.Time{}},
+			"errors", []any{"Reached maximum number of turns (3)"}), nil, MaxTurns, time.Time{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := ClassifyAPIFailure(c.result, c.stream, now, time.UTC)
+			got := Classify(c.result, c.stream, now, time.UTC)
 			if got.Class != c.want || !got.ResetAt.Equal(c.reset) {
 				t.Errorf("got %q reset %s (%s), want %q reset %s", got.Class, got.ResetAt, got.Reason, c.want, c.reset)
 			}
-			if (got.Class == NoAPIFailure) != (got.Reason == "") {
+			if (got.Class == NoFailure) != (got.Reason == "") {
 				t.Errorf("reason %q for class %q", got.Reason, got.Class)
 			}
 		})
@@ -220,7 +220,7 @@ func FuzzParseResetTime(f *testing.F) {
 			}
 			return
 		}
-		if m := afResetRE.FindStringSubmatch(text); !got.After(now) && (m == nil || m[3] == "") {
+		if m := resetRE.FindStringSubmatch(text); !got.After(now) && (m == nil || m[3] == "") {
 			// Only a text naming its year may lie in the past.
 			t.Fatalf("%q: reset %s not after now", text, got)
 		}
