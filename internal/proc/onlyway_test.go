@@ -5,10 +5,11 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 )
 
 // spawnAllowed are the folders (from the module's root) whose non-test code
@@ -24,7 +25,7 @@ var spawnAllowed = map[string]string{
 // process itself: every child must get a group, a bound and the kill of
 // everything it started, which only proc gives.
 func TestOneWayToSpawn(t *testing.T) {
-	root := moduleRoot(t)
+	root := testkit.ModuleRoot(t)
 	forbidden := map[string]bool{
 		"exec.Command": true, "exec.CommandContext": true, "command.CommandContext": true,
 		"os.StartProcess": true, "syscall.ForkExec": true, "syscall.StartProcess": true,
@@ -66,23 +67,5 @@ func TestOneWayToSpawn(t *testing.T) {
 	}
 	for _, f := range found {
 		t.Errorf("%s: start processes through internal/proc (proc.Command, proc.Run)", f)
-	}
-}
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
 	}
 }

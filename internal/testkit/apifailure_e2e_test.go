@@ -228,7 +228,7 @@ func testAPIFailure(t *testing.T, version string, m apiFailureMode) {
 		t.Errorf("exit %d is_error %v, want a failed session", res.ExitCode, res.IsError())
 	}
 
-	path := filepath.Join(repoRoot(t), APIFailureFixtureDir, version, m.name+".json")
+	path := filepath.Join(ModuleRoot(t), APIFailureFixtureDir, version, m.name+".json")
 	if *updateAPIFixtures {
 		b, _ := json.MarshalIndent(got, "", "  ")
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -285,23 +285,4 @@ func ReadAPIFailureFixture(path string) (APIFailureFixture, error) {
 		return f, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, nil
-}
-
-// repoRoot is the module root (where go.mod is).
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
 }
