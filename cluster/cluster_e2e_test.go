@@ -107,11 +107,17 @@ type process struct {
 // start runs `nightwatch args…` as host, with its own state folder.
 func (f *clusterFixture) start(host string, args ...string) *process {
 	f.t.Helper()
+	return f.startPrepared(proc.Prepare, host, args...)
+}
+
+// startPrepared is start with the group rule prepare.
+func (f *clusterFixture) startPrepared(prepare func(*exec.Cmd, time.Duration), host string, args ...string) *process {
+	f.t.Helper()
 	state := filepath.Join(f.dir, "state-"+host)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, f.bin, args...)
 	cmd.Env = append(append([]string{}, f.env...), "NW_STATE="+state, "NIGHTWATCH_HOST="+host)
-	proc.Prepare(cmd, 10*time.Second)
+	prepare(cmd, 10*time.Second)
 	p := &process{name: host, cmd: cmd, log: filepath.Join(f.dir, host+"-"+args[0]+".log"), done: make(chan struct{})}
 	out, err := os.Create(p.log)
 	if err != nil {

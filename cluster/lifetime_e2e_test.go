@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -58,30 +57,7 @@ jobs:
 // end only if nightwatch ends them.
 func (f *clusterFixture) startHost(host string, args ...string) *process {
 	f.t.Helper()
-	state := filepath.Join(f.dir, "state-"+host)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, f.bin, args...)
-	cmd.Env = append(append([]string{}, f.env...), "NW_STATE="+state, "NIGHTWATCH_HOST="+host)
-	proc.PrepareAllowDaemons(cmd, 10*time.Second)
-	p := &process{name: host, cmd: cmd, log: filepath.Join(f.dir, host+"-"+args[0]+".log"), done: make(chan struct{})}
-	out, err := os.Create(p.log)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := proc.Start(cmd); err != nil {
-		f.t.Fatal(err)
-	}
-	go func() { p.err = proc.Wait(cmd); out.Close(); close(p.done) }()
-	f.t.Cleanup(func() {
-		cancel()
-		<-p.done
-		if f.t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			f.t.Logf("--- %s %s:\n%s", host, args[0], tail(string(b), 6000))
-		}
-	})
-	return p
+	return f.startPrepared(proc.PrepareAllowDaemons, host, args...)
 }
 
 // logHooks has every session's hook log to one file, shown when the test
