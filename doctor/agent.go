@@ -35,7 +35,7 @@ func (e *env) agent(ctx context.Context) []Check {
 		return []Check{{ID: "agent", Title: agentTitle, Level: Fail, Detail: fmt.Sprintf("%s not found: %v", bin, err),
 			Fix: "install Claude Code (npm install -g @anthropic-ai/claude-code) or set the batch's agent.command to its absolute path"}}
 	}
-	out, err := runVersion(ctx, path)
+	out, err := runVersion(ctx, path, e.AgentTimeout)
 	if err != nil {
 		e.agentBroken = true
 		return []Check{{ID: "agent", Title: agentTitle, Level: Fail, Detail: fmt.Sprintf("%s --version: %v", path, err),
@@ -78,10 +78,10 @@ func lookPath(bin string, getenv func(string) (string, bool)) (string, error) {
 	return "", fmt.Errorf("not on PATH (%s)", pathList)
 }
 
-// runVersion runs `bin --version` for at most 5 s in its own process
+// runVersion runs `bin --version` for at most timeout in its own process
 // group, killed whole on timeout: a wrapper script must not outlive us.
-func runVersion(ctx context.Context, bin string) (string, error) {
-	res, err := proc.Run(ctx, proc.Spec{Argv: []string{bin, "--version"}, Timeout: 5 * time.Second})
+func runVersion(ctx context.Context, bin string, timeout time.Duration) (string, error) {
+	res, err := proc.Run(ctx, proc.Spec{Argv: []string{bin, "--version"}, Timeout: timeout})
 	if err != nil {
 		var re *proc.RunError
 		if errors.As(err, &re) {

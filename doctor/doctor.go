@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -57,6 +58,11 @@ type Options struct {
 	// ProbeTimeout bounds each server probe (default: the batch's
 	// probe_timeout, else the knob, 5 s).
 	ProbeTimeout time.Duration
+	// AgentTimeout bounds each run of the agent (`--version`, `auth
+	// status`); default 30 s, because the first start of a 200 MB CLI from
+	// a cold disk on a busy laptop can take more than 10 s, and a real hang
+	// is still cut.
+	AgentTimeout time.Duration
 	// LaunchAgentsDir and SystemdUserDir default to ~/Library/LaunchAgents
 	// and ~/.config/systemd/user.
 	LaunchAgentsDir, SystemdUserDir string
@@ -109,6 +115,9 @@ func Run(ctx context.Context, o Options) []Check {
 func withDefaults(o Options) Options {
 	if o.Home == "" {
 		o.Home, _ = os.UserHomeDir()
+	}
+	if o.AgentTimeout <= 0 {
+		o.AgentTimeout = agentlogin.DefaultTimeout
 	}
 	if o.Cwd == "" {
 		o.Cwd, _ = os.Getwd()

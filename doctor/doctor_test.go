@@ -25,6 +25,9 @@ type sandbox struct {
 	claude    string
 	batch     string
 	managed   string // ManagedSettingsDir: a temp folder, not /etc/claude-code
+	// agentTimeout bounds each run of the agent; 0 = minutes, because the
+	// tests check verdicts, not how fast a busy machine starts the CLI.
+	agentTimeout time.Duration
 }
 
 func newSandbox(t *testing.T) *sandbox {
@@ -79,8 +82,12 @@ func (s *sandbox) run() []Check {
 	for k, v := range s.env {
 		environ = append(environ, k+"="+v)
 	}
+	agentTimeout := s.agentTimeout
+	if agentTimeout == 0 {
+		agentTimeout = 5 * time.Minute
+	}
 	checks := Run(context.Background(), Options{
-		BatchFile: s.batch, Home: s.home, Cwd: s.cwd, ManagedSettingsDir: s.managed,
+		BatchFile: s.batch, Home: s.home, Cwd: s.cwd, ManagedSettingsDir: s.managed, AgentTimeout: agentTimeout,
 		Getenv:       func(n string) (string, bool) { v, ok := s.env[n]; return v, ok },
 		Environ:      environ,
 		ProbeTimeout: 5 * time.Second,
@@ -464,7 +471,7 @@ func TestAgentVersionOfThePinnedCLIs(t *testing.T) {
 	for _, v := range testkit.ClaudeVersions(t) {
 		t.Run(v, func(t *testing.T) {
 			s := newSandbox(t)
-			checks := Run(context.Background(), Options{Home: s.home, Cwd: s.cwd, ManagedSettingsDir: s.managed,
+			checks := Run(context.Background(), Options{Home: s.home, Cwd: s.cwd, ManagedSettingsDir: s.managed, AgentTimeout: 5 * time.Minute,
 				ClaudeBin: testkit.ClaudeBinOf(t, v),
 				Getenv:    func(n string) (string, bool) { val, ok := s.env[n]; return val, ok }})
 			mustFind(t, checks, "agent", OK, "Claude Code "+v+", inside the tested range")
@@ -473,14 +480,8 @@ func TestAgentVersionOfThePinnedCLIs(t *testing.T) {
 }
 
 func TestAgentHangIsBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits 5 s")
-	}
 	s := newSandbox(t)
-	write(t, s.claude, "#!/bin/sh\nsleep 60 &\nwait\n")
-	start := time.Now()
-	mustFind(t, s.run(), "agent", Fail, "no answer within 5s")
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("took %s", d)
-	}
+	s.agentTimeout = time.Second
+	write(t, s.claude, "#!/bin/sh\nsleep 600 &\nwait\n")
+	mustFind(t, s.run(), "agent", Fail, "no answer within 1s")
 }

@@ -44,7 +44,7 @@ func (e *env) login(ctx context.Context) []Check {
 			Detail: fmt.Sprintf("cannot check the agent's login: %s not found", bin),
 			Fix:    "install Claude Code (see the agent check), then run doctor again"}}
 	}
-	st, err := agentlogin.Query(ctx, path, e.Cwd, nightEnv)
+	st, err := agentlogin.Query(ctx, path, e.Cwd, nightEnv, e.AgentTimeout)
 	if err != nil {
 		return []Check{{ID: "agent-login", Title: loginTitle, Level: Warn,
 			Detail: fmt.Sprintf("%s auth status (night's environment): %v", path, err),

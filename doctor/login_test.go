@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
@@ -55,8 +56,11 @@ func (b *loginBox) run() []Check {
 	b.t.Helper()
 	e := &env{Options: withDefaults(Options{BatchFile: b.batch, Home: b.home, Cwd: b.home, ClaudeBin: b.claude,
 		ManagedSettingsDir: filepath.Join(b.home, "managed"),
-		Getenv:             func(n string) (string, bool) { v, ok := b.shell[n]; return v, ok },
-		Environ:            []string{"PATH=/usr/bin:/bin"}})}
+		// The verdicts are what this test checks, not the CLI's start-up
+		// time on a loaded machine.
+		AgentTimeout: 5 * time.Minute,
+		Getenv:       func(n string) (string, bool) { v, ok := b.shell[n]; return v, ok },
+		Environ:      []string{"PATH=/usr/bin:/bin"}})}
 	if b.batch != "" {
 		bt, err := jobs.LoadWith(b.batch, e.Getenv, jobs.LoadOptions{AgentOptional: true})
 		if err != nil {

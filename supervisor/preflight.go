@@ -374,7 +374,7 @@ func checkLogin(ctx context.Context, b *jobs.Batch, opts PreflightOptions) *Pref
 		base = os.Environ()
 	}
 	env := session.Environ(b, base)
-	st, err := agentlogin.Query(ctx, b.Agent.Command, b.Dir, env)
+	st, err := agentlogin.Query(ctx, b.Agent.Command, b.Dir, env, agentlogin.DefaultTimeout)
 	if err != nil {
 		return &PreflightLogin{Level: string(agentlogin.Warn), Fix: "run `claude auth status` by hand; " + agentlogin.TokenFix,
 			Detail: fmt.Sprintf("cannot ask %s for its login: %v", b.Agent.Command, err)}

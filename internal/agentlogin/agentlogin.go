@@ -60,11 +60,19 @@ type Verdict struct {
 	Fix    string
 }
 
+// DefaultTimeout bounds one run of the agent to ask it something: the
+// first start of the CLI (a 200 MB executable) from a cold disk on a busy
+// machine took more than 10 s in CI, while a hung agent must still be cut.
+const DefaultTimeout = 30 * time.Second
+
 // Query runs `bin auth status --json` with env (exactly; nothing of the
-// caller's own environment) in dir for at most 10 s, in its own process
-// group.
-func Query(ctx context.Context, bin, dir string, env []string) (Status, error) {
-	spec := proc.Spec{Argv: []string{bin, "auth", "status", "--json"}, Env: env, Timeout: 10 * time.Second}
+// caller's own environment) in dir for at most timeout (DefaultTimeout when
+// not positive), in its own process group.
+func Query(ctx context.Context, bin, dir string, env []string, timeout time.Duration) (Status, error) {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	spec := proc.Spec{Argv: []string{bin, "auth", "status", "--json"}, Env: env, Timeout: timeout}
 	if dir != "" {
 		if st, err := os.Stat(dir); err == nil && st.IsDir() {
 			spec.Dir = dir
@@ -76,7 +84,7 @@ func Query(ctx context.Context, bin, dir string, env []string) (Status, error) {
 		return Status{}, werr // it did not start
 	}
 	if re != nil && re.TimedOut {
-		return Status{}, fmt.Errorf("no answer within 10s")
+		return Status{}, fmt.Errorf("no answer within %s", timeout)
 	}
 	var st Status
 	// Not logged in exits 1 with the same JSON. A JSON line without

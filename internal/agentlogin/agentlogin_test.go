@@ -57,11 +57,11 @@ func TestQuery(t *testing.T) {
 	if err := os.WriteFile(bin, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	st, err := Query(context.Background(), bin, "", []string{"PATH=/usr/bin:/bin"})
+	st, err := Query(context.Background(), bin, "", []string{"PATH=/usr/bin:/bin"}, 0)
 	if err != nil || st.LoggedIn {
 		t.Fatalf("without a key: %+v, %v", st, err)
 	}
-	st, err = Query(context.Background(), bin, "", []string{"PATH=/usr/bin:/bin", "ANTHROPIC_API_KEY=k"})
+	st, err = Query(context.Background(), bin, "", []string{"PATH=/usr/bin:/bin", "ANTHROPIC_API_KEY=k"}, 0)
 	if err != nil || !st.LoggedIn || st.AuthMethod != "api_key" {
 		t.Fatalf("with a key: %+v, %v", st, err)
 	}
@@ -79,7 +79,7 @@ func TestQueryNotAuthStatus(t *testing.T) {
 	if err := os.WriteFile(bin, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := Query(context.Background(), bin, "", []string{"PATH=/usr/bin:/bin"}); err == nil {
+	if st, err := Query(context.Background(), bin, "", []string{"PATH=/usr/bin:/bin"}, 0); err == nil {
 		t.Fatalf("a result line read as a login: %+v", st)
 	}
 }
