@@ -1,86 +1,193 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: Go modules, the pinned npm
 # packages the end-to-end tests run (the real Claude Code CLI and the
-# reference MCP server), static checks, race-enabled tests, short fuzzing.
-set -euo pipefail
+# reference MCP server), static checks, race-enabled tests, the Windows
+# tests under Wine, short fuzzing.
+#
+# Every step runs even when an earlier one failed (only a missing tool stops
+# the script), each says what it does and how long it took, a long step
+# says every minute that it is still going, and the script ends with a
+# summary of what failed and the command that reruns just that.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== go modules"
-go mod download
-echo "== npm packages for end-to-end tests (testdata/npm)"
-(cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
+failures=() # "what failed|command that reruns it"
+# The full output of go test is kept here for reading after a failure.
+logs=$(mktemp -d "${TMPDIR:-/tmp}/nightwatch-test.XXXXXX")
+
+elapsed() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# heartbeat prints a line every minute while a long step runs, so a silence
+# is never a hang in disguise. Stopped by stop_heartbeat.
+heartbeat() {
+  local what=$1 start=$SECONDS
+  (while sleep 60; do echo "   … $what: still running ($(elapsed $((SECONDS - start))))"; done) &
+  hb_pid=$!
+}
+stop_heartbeat() { kill "$hb_pid" 2>/dev/null; wait "$hb_pid" 2>/dev/null; }
+
+# step NAME RERUN COMMAND…: runs COMMAND; on failure records NAME with
+# RERUN, the command a person types to run just that again.
+step() {
+  local name=$1 rerun=$2 start=$SECONDS rc
+  shift 2
+  echo "== $name"
+  heartbeat "$name"
+  "$@"
+  rc=$?
+  stop_heartbeat
+  echo "   ($name: $(elapsed $((SECONDS - start))), exit $rc)"
+  if [ $rc -ne 0 ]; then
+    failures+=("$name|$rerun")
+  fi
+  return $rc
+}
+
+die() {
+  echo "!! $*" >&2
+  exit 1
+}
+
+suite_start=$SECONDS
+
+step "go modules" "go mod download" go mod download || die "cannot download the Go modules; nothing else can run"
+npm_ci() { (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error); }
+step "npm packages for end-to-end tests (testdata/npm)" "(cd testdata/npm && npm ci)" npm_ci ||
+  die "cannot install the pinned npm packages; the end-to-end tests cannot run"
 # Every end-to-end test runs on each of these (testkit.ForEachClaude).
 for claude in testdata/npm/node_modules/claude-code-*/bin/claude.exe; do
   echo "Claude Code CLI: $("$claude" --version)"
 done
 
-echo "== gofmt, go vet"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './testdata/*'))
-if [ -n "$unformatted" ]; then
-  echo "gofmt would change:"; echo "$unformatted"; exit 1
-fi
-go vet ./...
+gofmt_check() {
+  local unformatted
+  unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './testdata/*'))
+  if [ -n "$unformatted" ]; then
+    echo "gofmt would change:"
+    echo "$unformatted"
+    return 1
+  fi
+}
+step "gofmt" "gofmt -l ." gofmt_check
+step "go vet (this machine)" "go vet ./..." go vet ./...
 
-echo "== builds for linux, darwin and windows, amd64 and arm64"
-for os in linux darwin windows; do
-  for arch in amd64 arm64; do
-    CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -o /dev/null ./cmd/nightwatch
+# Builds for every supported target; every package and its tests must also
+# compile and vet for macOS (launchd users) and Windows (Task Scheduler
+# users). One line per target, so a slow cold build is never silent.
+cross() {
+  local rc=0 os arch
+  for os in linux darwin windows; do
+    for arch in amd64 arm64; do
+      echo "-- build $os/$arch"
+      CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -o /dev/null ./cmd/nightwatch || rc=1
+    done
   done
-done
-# Every package and its tests must also compile for macOS (launchd users)
-# and Windows (Task Scheduler users).
-GOOS=darwin GOARCH=arm64 go vet ./...
-GOOS=windows GOARCH=amd64 go vet ./...
-GOOS=windows GOARCH=arm64 go vet ./...
+  # Vet type-checks the packages and their tests for a target; nightwatch
+  # has no architecture-specific file (no _amd64/_arm64 or arch build tag),
+  # so one architecture per OS covers its code, and the builds above cover
+  # every target's dependencies and linking.
+  for target in darwin/arm64 windows/amd64; do
+    echo "-- vet $target"
+    GOOS=${target%/*} GOARCH=${target#*/} go vet ./... || rc=1
+  done
+  return $rc
+}
+step "builds for linux, darwin and windows, amd64 and arm64; vet for darwin and windows" \
+  "GOOS=<os> GOARCH=<arch> go build ./cmd/nightwatch (the failing target is above)" cross
 
-echo "== PostgreSQL for the cluster tests"
 # The cluster tests start their own PostgreSQL (internal/testkit/pgtest) on
 # loopback, as a non-root user, from the Debian packages; installed when
 # missing. NIGHTWATCH_REQUIRE_POSTGRES=1 turns their "not installed" skip
 # into a failure, so this suite never passes without them.
-if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postgres >/dev/null; then
-  echo "-- installing postgresql"
-  if ! { apt-get update && apt-get install -y --no-install-recommends postgresql; }; then
-    echo "!! FAILED: cannot install PostgreSQL; the cluster tests cannot run" >&2
-    exit 1
+postgres() {
+  if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || command -v postgres >/dev/null; then
+    echo "-- PostgreSQL is installed"
+    return 0
   fi
-fi
+  echo "-- installing postgresql"
+  apt-get update && apt-get install -y --no-install-recommends postgresql
+}
+step "PostgreSQL for the cluster tests" "apt-get install postgresql" postgres
 export NIGHTWATCH_REQUIRE_POSTGRES=1
 
-echo "== go test -race"
-go test -race -count=1 -timeout 12m ./...
+# go test's own output goes to a log; what is printed is the packages'
+# results as they finish and, for a failing package, its output. The
+# summary names each failing test with the command that reruns it.
+gotest() {
+  go test -race -count=1 -timeout 12m ./... >"$logs/gotest" 2>&1 &
+  local pid=$! printed=0 rc
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 2
+    printed=$(show_results "$printed")
+  done
+  wait "$pid"
+  rc=$?
+  show_results "$printed" >/dev/null
+  return $rc
+}
+# show_results prints (to stderr) the result lines of the log past line $1:
+# each package's ok or FAIL, and a failing test's name and messages, not the
+# debug output a failing end-to-end test logs (that stays in the log). It
+# echoes the number of lines read.
+show_results() {
+  local from=$1 total
+  total=$(wc -l <"$logs/gotest")
+  if [ "$total" -gt "$from" ]; then
+    sed -n "$((from + 1)),${total}p" "$logs/gotest" |
+      grep -E '^(ok|FAIL|---|panic:|\?|\s+\S+_test\.go:|    --- )' |
+      grep -vE '^\?' >&2
+  fi
+  echo "$total"
+}
+step "go test -race (every package, both Claude Code CLIs)" \
+  "go test -race -count=1 ./... (full output: $logs/gotest)" gotest
+if [ -s "$logs/gotest" ]; then
+  # A failing test with the package it belongs to: "--- FAIL: TestX" lines
+  # come before their package's "FAIL<tab>pkg" line.
+  while IFS='|' read -r pkg test; do
+    failures+=("  test $test ($pkg)|go test -race -count=1 -run '^${test}\$' ./${pkg#github.com/nightwatch-dev/nightwatch/}")
+  done < <(awk '
+    /^--- FAIL: / { tests[n++] = $3 }
+    /^FAIL\t/ { for (i = 0; i < n; i++) print $2 "|" tests[i]; n = 0 }
+  ' "$logs/gotest")
+  grep -E '^(FAIL|ok)\s' "$logs/gotest" | grep -E '^FAIL\s' | grep -E 'build failed|setup failed' |
+    while read -r _ pkg _; do echo "!! $pkg did not build"; done
+fi
 
-echo "== Windows tests under Wine (scripts/wine-test.sh)"
 # The platform-independent and Windows-specific tests run as Windows
 # binaries under Debian's Wine (README, "Windows"). What they need is
 # installed when missing (CI runs as root on Debian); if it cannot be had,
 # or Wine cannot start, this step fails: the Windows tests are never
 # silently skipped.
-if ! { command -v wine64 >/dev/null || [ -x /usr/lib/wine/wine64 ]; } ||
-  ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
-  echo "-- installing wine64 and gcc-mingw-w64-x86-64-win32"
-  if ! { apt-get update && apt-get install -y --no-install-recommends wine64 gcc-mingw-w64-x86-64-win32; }; then
-    echo "!! FAILED: cannot install Wine or mingw-w64; the Windows tests did not run" >&2
-    exit 1
+windows_tests() {
+  if ! { command -v wine64 >/dev/null || [ -x /usr/lib/wine/wine64 ]; } ||
+    ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
+    echo "-- installing wine64 and gcc-mingw-w64-x86-64-win32"
+    if ! { apt-get update && apt-get install -y --no-install-recommends wine64 gcc-mingw-w64-x86-64-win32; }; then
+      echo "!! cannot install Wine or mingw-w64; the Windows tests did not run" >&2
+      return 1
+    fi
   fi
-fi
-if ! ./scripts/wine-test.sh; then
-  echo "!! FAILED: the Windows tests under Wine (above); if Wine itself could not start, the Windows tests did not run" >&2
-  exit 1
-fi
+  ./scripts/wine-test.sh
+}
+step "Windows tests under Wine" "./scripts/wine-test.sh" windows_tests
 
-echo "== fuzzing (short)"
-fuzz_time="${NIGHTWATCH_FUZZTIME:-10s}"
 # Go 1.26's fuzz coordinator can fail a target with a bare "context deadline
 # exceeded" when a -fuzztime duration ends while a worker is mid-input
 # (golang/go#75804, fixed in Go 1.27). A real finding always writes its
 # input to testdata/fuzz; a bare deadline error does not. Such a run is
 # repeated once with a count budget, which has no deadline to race.
+# 5 s a target keeps the step at a few minutes on 2 cores (most of it is
+# building each instrumented test binary); the corpora in testdata/fuzz run
+# in every plain go test. NIGHTWATCH_FUZZTIME=2m fuzzes for real.
+fuzz_time="${NIGHTWATCH_FUZZTIME:-5s}"
 fuzz_one() {
   local pkg=$1 target=$2 log
   log=$(mktemp)
   if go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzz_time" "$pkg" >"$log" 2>&1; then
-    cat "$log"; rm -f "$log"; return 0
+    tail -n 1 "$log"
+    rm -f "$log"
+    return 0
   fi
   cat "$log"
   if grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written' "$log"; then
@@ -92,10 +199,29 @@ fuzz_one() {
   rm -f "$log"
   return 1
 }
-grep -rH --include='*_test.go' --exclude-dir=node_modules -oE '^func Fuzz[A-Za-z0-9_]+' . |
-  while IFS=: read -r file decl; do echo "./$(dirname "${file#./}") ${decl#func }"; done | sort -u |
+fuzz_all() {
+  local rc=0
   while read -r pkg target; do
     echo "-- $target ($pkg)"
-    fuzz_one "$pkg" "$target"
-  done
-echo "== all tests passed"
+    if ! fuzz_one "$pkg" "$target"; then
+      failures+=("  fuzz $target|go test -run='^\$' -fuzz='^${target}\$' -fuzztime=$fuzz_time $pkg")
+      rc=1
+    fi
+  done < <(grep -rH --include='*_test.go' --exclude-dir=node_modules -oE '^func Fuzz[A-Za-z0-9_]+' . |
+    while IFS=: read -r file decl; do echo "./$(dirname "${file#./}") ${decl#func }"; done | sort -u)
+  return $rc
+}
+step "fuzzing (short: $fuzz_time a target)" "(each failing target is listed below)" fuzz_all
+
+echo
+echo "== summary ($(elapsed $((SECONDS - suite_start))) in all)"
+if [ ${#failures[@]} -eq 0 ]; then
+  echo "all tests passed"
+  exit 0
+fi
+echo "FAILED:"
+for f in "${failures[@]}"; do
+  echo "  ${f%%|*}"
+  echo "      rerun: ${f#*|}"
+done
+exit 1
