@@ -193,7 +193,7 @@ type Verify struct {
 type APIWaits struct {
 	// CheckInterval is the first interval between checks of an API that
 	// stopped answering (check_interval, default 15s); it doubles up to
-	// MaxCheckInterval (max_check_interval, default 5m).
+	// MaxCheckInterval (max_check_interval, default 30s).
 	CheckInterval, MaxCheckInterval time.Duration
 	// MaxWait is how long the night waits for the API before it skips the
 	// rest (max_wait, default 6h; the deadline may end it sooner).

@@ -86,7 +86,7 @@ func Classify(result map[string]any, stream []map[string]any, now time.Time, loc
 	// reset time (both versions stream it before the result).
 	if ev, ok := rejectedRateLimit(stream); ok {
 		f := Failure{Class: UsageLimit, Reason: oneLine(first(usageText(text), "usage limit reached"))}
-		if sec, ok := number(ev["resetsAt"]); ok && sec > 0 {
+		if sec, ok := number(ev["resetsAt"]); ok && sec > 0 && sec < float64(now.Add(MaxResetAhead).Unix()+1) {
 			f.ResetAt = time.Unix(int64(sec), 0)
 		} else if t, ok := ParseResetTime(text, now, loc); ok {
 			f.ResetAt = t
@@ -302,17 +302,32 @@ func ParseResetTime(text string, now time.Time, loc *time.Location) (time.Time, 
 		if t.Day() != day { // Feb 30 and the like
 			return time.Time{}, false
 		}
-		if yearS == "" && !t.After(now) {
+		if yearS == "" && !t.After(now) && now.Sub(t) > JustPassed {
 			t = time.Date(year+1, mon, day, hour, minute, 0, 0, loc)
+		}
+		if t.After(now.Add(MaxResetAhead)) {
+			return time.Time{}, false
 		}
 		return t, true
 	}
 	t := time.Date(local.Year(), local.Month(), local.Day(), hour, minute, 0, 0, loc)
-	if !t.After(now) {
+	if !t.After(now) && now.Sub(t) > JustPassed {
 		t = time.Date(local.Year(), local.Month(), local.Day()+1, hour, minute, 0, 0, loc)
 	}
 	return t, true
 }
+
+// MaxResetAhead bounds a reset time: the CLI's limits lift within a week
+// (5-hour and weekly windows), so a reset further ahead (a broken clock, a
+// gateway's "9999999999") is no reset time, and the night waits its default
+// instead of holding the batch's lock for years.
+const MaxResetAhead = 8 * 24 * time.Hour
+
+// JustPassed is how far in the past a reset time may be and still be the
+// one the text meant: "resets 12:39am" printed at 1:39am (the CLI rounds,
+// clocks differ) lifted an hour ago, not tomorrow. A 5-hour window never
+// names a time-of-day 23 hours ahead.
+const JustPassed = 6 * time.Hour
 
 func atoi(s string) int {
 	n := 0

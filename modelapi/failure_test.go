@@ -138,8 +138,19 @@ func TestClassify(t *testing.T) {
 			[]map[string]any{rle("allowed_warning", 1), rle("rejected", float64(now.Add(time.Hour).Unix()))}, UsageLimit, now.Add(time.Hour)},
 		{"warning event only is no limit", res("api_error_status", 429.0, "result", "API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again later."),
 			[]map[string]any{rle("allowed_warning", 1)}, RateLimit, time.Time{}},
-		{"usage text without status (next morning)", res("result", "You've hit your 5-hour limit · resets 1:05am (UTC)"), nil, UsageLimit,
-			time.Date(2026, 12, 2, 1, 5, 0, 0, time.UTC)},
+		// An hour ago: the limit just lifted; not a 23-hour pause.
+		{"usage text without status (just passed)", res("result", "You've hit your 5-hour limit · resets 1:05am (UTC)"), nil, UsageLimit,
+			time.Date(2026, 12, 1, 1, 5, 0, 0, time.UTC)},
+		{"usage text without status (next morning)", res("result", "You've hit your 5-hour limit · resets 1:05pm (UTC)"), nil, UsageLimit,
+			time.Date(2026, 12, 1, 13, 5, 0, 0, time.UTC)},
+		// A reset further ahead than any limit lifts is no reset time: the
+		// night waits its default, never years.
+		{"reset 463 days ahead", res("api_error_status", 429.0, "result", "API Error: Request rejected (429)"),
+			[]map[string]any{rle("rejected", float64(now.Add(463*24*time.Hour).Unix()))}, UsageLimit, time.Time{}},
+		{"reset 9999999999", res("api_error_status", 429.0, "result", "API Error: Request rejected (429)"),
+			[]map[string]any{rle("rejected", 9999999999)}, UsageLimit, time.Time{}},
+		{"reset 7 days ahead is kept", res("api_error_status", 429.0, "result", "API Error: Request rejected (429)"),
+			[]map[string]any{rle("rejected", float64(now.Add(7*24*time.Hour).Unix()))}, UsageLimit, now.Add(7 * 24 * time.Hour)},
 		{"usage text without a time", res("api_error_status", 429.0, "result", "You've hit your weekly limit"), nil, UsageLimit, time.Time{}},
 		{"prompt too long by text", res("api_error_status", 400.0, "result", "Prompt is too long"), nil, ContextTooLong, time.Time{}},
 		{"other 400 is the job's", res("api_error_status", 400.0, "result", "API Error: 400 messages: text content blocks must be non-empty"), nil, NoFailure, time.Time{}},
@@ -170,18 +181,23 @@ func TestParseResetTime(t *testing.T) {
 		loc  *time.Location
 		want time.Time // zero: not found
 	}{
-		{"You've hit your 5-hour limit · resets 8:21am (UTC)", time.UTC, time.Date(2026, 12, 2, 8, 21, 0, 0, time.UTC)},
+		// 9 minutes ago: the limit just lifted, not tomorrow's (JustPassed).
+		{"You've hit your 5-hour limit · resets 8:21am (UTC)", time.UTC, time.Date(2026, 12, 1, 8, 21, 0, 0, time.UTC)},
+		{"You've hit your 5-hour limit · resets 2:29am (UTC)", time.UTC, time.Date(2026, 12, 2, 2, 29, 0, 0, time.UTC)},
 		{"You've hit your session limit · resets 10:47am (UTC)", time.UTC, time.Date(2026, 12, 1, 10, 47, 0, 0, time.UTC)},
 		{"You've hit your 5-hour limit · resets 10am (UTC)", time.UTC, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)},
 		{"You've hit your 5-hour limit · resets 12pm (UTC)", time.UTC, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)},
 		{"You've hit your 5-hour limit · resets 12:30am (UTC)", time.UTC, time.Date(2026, 12, 2, 0, 30, 0, 0, time.UTC)},
 		{"You've hit your weekly limit · resets Dec 3, 1:55pm (UTC)", time.UTC, time.Date(2026, 12, 3, 13, 55, 0, 0, time.UTC)},
-		{"You've hit your weekly limit · resets Nov 3, 1:55pm (UTC)", time.UTC, time.Date(2027, 11, 3, 13, 55, 0, 0, time.UTC)},
-		{"You've hit your weekly limit · resets Jan 5, 2027, 9am (UTC)", time.UTC, time.Date(2027, 1, 5, 9, 0, 0, 0, time.UTC)},
+		// Further ahead than any limit lifts (MaxResetAhead): no reset time.
+		{"You've hit your weekly limit · resets Nov 3, 1:55pm (UTC)", time.UTC, time.Time{}},
+		{"You've hit your weekly limit · resets Jan 5, 2027, 9am (UTC)", time.UTC, time.Time{}},
+		{"You've hit your weekly limit · resets Dec 8, 9am (UTC)", time.UTC, time.Date(2026, 12, 8, 9, 0, 0, 0, time.UTC)},
 		{"You've hit your weekly limit · resets Dec 3 (UTC)", time.UTC, time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)},
 		// The zone the text names wins over the machine's.
 		{"resets 10:15am (Europe/Berlin)", time.UTC, time.Date(2026, 12, 1, 10, 15, 0, 0, berlin)},
-		{"resets 9:15am (Europe/Berlin)", time.UTC, time.Date(2026, 12, 2, 9, 15, 0, 0, berlin)}, // 09:30 there now
+		{"resets 9:15am (Europe/Berlin)", time.UTC, time.Date(2026, 12, 1, 9, 15, 0, 0, berlin)}, // 09:30 there now: just passed
+		{"resets 3:15am (Europe/Berlin)", time.UTC, time.Date(2026, 12, 2, 3, 15, 0, 0, berlin)}, // 6 h 15 ago: tomorrow's
 		// No zone, or one this machine does not know: the machine's zone.
 		{"resets 10:15am", berlin, time.Date(2026, 12, 1, 10, 15, 0, 0, berlin)},
 		{"resets 11pm (Mars/Olympus)", berlin, time.Date(2026, 12, 1, 23, 0, 0, 0, berlin)},
@@ -220,9 +236,13 @@ func FuzzParseResetTime(f *testing.F) {
 			}
 			return
 		}
-		if m := resetRE.FindStringSubmatch(text); !got.After(now) && (m == nil || m[3] == "") {
-			// Only a text naming its year may lie in the past.
-			t.Fatalf("%q: reset %s not after now", text, got)
+		if m := resetRE.FindStringSubmatch(text); got.Before(now.Add(-JustPassed)) && (m == nil || m[3] == "") {
+			// Only a text naming its year may lie further in the past than
+			// a reset that just passed.
+			t.Fatalf("%q: reset %s long before now", text, got)
+		}
+		if got.After(now.Add(MaxResetAhead)) {
+			t.Fatalf("%q: reset %s beyond MaxResetAhead", text, got)
 		}
 		if y := got.Year(); y < now.Year()-1 || y > now.Year()+2 {
 			t.Fatalf("%q: reset %s is no reset the CLI would name", text, got)

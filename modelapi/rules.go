@@ -81,7 +81,7 @@ type Waits struct {
 }
 
 // DefaultWaits are the times of a real night.
-var DefaultWaits = Waits{UsageWait: 30 * time.Minute, CheckMin: 15 * time.Second, CheckMax: 5 * time.Minute,
+var DefaultWaits = Waits{UsageWait: 30 * time.Minute, CheckMin: 15 * time.Second, CheckMax: 30 * time.Second,
 	RateLimitMin: time.Minute, RateLimitMax: 15 * time.Minute, MaxOutage: 6 * time.Hour}
 
 // Over sets w's zero fields from the batch's api: block (b).

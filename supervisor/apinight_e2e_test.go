@@ -160,9 +160,10 @@ func TestNightPausesOnAUsageLimit(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		s, err := f.runAPINight(ctx, yaml, func() {
-			reset := time.Now().Add(6 * time.Second)
-			limit := fakeapi.UsageLimit(fakeapi.FiveHour, reset)
-			limit.For = time.Until(reset) - time.Second // over by the reset
+			// The reset is 6 s after the first session meets the limit,
+			// and the limit is over by then, however late that is.
+			limit := fakeapi.UsageLimitIn(fakeapi.FiveHour, 6*time.Second)
+			limit.For, limit.ForFromFirst = 5*time.Second, true
 			f.api.Inject(limit)
 		})
 		if err != nil {

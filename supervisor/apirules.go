@@ -116,9 +116,19 @@ func (p *plan) pauseFor(now time.Time, rule modelapi.Pause, class modelapi.Class
 	np := &nightPause{class: class, reason: reason, since: now}
 	switch rule {
 	case modelapi.PauseUntilTime:
-		np.until = resetAt
-		if !resetAt.After(now) {
+		np.until, np.backoff = resetAt, resetAt.Sub(now)
+		switch {
+		case resetAt.IsZero():
 			np.until, np.backoff = now.Add(w.UsageWait), w.UsageWait
+		case !resetAt.After(now):
+			// The reset time just passed (modelapi.JustPassed): the limit
+			// should be gone; try again soon, and wait longer each time it
+			// is not, up to the wait for a limit without a reset time.
+			np.backoff = w.CheckMin
+			if p.pause != nil && p.pause.class == class && p.pause.backoff > 0 {
+				np.backoff = min(2*p.pause.backoff, w.UsageWait)
+			}
+			np.until = now.Add(np.backoff)
 		}
 	case modelapi.PauseBackoff:
 		np.backoff = w.RateLimitMin

@@ -73,6 +73,26 @@ func TestAPIRules(t *testing.T) {
 			finished: true,
 		},
 		{
+			// The text's reset just passed (modelapi.JustPassed): a short
+			// wait (CheckMin), doubled while the limit holds, never the
+			// 23 hours of reading it as tomorrow's.
+			name:  "usage limit whose reset just passed: a short wait that doubles",
+			batch: planBatch(nil, planJob("a", retries(0))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", apiOutcome(modelapi.UsageLimit, "You've hit your limit · resets 1:55am", planT0.Add(-5*time.Minute)))
+				d.wake(4 * time.Second) // inside the 5 s wait: nothing starts
+				d.wake(time.Second)
+				d.endWith("a", apiOutcome(modelapi.UsageLimit, "You've hit your limit · resets 1:55am", planT0.Add(-5*time.Minute)))
+				d.wake(9 * time.Second) // the wait doubled to 10 s
+				d.wake(time.Second)
+				d.end("a", session.Done, 0)
+			},
+			launches: []string{"a#1", "a#2", "a#3"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
+		},
+		{
 			name: "usage limit past the deadline: the rest is skipped with the pause's reason",
 			batch: planBatch(func(b *jobs.Batch) { b.Deadline = &jobs.ClockTime{Hour: 2, Minute: 1} },
 				planJob("a", nil), planJob("b", nil)),

@@ -48,15 +48,16 @@ func TestNightPauseSurvivesASIGKILL(t *testing.T) {
 		}
 		log := func() string { s, _ := os.ReadFile(filepath.Join(f.dir, "run.log")); return string(s) }
 
-		// The reset leaves room for a busy machine's preflight and first
-		// session before the pause (the kill must come well before it).
-		reset := time.Now().Add(40 * time.Second)
-		limit := fakeapi.UsageLimit(fakeapi.FiveHour, reset)
-		limit.For = time.Until(reset) - time.Second
+		// The reset is 30 s after the first session meets the limit, however
+		// long a busy machine's preflight took (the kill comes well before
+		// it), and the limit is over by then.
+		limit := fakeapi.UsageLimitIn(fakeapi.FiveHour, 30*time.Second)
+		limit.For, limit.ForFromFirst = 29*time.Second, true
 		f.api.Inject(limit)
 		first := run()
 		// Wait for the pause, then kill the supervisor in it.
 		var path string
+		var reset time.Time // the pause's end, as journaled
 		for {
 			if ctx.Err() != nil {
 				_ = first.Process.Kill()
@@ -65,6 +66,11 @@ func TestNightPauseSurvivesASIGKILL(t *testing.T) {
 			p, events, _ := journal.LatestUnfinished(b.StateDir, b.Name)
 			if p != "" && hasType(events, journal.NightPaused) {
 				path = p
+				for _, ev := range events {
+					if ev.Type == journal.NightPaused {
+						reset = ev.Until
+					}
+				}
 				break
 			}
 			time.Sleep(100 * time.Millisecond)

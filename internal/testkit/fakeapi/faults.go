@@ -51,8 +51,16 @@ type Fault struct {
 	// Requests ends the fault after it answered this many requests (0: no
 	// count limit). Not with Refuse: a refused connection is no request.
 	Requests int
-	// For ends the fault this long after Inject (0: no time limit).
-	For time.Duration
+	// For ends the fault this long after Inject (0: no time limit), or,
+	// with ForFromFirst, this long after the first request it answered:
+	// a window that does not depend on how fast a busy machine starts
+	// the session that meets it.
+	For          time.Duration
+	ForFromFirst bool
+
+	// headerAt, when set, builds Header when the fault answers (a reset
+	// time relative to the answer).
+	headerAt func(now time.Time) http.Header
 }
 
 // apiError is the body of every error of the real Messages API.
@@ -112,6 +120,19 @@ const (
 // window's own -5h-/-7d- headers agree. The CLI builds its "You've hit your
 // … limit · resets …" text from these headers, not from the body.
 func UsageLimit(claim string, reset time.Time) Fault {
+	return Fault{Name: "429 usage limit " + claim, Status: http.StatusTooManyRequests, Header: usageHeader(claim, reset),
+		Body: apiError("rate_limit_error", "Rate limit exceeded")}
+}
+
+// UsageLimitIn is UsageLimit with a reset time `in` after each answer, so
+// the reset is ahead whenever the session meets it.
+func UsageLimitIn(claim string, in time.Duration) Fault {
+	f := UsageLimit(claim, time.Now().Add(in))
+	f.headerAt = func(now time.Time) http.Header { return usageHeader(claim, now.Add(in)) }
+	return f
+}
+
+func usageHeader(claim string, reset time.Time) http.Header {
 	win := map[string]string{FiveHour: "5h", SevenDay: "7d"}[claim]
 	h := http.Header{}
 	r := strconv.FormatInt(reset.Unix(), 10)
@@ -126,8 +147,7 @@ func UsageLimit(claim string, reset time.Time) Fault {
 		h.Set("anthropic-ratelimit-unified-"+win+"-reset", r)
 		h.Set("anthropic-ratelimit-unified-"+win+"-utilization", "1.0")
 	}
-	return Fault{Name: "429 usage limit " + claim, Status: http.StatusTooManyRequests, Header: h,
-		Body: apiError("rate_limit_error", "Rate limit exceeded")}
+	return h
 }
 
 // PromptTooLongMessage is the real API's message for a context over the
@@ -163,7 +183,7 @@ func (s *Server) Inject(f Fault) {
 	wasRefusing := s.stopFaultLocked()
 	af := &activeFault{Fault: f}
 	s.fault = af
-	if f.For > 0 {
+	if f.For > 0 && !f.ForFromFirst {
 		af.timer = time.AfterFunc(f.For, func() { s.endFault(af) })
 	}
 	s.fmu.Unlock()
@@ -268,6 +288,9 @@ func (s *Server) takeFault() (Fault, bool) {
 	}
 	af.answered++
 	s.faulted++
+	if af.answered == 1 && af.For > 0 && af.ForFromFirst {
+		af.timer = time.AfterFunc(af.For, func() { s.endFault(af) })
+	}
 	done := af.Requests > 0 && af.answered >= af.Requests
 	if done {
 		s.stopFaultLocked()
@@ -276,7 +299,11 @@ func (s *Server) takeFault() (Fault, bool) {
 	if done {
 		s.t.Logf("fakeapi: fault %s ended after %d requests", af.Name, af.answered)
 	}
-	return af.Fault, true
+	f := af.Fault
+	if f.headerAt != nil {
+		f.Header = f.headerAt(time.Now())
+	}
+	return f, true
 }
 
 // listener serves on one fixed address and can stop listening there
