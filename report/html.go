@@ -257,7 +257,7 @@ svg text.pause-label { fill: #2a4f9e; font-weight: 600; }
 .legend .pauseband { background: #3d6fd6; opacity: 0.3; }
 .legend .dot { width: 10px; border: 2px solid #e89a2c; border-radius: 50%; background: #fff; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
-th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #e3e6ea; vertical-align: top; }
+th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #e3e6ea; vertical-align: top; overflow-wrap: anywhere; }
 td.n { text-align: right; white-space: nowrap; }
 </style>
 </head>

@@ -70,7 +70,18 @@ func (n *Night) Verdict() string {
 // a jobs table, and one line per server.
 func (n *Night) Markdown(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	// Every string argument is text from the night (job and server names,
+	// reasons, a crash's stderr, verify output): escaped, so it can neither
+	// add Markdown or raw HTML (a link, an image, a tag) nor send terminal
+	// escapes to whoever prints the report. The format strings are ours.
+	p := func(format string, args ...any) {
+		for i, a := range args {
+			if s, ok := a.(string); ok {
+				args[i] = mdEscape(s)
+			}
+		}
+		fmt.Fprintf(bw, format, args...)
+	}
 
 	p("# Night %s", n.RunID)
 	if n.Batch != "" {
@@ -295,9 +306,16 @@ func plural(n int, word string) string {
 // short cuts a reason to maxReason runes.
 func short(s string) string { return text.OneLine(s, maxReason) }
 
-// cell keeps a value inside its Markdown table cell.
-func cell(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\\`)
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.Join(strings.Fields(s), " ")
-}
+// cell keeps a value on one line, inside its Markdown table cell (p
+// escapes its "|").
+func cell(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// mdEscaper backslash-escapes what would make text from outside into
+// Markdown or HTML: tags and autolinks (<, >), links and images ([, ]),
+// entities (&), code spans (`), table cells (|) and the escape itself.
+var mdEscaper = strings.NewReplacer(`\`, `\\`, "<", `\<`, ">", `\>`, "[", `\[`, "]", `\]`, "&", `\&`, "`", "\\`", "|", `\|`)
+
+// mdEscape makes s inert in Markdown and on a terminal: control characters
+// (escape codes) are written as Go escapes (text.Printable), then the
+// Markdown characters are escaped.
+func mdEscape(s string) string { return mdEscaper.Replace(text.Printable(s)) }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -401,5 +402,38 @@ func TestJobNotesFoldRepeatedDeferrals(t *testing.T) {
 	want := "deferred 09:09 (3 times): " + down + "; deferred 09:09: it needs outage, which is not done"
 	if got != want {
 		t.Errorf("notes = %q\nwant    %q", got, want)
+	}
+}
+
+// Text from the night (a crash's stderr, verify output, a server's reason)
+// cannot add Markdown or HTML to the report, nor terminal escapes to the
+// terminal that prints it.
+func TestMarkdownEscapesOutsideText(t *testing.T) {
+	hostile := "boom <img src=x onerror=alert(1)> [click](http://evil.example) `code` a|b & \x1b[2J\x1b[31mred"
+	n := &Night{RunID: "r1", Batch: "b", Finished: true,
+		Jobs:    []Job{{Name: "j", Status: "failed", Attempts: 1, Reason: hostile}},
+		Servers: []Server{{Name: "s", Outages: []Outage{{Reason: hostile}}}},
+		Pauses:  []Pause{{Class: "api-unavailable", Reason: hostile}},
+		Stopped: hostile, Warnings: []string{hostile}}
+	var buf bytes.Buffer
+	if err := n.Markdown(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, raw := range []string{"<img", "[click", "](http", "`code", "|b", "& "} {
+		// Not preceded by the escaping backslash.
+		if regexp.MustCompile(`(^|[^\\])` + regexp.QuoteMeta(raw)).MatchString(out) {
+			t.Errorf("the report holds %q unescaped:\n%s", raw, out)
+		}
+	}
+	for _, raw := range []string{"\x1b"} {
+		if strings.Contains(out, raw) {
+			t.Errorf("the report holds %q unescaped:\n%s", raw, out)
+		}
+	}
+	for _, escaped := range []string{`\<img`, `\[click\]`, `\\x1b\[2J`, "\\`code\\`", `a\|b`, `\&`} {
+		if !strings.Contains(out, escaped) {
+			t.Errorf("the report lacks %q:\n%s", escaped, out)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/awake"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
@@ -183,6 +184,9 @@ func newNight(b *jobs.Batch, opts NightOptions) *night {
 // allow, with maintenance between jobs. A run of the same batch that ended
 // without its run-finished line is resumed unless opts.Fresh.
 func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSummary, error) {
+	// What leaves the process (journal, summary, notifications) is redacted
+	// with the batch's secrets, whoever called (the CLI remembers them too).
+	secrets.RememberBatch(b)
 	if opts.Maintenance <= 0 {
 		opts.Maintenance = 10 * time.Second
 	}

@@ -26,9 +26,13 @@ const notifyTimeout = 30 * time.Second
 // command gets the same text on stdin. A failure is logged and returned,
 // never fatal: the night's work is done either way.
 func notify(ctx context.Context, n jobs.Notify, text string, log zerolog.Logger) []error {
+	// Everything that leaves the process is redacted first; the summary
+	// already is, and the rest (the STOPPED reason, AfterNight's text) is
+	// done here once.
+	text = redact.String(text)
 	var errs []error
 	if n.Webhook != "" {
-		if err := postWebhook(ctx, n.Webhook, text, log); err != nil {
+		if err := postWebhook(ctx, n.Webhook, slackEscape(text), log); err != nil {
 			errs = append(errs, err)
 			log.Error().Err(err).Msg("notification webhook failed")
 		} else {
@@ -45,6 +49,15 @@ func notify(ctx context.Context, n jobs.Notify, text string, log zerolog.Logger)
 	}
 	return errs
 }
+
+// slackEscaper escapes the three characters Slack's message format gives
+// a meaning (https://api.slack.com/reference/surfaces/formatting#escaping):
+// text from the night cannot ping a channel (<!channel>) or disguise a
+// link (<https://evil|docs>). Other chat webhooks show the entities as the
+// characters or as harmless text.
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func slackEscape(s string) string { return slackEscaper.Replace(s) }
 
 func postWebhook(ctx context.Context, url, text string, log zerolog.Logger) error {
 	body, _ := json.Marshal(map[string]string{"text": text})

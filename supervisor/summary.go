@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -31,7 +32,7 @@ func PrintSummary(w io.Writer, s *NightSummary) {
 		if reason == "" {
 			reason = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", j.Name, j.Status, j.Attempts, turns, cost, dur, text.OneLine(reason, 120))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", j.Name, j.Status, j.Attempts, turns, cost, dur, outside(reason, 120))
 	}
 	_ = tw.Flush()
 	resumed := ""
@@ -39,16 +40,25 @@ func PrintSummary(w io.Writer, s *NightSummary) {
 		resumed = " (resumed)"
 	}
 	if s.Stopped != "" {
-		fmt.Fprintf(w, "\n%s\n", text.OneLine(s.Stopped, 200))
+		fmt.Fprintf(w, "\n%s\n", outside(s.Stopped, 200))
 	}
 	for _, p := range s.Pauses {
-		fmt.Fprintf(w, "\n%s", text.OneLine(p, 200))
+		fmt.Fprintf(w, "\n%s", outside(p, 200))
 	}
 	if len(s.Pauses) > 0 {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "\nrun %s%s: %d done, %d failed, %d skipped, $%.4f; journal %s\n",
 		s.RunID, resumed, s.Done, s.Failed, s.Skipped, s.CostUSD, s.Journal)
+}
+
+// outside prepares text from the night (a session's stderr tail, an API's
+// message) for a terminal or a notification: redacted with every secret
+// the process knows, on one line of at most max runes, and with control
+// characters written as escapes, so it can neither leak an env_file value
+// nor rewrite the operator's terminal.
+func outside(s string, max int) string {
+	return text.Printable(text.OneLine(redact.String(s), max))
 }
 
 // CachePath is the batch's health cache.

@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -45,10 +44,21 @@ type Spec struct {
 	// Timeout bounds the child (0: only ctx does); Grace is the time
 	// between stop and kill (0: DefaultGrace).
 	Timeout, Grace time.Duration
+	// MaxOutput bounds what is kept of each of stdout and stderr (0:
+	// DefaultMaxOutput): the first and the last half of it, with a line
+	// that says how much was cut between them. The child is never blocked:
+	// the rest is read and dropped.
+	MaxOutput int
 }
+
+// DefaultMaxOutput is what Run keeps of a child's stdout and of its stderr
+// when the Spec names no bound: a notify command that prints 600 MiB must
+// not cost the night 2 GiB of memory.
+const DefaultMaxOutput = 1 << 20
 
 // Result is how a child run by Run ended.
 type Result struct {
+	// Stdout and Stderr are what was kept (Spec.MaxOutput).
 	Stdout, Stderr []byte
 	// ExitCode is the child's exit status; -1 when it did not start or was
 	// killed by a signal.
@@ -95,8 +105,12 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	cmd := Command(ctx, s.Env, grace, s.Argv[0], s.Argv[1:]...)
 	cmd.Dir, cmd.Stdin = s.Dir, s.Stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	max := s.MaxOutput
+	if max <= 0 {
+		max = DefaultMaxOutput
+	}
+	stdout, stderr := newCapped(max), newCapped(max)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := Start(cmd); err != nil {
 		return res, fmt.Errorf("cannot start %s: %w", s.Argv[0], err)
 	}
@@ -108,7 +122,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err == nil {
 		return res, nil
 	}
-	re := &RunError{Program: s.Argv[0], How: ExitDescription(err), Stderr: lastLines(stderr.String()), Err: err}
+	re := &RunError{Program: s.Argv[0], How: ExitDescription(err), Stderr: lastLines(string(res.Stderr)), Err: err}
 	if s.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		re.How, re.TimedOut = "no answer within "+s.Timeout.String(), true
 	}
@@ -143,4 +157,51 @@ func CommandAllowDaemons(ctx context.Context, env []string, grace time.Duration,
 	}
 	PrepareAllowDaemons(cmd, grace)
 	return cmd
+}
+
+// capped keeps the first and the last half of at most max bytes written to
+// it, and counts what fell between.
+type capped struct {
+	max     int
+	head    []byte
+	tail    []byte // a ring once full: tail[next:] then tail[:next]
+	next    int
+	dropped int64
+}
+
+func newCapped(max int) *capped { return &capped{max: max} }
+
+func (c *capped) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := c.max/2 - len(c.head); room > 0 {
+		k := min(room, len(p))
+		c.head = append(c.head, p[:k]...)
+		p = p[k:]
+	}
+	half := c.max - c.max/2
+	for len(p) > 0 {
+		if len(c.tail) < half {
+			k := min(half-len(c.tail), len(p))
+			c.tail = append(c.tail, p[:k]...)
+			p = p[k:]
+			continue
+		}
+		// Full: overwrite the oldest bytes.
+		k := min(half-c.next, len(p))
+		c.dropped += int64(k)
+		copy(c.tail[c.next:], p[:k])
+		c.next = (c.next + k) % half
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// Bytes is what was kept, in order, with the cut said where it was.
+func (c *capped) Bytes() []byte {
+	out := append([]byte(nil), c.head...)
+	if c.dropped > 0 {
+		out = append(out, fmt.Sprintf("\n[… %d bytes cut by nightwatch …]\n", c.dropped)...)
+	}
+	out = append(out, c.tail[c.next:]...)
+	return append(out, c.tail[:c.next]...)
 }
