@@ -114,18 +114,20 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 		fail("session: batch and job are required")
 		return
 	}
-	stream, err := atomicfile.OpenLog(f.Stream)
+	streamFile, err := atomicfile.OpenLog(f.Stream)
 	if err != nil {
 		fail("cannot open the stream log: %v", err)
 		return
 	}
-	defer stream.Close()
-	stderr, err := atomicfile.OpenLog(f.Stderr)
+	defer streamFile.Close()
+	stderrFile, err := atomicfile.OpenLog(f.Stderr)
 	if err != nil {
 		fail("cannot open the stderr log: %v", err)
 		return
 	}
-	defer stderr.Close()
+	defer stderrFile.Close()
+	stream := &cappedLog{w: streamFile, max: maxStreamLog}
+	stderr := &cappedLog{w: stderrFile, max: maxStderrLog}
 
 	// Who stops the session is told by the context's cause: the parent's
 	// cancellation (stopped), the wall-clock timer or the stall watchdog.
@@ -191,7 +193,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	close(watchDone)
 	pw.Close()
 	copyErr := <-readDone
-	_ = stream.Sync()
+	_ = streamFile.Sync()
 
 	if cmd.ProcessState != nil {
 		out.ExitCode = cmd.ProcessState.ExitCode()
@@ -301,4 +303,41 @@ func cannotResume(out Outcome, f Files) bool {
 		}
 	}
 	return false
+}
+
+// A session's logs are bounded on disk: a session that prints a GiB must
+// not fill the disk the journal and the cache live on. What the
+// supervisor reads of the stream is unaffected (it reads the pipe).
+const (
+	maxStreamLog = 64 << 20
+	maxStderrLog = 16 << 20
+)
+
+// cappedLog writes at most max bytes to w, then one line that says the log
+// was cut, then nothing: later writes are accepted and dropped, so the
+// child is never blocked.
+type cappedLog struct {
+	w       io.Writer
+	max     int64
+	written int64
+	cut     bool
+}
+
+func (c *cappedLog) Write(p []byte) (int, error) {
+	if c.cut {
+		return len(p), nil
+	}
+	if room := c.max - c.written; int64(len(p)) > room {
+		n, err := c.w.Write(p[:room])
+		c.written += int64(n)
+		c.cut = true
+		_, _ = fmt.Fprintf(c.w, "\n[nightwatch: this log was cut at %d bytes; the rest of the output was read and not kept]\n", c.max)
+		if err != nil {
+			return n, err
+		}
+		return len(p), nil
+	}
+	n, err := c.w.Write(p)
+	c.written += int64(n)
+	return n, err
 }
