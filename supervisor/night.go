@@ -193,8 +193,9 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	if opts.RetryPause <= 0 {
 		opts.RetryPause = 30 * time.Second
 	}
-	if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("state folder: %w", err)
+	tightened, err := statedir.Secure(b.StateDir)
+	if err != nil {
+		return nil, err
 	}
 	unlock, err := LockBatch(b.StateDir, b.Name)
 	if err != nil {
@@ -235,6 +236,9 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		n.log.Error().Err(err).Msg("cannot open the night's log file; logging to the console only")
 	} else {
 		defer closeLog()
+	}
+	for _, note := range tightened {
+		n.log.Warn().Msg("state folder: " + note)
 	}
 	if n.journal.Repaired != "" {
 		n.log.Warn().Str("journal", n.journal.Path).Msg("the journal was repaired before resuming: " + n.journal.Repaired)

@@ -2,15 +2,20 @@ package supervisor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // A session's failure text reaches the console summary, the notify
@@ -64,5 +69,43 @@ func TestNotifyAndSummaryCarryOutsideTextSafely(t *testing.T) {
 	}
 	if strings.Contains(webhook, "<!channel>") || strings.Contains(webhook, "<https://") || !strings.Contains(webhook, "&lt;!channel&gt;") {
 		t.Errorf("the webhook passes Slack's control sequences: %q", webhook)
+	}
+}
+
+// A state folder another user can write into is tightened and said; a
+// planted link where the journals go stops the night before it writes.
+func TestNightRefusesALooseStateFolder(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows folders carry ACLs, not mode bits")
+	}
+	d := t.TempDir()
+	state := filepath.Join(d, "state")
+	if err := os.MkdirAll(state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	b := loadNight(t, d, fmt.Sprintf("version: 1\nname: loose\nstate_dir: ./state\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n",
+		jsonString(scriptedAgent(t, d, "0.1"))))
+	s := runScripted(t, b, nil)
+	if fi, _ := os.Stat(state); !s.AllDone() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("done %v, state folder mode %v", s.AllDone(), fi.Mode())
+	}
+	elsewhere := t.TempDir()
+	if err := os.RemoveAll(filepath.Join(state, "runs")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(state, "runs")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := RunNight(ctx, b, NightOptions{Binary: "/bin/true", Env: os.Environ(), LogWriter: zerolog.NewTestWriter(t)})
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("a planted runs link: %v", err)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("the night wrote into the planted folder: %v", entries)
 	}
 }
