@@ -21,8 +21,10 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
@@ -281,6 +283,11 @@ func absPath(what, p string) error {
 	switch {
 	case p == "":
 		return fmt.Errorf("install: the %s is not set", what)
+	case strings.ContainsFunc(p, unicode.IsControl):
+		// A newline in a path would end the crontab line and start another
+		// entry of the path's choosing (and uninstall would remove one).
+		return fmt.Errorf("install: the %s %s contains a control character (a newline?); a schedule entry cannot carry it: rename the folder",
+			what, strconv.Quote(p))
 	case strings.HasPrefix(p, "~") || strings.Contains(p, "/~") || strings.Contains(p, `\~`):
 		return fmt.Errorf("install: the %s %q contains a ~: launchd and cron do not expand it; write the path out in full", what, p)
 	case !filepath.IsAbs(p):

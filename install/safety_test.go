@@ -117,6 +117,10 @@ func TestPathsRefused(t *testing.T) {
 		{"missing binary", func(f *fixture, o *Options) { o.Binary = filepath.Join(f.root, "nope") }, "no such file"},
 		{"go run binary", func(_ *fixture, o *Options) { o.Binary = "/tmp/go-build123/b001/exe/nightwatch" }, "go run"},
 		{"relative batch", func(f *fixture, _ *Options) { f.batch.File = "night.yaml" }, "relative"},
+		{"newline in the batch's path", func(f *fixture, _ *Options) {
+			f.batch.File = filepath.Join(f.root, "x\n* * * * * touch /tmp/pwned\n", "night.yaml")
+		}, "control character"},
+		{"newline in the binary's path", func(f *fixture, o *Options) { o.Binary = filepath.Join(f.root, "bin\nevil") }, "control character"},
 		{"batch dir with ~", func(f *fixture, _ *Options) { f.batch.Dir = "/Users/me/~/night" }, "~"},
 		{"log dir with ~", func(_ *fixture, o *Options) { o.LogDir = "~/logs" }, "~"},
 		{"relative log dir", func(_ *fixture, o *Options) { o.LogDir = "logs" }, "relative"},
