@@ -22,13 +22,13 @@ func TestCommandAPIRetriesAndResume(t *testing.T) {
 	if env := Command(t.Context(), spec, f).Env; !slices.Contains(env, "CLAUDE_CODE_MAX_RETRIES=7") || slices.Contains(env, "CLAUDE_CODE_MAX_RETRIES=2") {
 		t.Errorf("env %q: the environment's own value must win", env)
 	}
-	spec.Resume, spec.ResumeWhy = "abc-123", "killed after 1m timeout"
+	spec.Resume, spec.ResumeWhy = "abc-123", "it reached its time limit"
 	args := Command(t.Context(), spec, f).Args
 	i := slices.Index(args, "--resume")
 	if i < 0 || i+1 >= len(args) || args[i+1] != "abc-123" {
 		t.Fatalf("args %q lack --resume abc-123", args)
 	}
-	if p := args[2]; !strings.Contains(p, "killed after 1m timeout") || !strings.Contains(p, "Continue") || strings.Contains(p, "SESSION s") {
+	if p := args[2]; !strings.Contains(p, "it reached its time limit") || !strings.Contains(p, "Continue") || strings.Contains(p, "SESSION s") {
 		t.Errorf("resume prompt %q", p)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/cluster/peers"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -75,14 +76,16 @@ func (s Spec) prompt() string {
 		}
 		p += ". Continue the task from where it stopped; do not redo work that is already done."
 		if s.Feedback != "" {
-			p += "\n\n" + s.Feedback
+			p += "\n\n" + redact.String(s.Feedback)
 		}
 		return p
 	}
 	if s.Feedback == "" {
 		return s.Job.Prompt
 	}
-	return s.Job.Prompt + "\n\n" + s.Feedback
+	// The feedback is a verify command's output: outside text, redacted
+	// before the model (and the command line) sees it.
+	return s.Job.Prompt + "\n\n" + redact.String(s.Feedback)
 }
 
 // Files are the paths of one attempt. Dir, Settings, MCPConfig,

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/journal"
@@ -151,7 +150,7 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 			out.API = &modelapi.Failure{Class: modelapi.Class(ev.Class)}
 		}
 		if endedAfterWork(out) {
-			jp.resume, jp.resumeWhy = r.SessionID, strings.TrimSuffix(ev.Reason, uncountedNote)
+			jp.resume, jp.resumeWhy = r.SessionID, resumeWords(out)
 		}
 	}
 }
@@ -212,6 +211,28 @@ func (p *plan) fold(events []journal.Event) {
 
 // feedbackOf is what the next attempt is told of a verify that did not
 // pass; "" without one.
+// resumeWords says in nightwatch's own words how the attempt a resume
+// continues ended: the resumed session's prompt (which the model reads
+// and `ps` shows) never carries outside text such as an API's or a
+// gateway's error message, which can echo a key.
+func resumeWords(out session.Outcome) string {
+	switch {
+	case out.API != nil:
+		return "the model's API failed (" + string(out.API.Class) + ")"
+	case out.KilledBy == session.KilledTimeout:
+		return "it reached its time limit"
+	case out.KilledBy == session.KilledStall:
+		return "it printed nothing for longer than its stall_timeout"
+	case out.KilledBy == session.KilledStopped:
+		return "the night was stopped"
+	case out.KilledBy == session.KilledAbandoned:
+		return "a server it needed could not be used"
+	case out.KilledBy == session.KilledCrashed:
+		return "the host running it stopped answering"
+	}
+	return "it ended without finishing"
+}
+
 func feedbackOf(v *journal.Verify) string {
 	if v == nil {
 		return ""

@@ -517,3 +517,24 @@ func TestPlanFoldsALegacyJournal(t *testing.T) {
 			d.phase, l.phase, tr.phase, tr.attempts, pu.phase, pu.reason, p.cost, p.running, got)
 	}
 }
+
+// A resumed session's prompt says how the last attempt ended in
+// nightwatch's own words: never the API's or a gateway's message, which
+// can echo a key, and which the model and `ps` would read.
+func TestResumeWordsCarryNoOutsideText(t *testing.T) {
+	const leak = "sk-ant-api03-echoed-by-a-gateway"
+	for _, out := range []session.Outcome{
+		{Reason: "API Error: 500 " + leak, API: &modelapi.Failure{Class: modelapi.Unavailable, Reason: "API Error: 500 " + leak}},
+		{Reason: "killed after 1m timeout " + leak, KilledBy: session.KilledTimeout},
+		{Reason: leak, KilledBy: session.KilledStall},
+		{Reason: leak, KilledBy: session.KilledStopped},
+		{Reason: leak, KilledBy: session.KilledAbandoned},
+		{Reason: leak, KilledBy: session.KilledCrashed},
+		{Reason: "exit 1: " + leak},
+	} {
+		w := resumeWords(out)
+		if w == "" || strings.Contains(w, leak) || strings.Contains(w, "API Error") {
+			t.Errorf("%+v: resume words %q", out, w)
+		}
+	}
+}
