@@ -174,7 +174,7 @@ func (c *Coordinator) Abandon(ctx context.Context, job string, attempt int, reas
 // endIf ends attempt k with out if it is still in state; its River job is
 // cancelled so that no worker starts it.
 func (c *Coordinator) endIf(ctx context.Context, k attemptKey, state string, out session.Outcome) error {
-	b, _ := json.Marshal(out)
+	b, _ := json.Marshal(out.Redacted())
 	var riverID *int64
 	err := c.DB.Pool.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'ended', ended_by = 'coordinator', outcome = $6, ended_at = now()
 		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = $5 RETURNING river_job_id`,

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -127,7 +128,8 @@ func (e *Executor) Launch(ctx context.Context, a session.Attempt, starting func(
 	e.mu.Lock()
 	e.running[a.Job] = a.Attempt
 	e.mu.Unlock()
-	args := AttemptArgs{Job: a.Job, Attempt: a.Attempt, Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy}
+	// River keeps (and River UI shows) the args: no outside text unredacted.
+	args := AttemptArgs{Job: a.Job, Attempt: a.Attempt, Feedback: redact.String(a.Feedback), Resume: a.Resume, ResumeWhy: a.ResumeWhy}
 	if err := e.coord.Enqueue(ctx, args, hosts); err != nil {
 		e.mu.Lock()
 		delete(e.running, a.Job)

@@ -455,7 +455,9 @@ func (w *Worker) finish(k attemptKey, out session.Outcome) error {
 	seen := w.unseen[k]
 	delete(w.unseen, k)
 	w.mu.Unlock()
-	e := spooledEnd{Batch: w.DB.Batch, Run: k.run, Job: k.job, Attempt: k.attempt, Host: w.Host, Worker: w.id, Outcome: out, Seen: seen}
+	// The spool and the database are outside the process: redacted, as the
+	// journal is.
+	e := spooledEnd{Batch: w.DB.Batch, Run: k.run, Job: k.job, Attempt: k.attempt, Host: w.Host, Worker: w.id, Outcome: out.Redacted(), Seen: seen}
 	return w.spoolAndDeliver(e)
 }
 
