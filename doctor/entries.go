@@ -11,6 +11,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 )
 
 const entrySecretsTitle = "schedule entries hold no secret"
@@ -48,7 +49,8 @@ func (e *env) entrySecrets(ctx context.Context) []Check {
 			if v == "" || k == "PATH" || k == "HOME" {
 				continue
 			}
-			if envFile[k] || (redact.SensitiveName(k) && !redact.NotCredential(k)) || slices.Contains(secretValues, v) {
+			if envFile[k] || (redact.SensitiveName(k) && !redact.NotCredential(k)) || slices.Contains(secretValues, v) ||
+				secrets.ServerUses(e.batch, v) != "" {
 				names = append(names, k)
 			}
 		}

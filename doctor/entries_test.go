@@ -111,3 +111,25 @@ jobs:
 		t.Errorf("doctor shows a secret value:\n%s", out)
 	}
 }
+
+// An entry that holds a value a server's definition carries (its URL with
+// a secret path, taken from the shell under a plain name) fails: doctor
+// once said ok because the name was not "sensitive".
+func TestEntrySecretsServerValueUnderAPlainName(t *testing.T) {
+	const url = "https://hooks.example/mcp/tok-5d2a7e9c31"
+	s := newSandbox(t)
+	s.env["WEB_URL"] = url
+	s.batch = filepath.Join(s.home, "night.yaml")
+	write(t, s.batch, fmt.Sprintf(`version: 1
+name: entries
+state_dir: %s
+agent: {command: %s}
+servers:
+  web: {type: http, url: "${WEB_URL}"}
+jobs:
+  - {name: only, prompt: "say hi", servers: [web]}
+`, filepath.Join(s.home, "state"), s.claude))
+	unit := filepath.Join(s.home, ".config", "systemd", "user", "nightwatch-entries.service")
+	write(t, unit, fmt.Sprintf("[Service]\nType=oneshot\nEnvironment=\"WEB_URL=%s\"\nExecStart=/usr/local/bin/nightwatch run %s\n", url, s.batch))
+	mustFind(t, s.run(), "entry-secrets", Fail, unit, "WEB_URL")
+}

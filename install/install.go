@@ -30,6 +30,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -383,8 +384,9 @@ func (j *job) environment(b *jobs.Batch, getenv func(string) (string, bool)) err
 			if required[k] {
 				j.notes = append(j.notes, fmt.Sprintf("WARNING: %s is required by a server but is not set now; the night will stop at preflight until it is in the env_file", k))
 			}
-		case redact.SensitiveName(k) || required[k]:
+		case redact.SensitiveName(k) || required[k] || secrets.ServerUses(b, v) != "":
 			fromShell = append(fromShell, k)
+			j.secrets = append(j.secrets, v)
 		default:
 			vals[k] = v
 		}

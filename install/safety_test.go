@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
 // everything is what a plan would put on disk or show: files, crontab
@@ -298,6 +299,36 @@ func TestClusterConnectionStringIsNeverWritten(t *testing.T) {
 			delete(f.env, "NIGHTWATCH_DATABASE_URL")
 			if notes := strings.Join(f.plan(t, kind).Notes, "\n"); !strings.Contains(notes, "cannot reach its database") {
 				t.Errorf("no warning that the night has no connection string:\n%s", notes)
+			}
+		})
+	}
+}
+
+// A variable a server's definition carries (a URL with a secret path, a
+// header, an env value) is that server's secret whatever its name: it
+// stays out of every entry and the notes say where to put it.
+func TestServerSecretsUnderPlainNamesNeverWritten(t *testing.T) {
+	for _, kind := range Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			fakeCrontab(t)
+			f := newFixture(t, "b")
+			const url, header, envVal = "https://hooks.example/mcp/tok-7c1e9a2b55", "Bearer hdr-value-0042", "plain-env-value-9"
+			f.env["WEB_URL"], f.env["WEB_AUTH"], f.env["WEB_REGION"] = url, header, envVal
+			yaml := "name: nightly\nservers:\n  web: {type: http, url: \"${WEB_URL}\", headers: {Authorization: \"${WEB_AUTH}\"}, env: {R: \"${WEB_REGION}\"}}\n"
+			if err := os.WriteFile(f.batch.File, []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.batch.Servers = append(f.batch.Servers, &jobs.Server{Name: "web", MCP: mcpconfig.Server{Name: "web", Transport: mcpconfig.HTTP,
+				URL: url, Headers: map[string]string{"Authorization": header}, Env: map[string]string{"R": envVal}}})
+			p := f.plan(t, kind)
+			written := everything(p) + printed(p)
+			for _, v := range []string{url, "tok-7c1e9a2b55", "hdr-value-0042", envVal} {
+				if strings.Contains(written, v) {
+					t.Errorf("the %s entry or its print holds a server's value %q", kind, v)
+				}
+			}
+			if notes := strings.Join(p.Notes, "\n"); !strings.Contains(notes, "WEB_AUTH, WEB_REGION, WEB_URL") {
+				t.Errorf("the notes do not name the server's variables:\n%s", notes)
 			}
 		})
 	}

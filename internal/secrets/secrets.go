@@ -144,3 +144,35 @@ func rememberServer(s *mcpconfig.Server) {
 		redact.RememberURL(s.URL)
 	}
 }
+
+// minServerValue is the shortest value ServerUses matches: a value of a
+// few characters ("1", "eu") is found inside any URL by chance.
+const minServerValue = 4
+
+// ServerUses names the batch's server whose definition carries value (in
+// its URL, a header, an env value, its command or arguments), or "" for
+// none. A variable the batch takes from the shell with such a value is a
+// server's secret whatever its name (WEB_URL with a token in its path):
+// it never goes into a schedule entry, and doctor fails an entry that
+// holds it.
+func ServerUses(b *jobs.Batch, value string) string {
+	if b == nil || len(value) < minServerValue {
+		return ""
+	}
+	for _, s := range b.Servers {
+		m := &s.MCP
+		fields := append([]string{m.URL, m.Command}, m.Args...)
+		for _, v := range m.Env {
+			fields = append(fields, v)
+		}
+		for _, v := range m.Headers {
+			fields = append(fields, v)
+		}
+		for _, f := range fields {
+			if strings.Contains(f, value) {
+				return s.Name
+			}
+		}
+	}
+	return ""
+}
