@@ -2,10 +2,13 @@ package jobs
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"gopkg.in/yaml.v3"
 )
 
@@ -227,7 +230,7 @@ func (l *loader) checkRefs(b *Batch, refs []jobRefs) {
 		for k, s := range j.Servers {
 			switch {
 			case !servers[s]:
-				l.problem(r.serverLines[k], r.field+".servers", "unknown server %q (defined: %s)", s, defined)
+				l.problem(r.serverLines[k], r.field+".servers", "unknown server %q%s (defined: %s)", s, text.DidYouMean(s, names), defined)
 			case seen[s]:
 				l.problem(r.serverLines[k], r.field+".servers", "server %q is listed twice", s)
 			}
@@ -238,7 +241,7 @@ func (l *loader) checkRefs(b *Batch, refs []jobRefs) {
 			_, known := index[n]
 			switch {
 			case !known:
-				l.problem(r.needsLines[k], r.field+".needs", "unknown job %q", n)
+				l.problem(r.needsLines[k], r.field+".needs", "unknown job %q%s", n, text.DidYouMean(n, slices.Collect(maps.Keys(index))))
 			case seen[n]:
 				l.problem(r.needsLines[k], r.field+".needs", "job %q is listed twice", n)
 			}

@@ -208,7 +208,7 @@ func (l *loader) load() *Batch {
 	if p, ok := f["schedule"]; ok {
 		if s, line, ok := l.str(p.val, "schedule"); ok {
 			if err := checkSchedule(s); err != nil {
-				l.problem(line, "schedule", "%q is not a cron schedule: %v", s, err)
+				l.problem(line, "schedule", "%q is not a cron schedule: %v; write five fields: minute (0-59) hour (0-23) day of month (1-31) month (1-12) day of week (0-6, 0 = Sunday), e.g. \"30 2 * * *\" for 02:30 every night, or a descriptor such as @daily", s, err)
 			}
 			b.Schedule = s
 		}
@@ -315,7 +315,7 @@ func (l *loader) parse(data []byte) (root *yaml.Node) {
 		if errors.Is(err, io.EOF) {
 			l.problem(0, "", "the file is empty")
 		} else {
-			l.yamlError(err)
+			l.yamlError(err, data)
 		}
 		return nil
 	}
@@ -323,7 +323,7 @@ func (l *loader) parse(data []byte) (root *yaml.Node) {
 	if err := dec.Decode(&extra); err == nil {
 		l.problem(extra.Line, "", "a batch file holds one YAML document; remove this \"---\" and what follows or put it in another file")
 	} else if !errors.Is(err, io.EOF) {
-		l.yamlError(err)
+		l.yamlError(err, data)
 	}
 	n := &doc
 	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
@@ -342,14 +342,66 @@ func (l *loader) parse(data []byte) (root *yaml.Node) {
 	return n
 }
 
-func (l *loader) yamlError(err error) {
+func (l *loader) yamlError(err error, data []byte) {
 	msg := err.Error()
 	if m := yamlLine().FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		// The parser names the line where the block it could not finish
+		// began; the mistake a person made is usually further down.
+		if tab := tabIndented(data); tab > 0 {
+			l.problem(tab, "", "this line is indented with a tab; YAML indents with spaces only (YAML said: %s)", m[2])
+			return
+		}
+		if bad, indent := misaligned(data, line); bad > 0 {
+			l.problem(bad, "", "this line is indented by %d spaces, which lines up with no line above it; indent it like the lines it belongs with (YAML said at line %d: %s)",
+				indent, line, m[2])
+			return
+		}
 		l.problem(line, "", "invalid YAML: %s", m[2])
 		return
 	}
 	l.problem(0, "", "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+// tabIndented is the first line (1-based) whose indentation holds a tab,
+// or 0.
+func tabIndented(data []byte) int {
+	for i, line := range strings.Split(string(data), "\n") {
+		indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+		if strings.Contains(indent, "\t") && strings.TrimSpace(line) != "" {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// misaligned finds, from line from (1-based) on, the first line that
+// dedents to a column no line above it starts at (its content, or the
+// content after a "- "): the usual cause of "did not find expected key".
+// It returns the line and its indentation, or 0.
+func misaligned(data []byte, from int) (int, int) {
+	columns := map[int]bool{0: true}
+	prev := 0
+	for i, line := range strings.Split(string(data), "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		indent := len(line) - len(trimmed)
+		if i+1 >= from && indent < prev && !columns[indent] {
+			return i + 1, indent
+		}
+		columns[indent] = true
+		// "- key: v" also opens the column of key.
+		for rest, col := trimmed, indent; strings.HasPrefix(rest, "- "); {
+			after := strings.TrimLeft(rest[1:], " ")
+			col += len(rest) - len(after)
+			columns[col] = true
+			rest = after
+		}
+		prev = indent
+	}
+	return 0, 0
 }
 
 func (l *loader) version(b *Batch, f map[string]pair, rootLine int) {

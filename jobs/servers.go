@@ -126,7 +126,7 @@ func (l *loader) server(p pair) *Server {
 		l.problem(p.line(), field, "%v", err)
 		return srv
 	case dropped != "":
-		l.problem(p.line(), field, "Claude Code would drop this server: it %s", dropped)
+		l.problem(p.line(), field, "Claude Code would drop this server: %s", dropped)
 		return srv
 	}
 

@@ -187,7 +187,7 @@ func (l *loader) fields(n *yaml.Node, field string, known ...string) map[string]
 	out := make(map[string]pair, len(ps))
 	for _, p := range ps {
 		if !slices.Contains(known, p.key) {
-			l.problem(p.line(), join(field, p.key), "unknown field (known: %s)", strings.Join(known, ", "))
+			l.problem(p.line(), join(field, p.key), "unknown field%s (known: %s)", text.DidYouMean(p.key, known), strings.Join(known, ", "))
 			continue
 		}
 		out[p.key] = p

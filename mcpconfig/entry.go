@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // entryResult is what one mcpServers entry turned into: a server, or the
@@ -37,9 +39,9 @@ func parseEntry(name string, raw json.RawMessage, getenv func(string) (string, b
 		if hasField(fields, "command") {
 			srv.Transport = Stdio
 		} else if hasField(fields, "url") {
-			return entryResult{dropped: `has "url" but no "type" (Claude Code needs "type": "http" or "sse")`}
+			return entryResult{dropped: `it has "url" but no "type" (Claude Code needs "type": "http" or "sse")`}
 		} else {
-			return entryResult{dropped: `has neither "command" nor "type"`}
+			return entryResult{dropped: `it has neither "command" nor "type"`}
 		}
 	case "stdio":
 		srv.Transport = Stdio
@@ -50,7 +52,8 @@ func parseEntry(name string, raw json.RawMessage, getenv func(string) (string, b
 	case "ws":
 		srv.Transport = WS
 	default:
-		return entryResult{dropped: fmt.Sprintf("unknown type %q", typ)}
+		return entryResult{dropped: fmt.Sprintf("unknown type %q%s (Claude Code knows stdio, http, sse, ws)", typ,
+			text.DidYouMean(typ, []string{"stdio", "http", "sse", "ws", "streamable-http"}))}
 	}
 
 	if srv.Transport == Stdio {
@@ -63,7 +66,7 @@ func parseEntry(name string, raw json.RawMessage, getenv func(string) (string, b
 			return entryResult{err: fmt.Errorf("server %q: %w", name, err)}
 		}
 		if srv.Command == "" {
-			return entryResult{dropped: fmt.Sprintf("type %q has no \"command\"", typ)}
+			return entryResult{dropped: fmt.Sprintf("its type %q has no \"command\"", typ)}
 		}
 	} else {
 		err := errors.Join(
@@ -74,7 +77,7 @@ func parseEntry(name string, raw json.RawMessage, getenv func(string) (string, b
 			return entryResult{err: fmt.Errorf("server %q: %w", name, err)}
 		}
 		if srv.URL == "" {
-			return entryResult{dropped: fmt.Sprintf("type %q has no \"url\"", typ)}
+			return entryResult{dropped: fmt.Sprintf("its type %q has no \"url\"", typ)}
 		}
 	}
 
