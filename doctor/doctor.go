@@ -99,6 +99,10 @@ func Run(ctx context.Context, o Options) []Check {
 		} else {
 			e.batch = b
 			checks = append(checks, Check{ID: "batch", Title: "batch file", Level: OK, Detail: b.File + " loads"})
+			for _, c := range b.Cautions {
+				checks = append(checks, Check{ID: "batch", Title: "batch file", Level: Warn, Detail: oneLine(c),
+					Fix: "as the line says; the night runs, but this is a mistake"})
+			}
 		}
 	}
 	for _, c := range []func(context.Context) []Check{

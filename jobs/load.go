@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"maps"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
@@ -92,6 +95,22 @@ type loader struct {
 	looked  map[string]string
 	// agentOptional: see LoadOptions.
 	agentOptional bool
+	// warnings are mistakes that do not stop a night (Batch.Warnings).
+	warnings []string
+}
+
+// warn records a mistake that does not stop the night (Batch.Cautions).
+func (l *loader) warn(line int, field, format string, args ...any) {
+	l.warnings = append(l.warnings, Problem{File: l.file, Line: line, Field: field, Message: fmt.Sprintf(format, args...)}.Error())
+}
+
+// literalSecret warns about a secret written in the batch file itself: it
+// is kept by backups, shown in diffs and often committed, where an
+// env_file (mode 0600) is not.
+func (l *loader) literalSecret(it item, field string) {
+	if it.literal && it.value != "" && redact.SensitiveName(it.key) && !redact.NotCredential(it.key) {
+		l.warn(it.line, field, "a secret written in the batch file itself (backups, diffs and commits keep it): move it to the env_file (mode 0600) and write %s: ${%s} here", it.key, it.key)
+	}
 }
 
 // maxProblems bounds the list: past a hundred, a user wants the first ones
@@ -131,6 +150,9 @@ func LoadWith(path string, getenv func(string) (string, bool), opts LoadOptions)
 	}
 	l := &loader{file: path, getenv: getenv, env: map[string]string{}, agentOptional: opts.AgentOptional}
 	b := l.load()
+	if b != nil {
+		b.Cautions = l.warnings
+	}
 	if l.tooBig {
 		// The rest is noise from a walk that stopped half-way.
 		l.problems, l.dropped = l.problems[:0], 0
@@ -469,6 +491,7 @@ func (l *loader) variables(b *Batch, f map[string]pair) {
 				l.problem(it.line, join("env", it.key), "is not a variable name (letters, digits and _, not starting with a digit)")
 				continue
 			}
+			l.literalSecret(it, join("env", it.key))
 			merged[it.key] = it.value
 		}
 	}
@@ -487,6 +510,9 @@ func (l *loader) readEnvFile(path, written string, line int, dst map[string]stri
 	if err != nil {
 		l.problem(line, "env_file", "%s: %v", path, err)
 		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		l.warn(line, "env_file", "%s can be read by other users (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), path)
 	}
 	shown := path
 	if !filepath.IsAbs(written) && !strings.HasPrefix(written, "~") {

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+	"github.com/nightwatch-dev/nightwatch/reconnect"
 )
 
 // The fields of a server entry. The MCP ones are those of a .mcp.json entry
@@ -61,6 +64,7 @@ func (l *loader) server(p pair) *Server {
 			if !isVarName(it.key) {
 				l.problem(it.line, field+".env."+it.key, "is not a variable name (letters, digits and _, not starting with a digit)")
 			}
+			l.literalSecret(it, field+".env."+it.key)
 			env[it.key] = it.value
 		}
 	}
@@ -71,7 +75,11 @@ func (l *loader) server(p pair) *Server {
 	}
 	var headers map[string]string
 	if q, ok := f["headers"]; ok {
-		if headers = toMap(l.strMap(q.val, field+".headers")); headers != nil {
+		items := l.strMap(q.val, field+".headers")
+		for _, it := range items {
+			l.literalSecret(it, field+".headers."+it.key)
+		}
+		if headers = toMap(items); headers != nil {
 			entry["headers"] = headers
 		}
 	}
@@ -100,7 +108,12 @@ func (l *loader) server(p pair) *Server {
 
 	srv := &Server{Name: name, Line: p.line()}
 	if q, ok := f["reconnect"]; ok {
-		srv.Reconnect, _, _ = l.str(q.val, field+".reconnect")
+		var line int
+		srv.Reconnect, line, _ = l.str(q.val, field+".reconnect")
+		if syntax := reconnect.ShellSyntax(srv.Reconnect); len(syntax) > 0 {
+			l.warn(line, field+".reconnect", "relies on shell syntax (%s), and nightwatch runs no shell: write it as sh -c %s",
+				strings.Join(syntax, " "), text.ShellQuote(srv.Reconnect))
+		}
 	}
 	var required []requiredVar
 	if q, ok := f["requires_env"]; ok {

@@ -64,6 +64,11 @@ type Batch struct {
 	Cluster *Cluster
 	// Warnings are problems a LoadWith option let through.
 	Warnings []string
+	// Cautions are mistakes that do not stop a night (a secret written in
+	// the batch file, an env_file other users can read, a reconnect
+	// command in shell syntax), each with its file, line and fix; preflight,
+	// run and doctor say them.
+	Cautions []string
 }
 
 // Cluster is the batch's cluster: section. The connection string itself

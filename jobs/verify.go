@@ -1,8 +1,10 @@
 package jobs
 
 import (
+	"runtime"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/command"
 	"gopkg.in/yaml.v3"
 )
 
@@ -56,6 +58,13 @@ func (l *loader) verify(p pair, field string) *Verify {
 	exe, ok := l.executable(v.Command[0], cmd[0].line, cmdField+"[0]", false)
 	if !ok {
 		return nil
+	}
+	if command.IsPath(v.Command[0], runtime.GOOS) {
+		// Not an error: a job may create its own check. But a typo would
+		// only show at night, after the work, as a failed attempt.
+		if err := checkExecutable(exe); err != nil {
+			l.warn(cmd[0].line, cmdField+"[0]", "%v (a relative program path is taken from the batch file's folder; the command runs in the job's cwd): the check would fail every attempt unless the job creates it", err)
+		}
 	}
 	v.Command[0] = exe
 	return v

@@ -264,6 +264,9 @@ type item struct {
 	key   string // for maps
 	value string
 	line  int
+	// literal: the value is written in the file, not taken from a
+	// ${VAR} (for maps).
+	literal bool
 }
 
 // strList reads a list of strings, expanded or not.
@@ -301,7 +304,7 @@ func (l *loader) strMap(n *yaml.Node, field string) []item {
 			continue
 		}
 		if v, _, ok := l.str(p.val, f); ok {
-			out = append(out, item{key: p.key, value: v, line: p.line()})
+			out = append(out, item{key: p.key, value: v, line: p.line(), literal: !strings.Contains(l.node(p.val).Value, "${")})
 		}
 	}
 	return out

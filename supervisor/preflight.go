@@ -115,6 +115,7 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 	needed, cwds, unknown := neededServers(b)
 	rep := PreflightReport{Healthy: len(unknown) == 0}
 	rep.Warnings = append(rep.Warnings, unknown...)
+	rep.Warnings = append(rep.Warnings, b.Cautions...)
 	rep.Warnings = append(rep.Warnings, failOpenWarnings(b, opts.Getenv)...)
 	for _, s := range needed {
 		if len(s.MCP.Missing) > 0 {
