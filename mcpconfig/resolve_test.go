@@ -637,3 +637,24 @@ func TestResolveFollowsClaudeConfigDir(t *testing.T) {
 		}
 	}
 }
+
+// A server's env value is a secret when its name is sensitive or the value
+// looks like a credential; an ordinary word in a plain variable is not.
+func TestServerSecretsSkipOrdinaryWords(t *testing.T) {
+	s := &Server{Env: map[string]string{"MODE": "legacy", "REGION": "production", "NOTES_TOKEN": "short",
+		"UPSTREAM": "sk-ant-api03-abcdefghijklmnop"}, Headers: map[string]string{"X-Team": "blue"}}
+	got := map[string]bool{}
+	for _, v := range s.Secrets() {
+		got[v] = true
+	}
+	for _, v := range []string{"short", "sk-ant-api03-abcdefghijklmnop", "blue"} {
+		if !got[v] {
+			t.Errorf("%q is not among the secrets %v", v, got)
+		}
+	}
+	for _, v := range []string{"legacy", "production"} {
+		if got[v] {
+			t.Errorf("the ordinary word %q is taken for a secret", v)
+		}
+	}
+}

@@ -6,6 +6,8 @@ package mcpconfig
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/nightwatch-dev/nightwatch/internal/redact"
 )
 
 // Transport is how Claude Code talks to a server.
@@ -105,12 +107,18 @@ type Options struct {
 }
 
 // Secrets are the values of the definition that must never be shown:
-// every env and header value, and the credential alone of a value such as
-// "Bearer <token>", which a server may echo without its scheme word.
+// every header value, and the credential alone of a value such as
+// "Bearer <token>", which a server may echo without its scheme word; an
+// env value when its name is sensitive (NOTES_TOKEN) or the value looks
+// like a credential (redact.SecretSegment). An ordinary word in a plain
+// variable (MODE: legacy) is not a secret: redacting it would hide every
+// "legacy" in every message.
 func (s *Server) Secrets() []string {
 	var out []string
-	for _, v := range s.Env {
-		out = append(out, v)
+	for k, v := range s.Env {
+		if redact.SensitiveName(k) || redact.SecretSegment(v) {
+			out = append(out, v)
+		}
 	}
 	for _, v := range s.Headers {
 		out = append(out, v)

@@ -10,6 +10,7 @@
 package redact
 
 import (
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -100,6 +101,9 @@ var notCredentials = []string{
 	"auth", "authentication", "authorization", "credentials", "error",
 	"header", "realm", "required", "scheme", "token",
 }
+
+// fileExtensions end a key that is a file name, not a variable.
+var fileExtensions = []string{".yaml", ".yml", ".json", ".env", ".toml", ".txt", ".md", ".log", ".sh", ".go", ".py", ".js", ".ts", ".pem", ".conf", ".cfg", ".ini", ".jsonl"}
 
 // statusWords contain a sensitive word but open error messages, never a
 // credential: "401 Unauthorized: token expired" must stay readable.
@@ -238,6 +242,10 @@ func isKeyByte(c byte) bool {
 func skipPair(line string, sep int, key string) bool {
 	key = strings.ToLower(key)
 	if slices.Contains(statusWords, key) {
+		return true
+	}
+	// A file name is no credential's key: "monkey.yaml: …", "/etc/keys.json:".
+	if ext := filepath.Ext(key); slices.Contains(fileExtensions, ext) || sep > len(key) && line[sep-len(key)-1] == '/' {
 		return true
 	}
 	// "Authorization: Bearer x": the header rule keeps the scheme word.
