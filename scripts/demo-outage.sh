@@ -7,6 +7,6 @@ for f in .nightwatch/search.pid .nightwatch/demo-search.pid; do
 done
 # It stays down for a while: until then its reconnect command fails, as a
 # server that takes its time to come back does.
-echo $(( $(date +%s) + ${DEMO_OUTAGE_SECONDS:-6} )) > .nightwatch/search-down-until
+echo $(( $(date +%s) + ${DEMO_OUTAGE_SECONDS:-12} )) > .nightwatch/search-down-until
 echo "demo: the search server was stopped (an outage in the middle of the night)"
 exit 0
