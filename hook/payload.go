@@ -5,8 +5,10 @@ package hook
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strconv"
 	"unicode/utf16"
@@ -33,6 +35,13 @@ type Payload struct {
 	// event can be inferred when hook_event_name is missing.
 	HasError        bool
 	HasToolResponse bool
+	// Input is tool_input's raw JSON, kept only when the caller asked
+	// (DecodeInput: the job keeps a side-effect ledger) and at most
+	// MaxInputBytes; InputSum is the SHA-256 of all of it, whatever its
+	// size, and InputCut says Input was cut.
+	Input    []byte
+	InputSum [sha256.Size]byte
+	InputCut bool
 }
 
 // Limits on the strings kept. Longer values are read through and cut, never
@@ -40,6 +49,7 @@ type Payload struct {
 const (
 	MaxFieldBytes = 4 << 10
 	MaxErrorBytes = 16 << 10
+	MaxInputBytes = 1 << 20
 )
 
 // ErrNotObject says the input was not a JSON object.
@@ -47,8 +57,14 @@ var ErrNotObject = errors.New("hook input is not a JSON object")
 
 // Decode reads one JSON object from r, keeping only the keys nightwatch
 // uses, then drains r so Claude Code never sees a broken pipe.
-func Decode(r io.Reader) (*Payload, error) {
-	d := &decoder{r: bufio.NewReaderSize(r, 64<<10)}
+func Decode(r io.Reader) (*Payload, error) { return decode(r, false) }
+
+// DecodeInput is Decode that also keeps tool_input (Payload.Input), for a
+// job's side-effect ledger.
+func DecodeInput(r io.Reader) (*Payload, error) { return decode(r, true) }
+
+func decode(r io.Reader, keepInput bool) (*Payload, error) {
+	d := &decoder{r: bufio.NewReaderSize(r, 64<<10), keepInput: keepInput}
 	p, err := d.object()
 	_, _ = io.Copy(io.Discard, d.r)
 	if err != nil {
@@ -60,6 +76,26 @@ func Decode(r io.Reader) (*Payload, error) {
 type decoder struct {
 	r   *bufio.Reader
 	off int64
+	// keepInput: tool_input's bytes go to tee while it is read.
+	keepInput bool
+	tee       *inputTee
+}
+
+// inputTee keeps the first MaxInputBytes of a value as it streams by and
+// hashes all of it.
+type inputTee struct {
+	buf []byte
+	sum hash.Hash
+	cut bool
+}
+
+func (t *inputTee) add(b ...byte) {
+	t.sum.Write(b)
+	if room := MaxInputBytes - len(t.buf); room >= len(b) {
+		t.buf = append(t.buf, b...)
+	} else {
+		t.cut = true
+	}
 }
 
 func (d *decoder) next() (byte, error) {
@@ -69,6 +105,9 @@ func (d *decoder) next() (byte, error) {
 	}
 	if err == nil {
 		d.off++
+		if d.tee != nil {
+			d.tee.add(c)
+		}
 	}
 	return c, err
 }
@@ -155,6 +194,18 @@ func (d *decoder) field(p *Payload, key string) error {
 	}
 	c, err := d.nonSpace()
 	if err != nil {
+		return err
+	}
+	if key == "tool_input" && d.keepInput {
+		d.tee = &inputTee{sum: sha256.New()}
+		d.tee.add(c)
+		err := d.skip(c)
+		p.Input, p.InputCut = d.tee.buf, d.tee.cut
+		if p.InputCut {
+			p.Input = nil
+		}
+		copy(p.InputSum[:], d.tee.sum.Sum(nil))
+		d.tee = nil
 		return err
 	}
 	if key == "mcp_server" {
@@ -428,6 +479,9 @@ func (d *decoder) skipString() error {
 		// passed over in 64 KiB steps, whatever its size.
 		chunk, err := d.r.ReadSlice('"')
 		d.off += int64(len(chunk))
+		if d.tee != nil {
+			d.tee.add(chunk...)
+		}
 		for _, b := range chunk {
 			switch {
 			case escaped:
