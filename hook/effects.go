@@ -46,7 +46,7 @@ func (h *handler) input() effects.Input {
 		// what is not JSON.
 		return effects.Input{Key: "raw:" + hex.EncodeToString(h.p.InputSum[:16])}
 	}
-	return effects.Input{Raw: h.p.Input, Key: effects.Key(h.p.Input)}
+	return effects.Input{Raw: []byte(h.p.Input), Key: effects.Key([]byte(h.p.Input))}
 }
 
 // repeatDenied refuses the call when an earlier attempt of the job made
@@ -88,7 +88,7 @@ func (h *handler) recordEffect(server, tool string) {
 	if !ok {
 		return
 	}
-	in := effects.Input{Raw: h.p.Input} // Record keys and digests it
+	in := effects.Input{Raw: []byte(h.p.Input)} // Record keys and digests it
 	if h.p.InputCut {
 		in = h.input()
 	}

@@ -16,8 +16,10 @@ import (
 )
 
 // Payload is the part of a hook's input nightwatch needs. tool_input is
-// written by the model and is never read: it is skipped byte by byte, so a
+// written by the model and is never parsed: it is skipped byte by byte, so a
 // 50 MiB file in it costs time, not memory, and cannot make a false block.
+// Only for a job that keeps a side-effect ledger are its first
+// MaxInputBytes kept, and all of it hashed (DecodeInput).
 type Payload struct {
 	Event     string
 	ToolName  string
@@ -39,7 +41,7 @@ type Payload struct {
 	// (DecodeInput: the job keeps a side-effect ledger) and at most
 	// MaxInputBytes; InputSum is the SHA-256 of all of it, whatever its
 	// size, and InputCut says Input was cut.
-	Input    []byte
+	Input    string
 	InputSum [sha256.Size]byte
 	InputCut bool
 }
@@ -200,9 +202,9 @@ func (d *decoder) field(p *Payload, key string) error {
 		d.tee = &inputTee{sum: sha256.New()}
 		d.tee.add(c)
 		err := d.skip(c)
-		p.Input, p.InputCut = d.tee.buf, d.tee.cut
-		if p.InputCut {
-			p.Input = nil
+		p.InputCut = d.tee.cut
+		if !p.InputCut {
+			p.Input = string(d.tee.buf)
 		}
 		copy(p.InputSum[:], d.tee.sum.Sum(nil))
 		d.tee = nil

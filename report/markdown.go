@@ -186,6 +186,9 @@ func jobNotes(j Job) []string {
 	if len(j.Denied) > 0 {
 		notes = append(notes, "denied: "+strings.Join(j.Denied, ", "))
 	}
+	if len(j.SideEffects) > 0 {
+		notes = append(notes, "side effects: "+sideEffects(j.SideEffects))
+	}
 	if len(j.Unusable) > 0 {
 		notes = append(notes, "could not use: "+strings.Join(j.Unusable, ", "))
 	}
@@ -200,6 +203,23 @@ func jobNotes(j Job) []string {
 		}
 	}
 	return notes
+}
+
+// maxSideEffectsShown bounds the side effects one job's note lists.
+const maxSideEffectsShown = 20
+
+// sideEffects lists a job's side effects, e.g. "mcp__notes__create
+// {"title":"x"} (attempt 1); …".
+func sideEffects(es []SideEffect) string {
+	var parts []string
+	for i, e := range es {
+		if i == maxSideEffectsShown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(es)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (attempt %d)", e.Tool, e.Input, e.Attempt))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // serverLine is e.g. "notes: down 03:10–03:25 (transport: …), back by

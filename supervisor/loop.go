@@ -51,6 +51,7 @@ func (n *night) loop(ctx context.Context) error {
 		select {
 		case r := <-n.inbox:
 			if r.Ended != nil {
+				n.journalEffects(r.Ended.Job)
 				n.do(ctx, n.plan.step(n.now(), attemptEnd(*r.Ended)))
 				break
 			}
@@ -181,6 +182,7 @@ func (n *night) stop() {
 func (n *night) takeWhileStopping(r session.Report) {
 	switch {
 	case r.Ended != nil:
+		n.journalEffects(r.Ended.Job)
 		if r.Ended.Outcome.KilledBy == session.KilledStopped {
 			n.log.Warn().Str("job", r.Ended.Job).Msg("stopped with the night")
 		}
@@ -261,7 +263,8 @@ func describeDown(server string, e *healthcheck.Entry) string {
 func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, failed bool) {
 	job := n.b.Job(a.job)
 	var hosts []string
-	started, err := n.exec.Launch(ctx, session.Attempt{Job: a.job, Attempt: a.attempt, Feedback: a.feedback,
+	told := n.prepareEffects(job, a.attempt)
+	started, err := n.exec.Launch(ctx, session.Attempt{Job: a.job, Attempt: a.attempt, Feedback: withTold(a.feedback, told),
 		Resume: a.resume, ResumeWhy: a.resumeWhy}, func(s session.Starting) bool {
 		hosts = s.Hosts
 		n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: s.Folder,
