@@ -95,6 +95,47 @@ type Ledger struct {
 	Calls []Call                      `json:"calls,omitempty"`
 	// Full: maxCalls were recorded and later ones were not.
 	Full bool `json:"full,omitempty"`
+	// Tasks are the calls a server turned into an MCP task that the CLI
+	// could not follow: the work runs on at the server, unseen.
+	Tasks []Task `json:"tasks,omitempty"`
+}
+
+// Task is a call a server answered with an MCP task nobody follows.
+type Task struct {
+	N       int       `json:"n"`
+	Attempt int       `json:"attempt"`
+	Server  string    `json:"server"`
+	Tool    string    `json:"tool"`
+	At      time.Time `json:"at"`
+}
+
+// Name is the tool as the model calls it.
+func (t Task) Name() string { return "mcp__" + t.Server + "__" + t.Tool }
+
+// TasksOf are the tasks attempt left running.
+func (l *Ledger) TasksOf(attempt int) []Task {
+	if l == nil {
+		return nil
+	}
+	var out []Task
+	for _, t := range l.Tasks {
+		if t.Attempt == attempt {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// RecordTask adds a call of attempt that server turned into a task the
+// CLI could not follow.
+func RecordTask(path string, attempt int, server, tool string, now time.Time) error {
+	return update(path, func(l *Ledger) bool {
+		if len(l.Tasks) >= maxCalls {
+			return false
+		}
+		l.Tasks = append(l.Tasks, Task{N: len(l.Tasks) + 1, Attempt: attempt, Server: server, Tool: tool, At: now.UTC()})
+		return true
+	})
 }
 
 // ReadOnly says whether server's tool is read-only by its hints.
@@ -157,6 +198,11 @@ func Read(path string) (*Ledger, error) {
 	for _, c := range l.Calls {
 		if c.N <= 0 || c.Attempt <= 0 || c.Server == "" || c.Tool == "" || c.Key == "" {
 			return nil, fmt.Errorf("side-effect ledger %s: %w: call %d is incomplete", path, ErrBadFile, c.N)
+		}
+	}
+	for _, t := range l.Tasks {
+		if t.N <= 0 || t.Attempt <= 0 || t.Server == "" || t.Tool == "" {
+			return nil, fmt.Errorf("side-effect ledger %s: %w: task %d is incomplete", path, ErrBadFile, t.N)
 		}
 	}
 	return &l, nil

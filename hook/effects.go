@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nightwatch-dev/nightwatch/effects"
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 )
 
@@ -79,6 +80,21 @@ func (h *handler) repeatDenied(server, tool string) (code int, denied bool) {
 	fmt.Fprintln(h.env.Stdout, string(out))
 	fmt.Fprintln(h.env.Stderr, msg)
 	return ExitBlock, true
+}
+
+// recordTask notes in the job's ledger that the failed call's server
+// turned it into an MCP task the CLI cannot follow (healthcheck.TaskResultText,
+// matched only in a failed call's error): the job is not done while that
+// work runs on unseen.
+func (h *handler) recordTask(server, tool string) {
+	path, attempt, ok := ledgerOf(h.env.Getenv)
+	if !ok || !strings.Contains(h.p.Error, healthcheck.TaskResultText) {
+		return
+	}
+	h.say(fmt.Sprintf("nightwatch: server %q answered %s with an MCP task this session cannot follow; the task runs on at the server", server, h.p.ToolName))
+	if err := effects.RecordTask(path, attempt, server, tool, h.now()); err != nil {
+		h.say(fmt.Sprintf("nightwatch: side-effect ledger: %v", err))
+	}
 }
 
 // recordEffect adds a call that succeeded to the job's ledger (the ledger

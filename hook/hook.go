@@ -197,6 +197,7 @@ func (h *handler) handle(ctx context.Context) int {
 	case PostToolUseFailure:
 		srv := h.lookup(server)
 		cl, e := h.checker.RecordFailure(ctx, server, srv, h.p.Error)
+		h.recordTask(server, tool)
 		ev := h.log.Info().Str("server", server).Str("class", string(cl.Code)).
 			Bool("counts", cl.Counts).Bool("opens", cl.MarksUnhealthy).Bool("definition", srv != nil)
 		if e != nil {

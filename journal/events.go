@@ -76,12 +76,17 @@ const (
 	// ledger (written once per number), Input is a short redacted digest
 	// of what it was called with.
 	SideEffect Type = "side-effect"
+	// TaskLost: Attempt of Job called Tool of Server, which turned the
+	// call into an MCP task the session could not follow: the task runs
+	// on at the server, its end unseen. Effect numbers it in the job's
+	// ledger (written once per number).
+	TaskLost Type = "task-lost"
 )
 
 // Types is every type this release writes.
 var Types = []Type{RunStarted, RunResumed, JobStarted, SessionProcess, JobDeferred, JobRetried,
 	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, Maintenance, NightPaused, NightResumed, NightStopped,
-	ServerFinal, RunClosed, RunFinished, NotifyFailed, SideEffect}
+	ServerFinal, RunClosed, RunFinished, NotifyFailed, SideEffect, TaskLost}
 
 // Status is a job's end (done, failed, skipped) or a server's state
 // (healthy, unhealthy; "" for an entry that was removed).

@@ -189,6 +189,9 @@ func jobNotes(j Job) []string {
 	if len(j.SideEffects) > 0 {
 		notes = append(notes, "side effects: "+sideEffects(j.SideEffects))
 	}
+	for _, t := range j.TasksLost {
+		notes = append(notes, fmt.Sprintf("task left running by %s (attempt %d): its server answered with an MCP task nobody follows", t.Tool, t.Attempt))
+	}
 	if len(j.Unusable) > 0 {
 		notes = append(notes, "could not use: "+strings.Join(j.Unusable, ", "))
 	}

@@ -87,6 +87,9 @@ type Job struct {
 	// SideEffects are the calls to tools that are not read-only which
 	// succeeded, over all its attempts, in order.
 	SideEffects []SideEffect `json:"sideEffects,omitempty"`
+	// TasksLost are calls a server turned into an MCP task its session
+	// could not follow: work left running at the server, unseen.
+	TasksLost []SideEffect `json:"tasksLost,omitempty"`
 
 	tries []attempt // for the timeline and the notes; not part of the API
 }
@@ -340,6 +343,9 @@ func fromEvents(events []journal.Event) *Night {
 		case journal.SideEffect:
 			j := b.job(ev.Job)
 			j.SideEffects = append(j.SideEffects, SideEffect{Attempt: ev.Attempt, Tool: ev.Tool, Input: clean(ev.Input)})
+		case journal.TaskLost:
+			j := b.job(ev.Job)
+			j.TasksLost = append(j.TasksLost, SideEffect{Attempt: ev.Attempt, Tool: ev.Tool})
 		case journal.ServerState:
 			b.serverState(ev)
 		case journal.CallBlocked:

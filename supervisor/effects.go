@@ -72,6 +72,34 @@ func (n *night) journalEffects(job string) {
 			Server: c.Server, Tool: c.Name(), Effect: c.N, Input: c.Digest})
 		n.effectsJournaled[job] = c.N
 	}
+	key := tasksKey(job)
+	for _, t := range l.Tasks {
+		if t.N <= n.effectsJournaled[key] {
+			continue
+		}
+		n.append(journal.Event{Time: t.At, Type: journal.TaskLost, Job: job, Attempt: t.Attempt,
+			Server: t.Server, Tool: t.Name(), Effect: t.N})
+		n.effectsJournaled[key] = t.N
+	}
+}
+
+// tasksKey keeps a job's journaled tasks apart from its calls in
+// effectsJournaled ("\x00" is in no job's name).
+func tasksKey(job string) string { return job + "\x00tasks" }
+
+// lostTasks says which calls of attempt of job a server turned into a
+// task nobody follows, e.g. "exports (mcp__exports__run)"; none when the
+// ledger says nothing of it.
+func (n *night) lostTasks(job string, attempt int) []string {
+	l, err := effects.Read(statedir.Effects(n.b.StateDir, n.runID, job))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, t := range l.TasksOf(attempt) {
+		out = append(out, t.Server+" ("+t.Name()+")")
+	}
+	return out
 }
 
 // journaledEffects is, by job, the highest side-effect number a journal
@@ -79,9 +107,15 @@ func (n *night) journalEffects(job string) {
 func journaledEffects(events []journal.Event) map[string]int {
 	out := map[string]int{}
 	for _, ev := range events {
-		if ev.Type == journal.SideEffect && ev.Effect > out[ev.Job] {
-			out[ev.Job] = ev.Effect
+		key := ev.Job
+		switch ev.Type {
+		case journal.SideEffect:
+		case journal.TaskLost:
+			key = tasksKey(ev.Job)
+		default:
+			continue
 		}
+		out[key] = max(out[key], ev.Effect)
 	}
 	return out
 }

@@ -52,7 +52,9 @@ func (n *night) loop(ctx context.Context) error {
 		case r := <-n.inbox:
 			if r.Ended != nil {
 				n.journalEffects(r.Ended.Job)
-				n.do(ctx, n.plan.step(n.now(), attemptEnd(*r.Ended)))
+				ev := attemptEnd(*r.Ended)
+				ev.tasksLost = n.lostTasks(ev.job, ev.attempt)
+				n.do(ctx, n.plan.step(n.now(), ev))
 				break
 			}
 			n.observe(ctx, r.Seen)

@@ -146,6 +146,9 @@ type evAttemptEnded struct {
 	unstarted bool
 	// host is the cluster host whose worker ran it ("" on one host).
 	host string
+	// tasksLost are the calls a server turned into an MCP task the
+	// session could not follow ("server (tool)"): work left running.
+	tasksLost []string
 }
 
 func (evWake) isEvent()         {}
@@ -446,6 +449,13 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	}
 	var rec actRecord
 	switch {
+	case out.Status == session.Done && len(ev.tasksLost) > 0:
+		// The session ended well, but work it started runs on unseen at a
+		// server; the same call would start another task: not retried.
+		base.Type, base.Status = journal.JobFinished, journal.Failed
+		base.Reason = "not done: a task was left running on " + strings.Join(ev.tasksLost, ", ") +
+			": the server answered with an MCP task the session cannot follow (Unsupported result type 'task'); not retried, the same call would start another"
+		rec = p.record(now, base, logError, "failed: a task was left running on a server")
 	case out.Status == session.Done:
 		for _, s := range jp.runsWithout {
 			if !slices.Contains(base.Unusable, s) {
