@@ -99,6 +99,7 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 		case actRecord:
 			n.record(a)
 		case actCheckHealth:
+			n.probeBeforeResume(ctx, a.job)
 			down, servers := n.unhealthyServers(ctx, n.b.Job(a.job))
 			acts = append(n.plan.step(n.now(), evHealth{job: a.job, down: down, servers: servers}), acts...)
 		case actLaunch:

@@ -161,6 +161,9 @@ type night struct {
 	// journal has (effects.go).
 	toolHints        map[string]map[string]effects.Hints
 	effectsJournaled map[string]int
+	// probedForResume is, by job, the attempt after which its servers were
+	// probed before a resume (resume.go).
+	probedForResume map[string]int
 }
 
 func (n *night) now() time.Time {

@@ -472,6 +472,10 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 		rec = p.record(now, base, logError, "failed; not retried: the same permissions deny again")
 	case len(out.Unusable) > 0 && jp.job.OnUnhealthy != jobs.Run:
 		base.Bounce = true
+		// A session that could not use its servers from its start is deaf
+		// for good, and a resumed one stays so (reference in-flight §3.1):
+		// the next attempt starts a fresh session instead of resuming it.
+		base.Fresh = unusableAtStart(out, jp.job)
 		switch bounces := jp.bounces + 1; {
 		case jp.job.OnUnhealthy == jobs.Skip:
 			base.Type, base.Status, base.Reason = journal.JobSkipped, journal.Skipped, out.Reason
@@ -497,6 +501,17 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	}
 	// Between jobs is when maintenance runs.
 	return []action{rec, actMaintain{}}
+}
+
+// unusableAtStart says whether a server of job was failed or needed auth
+// in the session's init: it could not be used from the start.
+func unusableAtStart(out session.Outcome, job *jobs.Job) bool {
+	for _, s := range out.ServersFailed {
+		if slices.Contains(job.Servers, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // resultOf is the journal's copy of an attempt's result fields.
