@@ -82,6 +82,10 @@ type fileIn struct {
 // cannot stall a test run.
 const hangBound = 30 * time.Second
 
+// stallBound bounds the stall tool's first call: past the job timeouts of
+// the tests that let a session be killed while it waits (45 s).
+const stallBound = 3 * time.Minute
+
 func NewServer(opts Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: "0.0.1"}, nil)
 
@@ -195,8 +199,8 @@ func NewServer(opts Options) *mcp.Server {
 			select {
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
-			case <-time.After(hangBound):
-				return nil, nil, errors.New("stall: gave up after " + hangBound.String())
+			case <-time.After(stallBound):
+				return nil, nil, errors.New("stall: gave up after " + stallBound.String())
 			}
 		})
 	return s
