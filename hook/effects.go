@@ -104,6 +104,10 @@ func (h *handler) recordEffect(server, tool string) {
 	if !ok {
 		return
 	}
+	// A read-only tool costs one read of the small file, no lock.
+	if l, err := effects.Read(path); err == nil && l.ReadOnly(server, tool) {
+		return
+	}
 	in := effects.Input{Raw: []byte(h.p.Input)} // Record keys and digests it
 	if h.p.InputCut {
 		in = h.input()
