@@ -88,7 +88,9 @@ func (h *handler) repeatDenied(server, tool string) (code int, denied bool) {
 // work runs on unseen.
 func (h *handler) recordTask(server, tool string) {
 	path, attempt, ok := ledgerOf(h.env.Getenv)
-	if !ok || !strings.Contains(h.p.Error, healthcheck.TaskResultText) {
+	// The whole error is the CLI's sentence: a tool's own error text that
+	// merely quotes it somewhere is not taken for it.
+	if !ok || !strings.HasPrefix(strings.TrimSpace(h.p.Error), healthcheck.TaskResultText) {
 		return
 	}
 	h.say(fmt.Sprintf("nightwatch: server %q answered %s with an MCP task this session cannot follow; the task runs on at the server", server, h.p.ToolName))

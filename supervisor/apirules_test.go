@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -349,6 +350,13 @@ func TestPlanDeafResumeRunsFresh(t *testing.T) {
 			d.wake(time.Minute)
 			if len(d.resumes) != 3 || d.resumes[2] != tt.want {
 				t.Fatalf("launches %q resumes %q, want the third to resume %q", d.launches, d.resumes, tt.want)
+			}
+			var said bool
+			for _, ev := range d.records {
+				said = said || ev.Type == journal.JobDeferred && ev.Fresh && strings.HasPrefix(ev.Reason, "resumed without notes")
+			}
+			if said != (tt.want == "") {
+				t.Errorf("a fresh-marked job-deferred line saying \"resumed without notes\": %v, want %v", said, tt.want == "")
 			}
 			// The journal up to the deaf attempt's end folds into the same
 			// next attempt.

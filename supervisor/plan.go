@@ -476,6 +476,10 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 		// for good, and a resumed one stays so (reference in-flight §3.1):
 		// the next attempt starts a fresh session instead of resuming it.
 		base.Fresh = unusableAtStart(out, jp.job)
+		if base.Fresh && out.ResumedFrom != "" {
+			out.Reason = "resumed without " + strings.Join(base.Unusable, ", ") + " (" + out.Reason +
+				"); the next attempt starts a fresh session"
+		}
 		switch bounces := jp.bounces + 1; {
 		case jp.job.OnUnhealthy == jobs.Skip:
 			base.Type, base.Status, base.Reason = journal.JobSkipped, journal.Skipped, out.Reason
