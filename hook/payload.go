@@ -39,8 +39,8 @@ type Payload struct {
 	HasToolResponse bool
 	// Input is tool_input's raw JSON, kept only when the caller asked
 	// (DecodeInput: the job keeps a side-effect ledger) and at most
-	// MaxInputBytes; InputSum is the SHA-256 of all of it, whatever its
-	// size, and InputCut says Input was cut.
+	// MaxInputBytes; InputCut says it was larger, and then Input is empty
+	// and InputSum is the SHA-256 of all of it.
 	Input    string
 	InputSum [sha256.Size]byte
 	InputCut bool
@@ -92,12 +92,18 @@ type inputTee struct {
 }
 
 func (t *inputTee) add(b ...byte) {
-	t.sum.Write(b)
-	if room := MaxInputBytes - len(t.buf); room >= len(b) {
+	if !t.cut && len(t.buf)+len(b) <= MaxInputBytes {
 		t.buf = append(t.buf, b...)
-	} else {
-		t.cut = true
+		return
 	}
+	// Too large to keep: hashed from here on, what was kept first. An
+	// input that fits costs a copy, never a hash.
+	if !t.cut {
+		t.cut = true
+		t.sum.Write(t.buf)
+		t.buf = nil
+	}
+	t.sum.Write(b)
 }
 
 func (d *decoder) next() (byte, error) {
@@ -203,10 +209,11 @@ func (d *decoder) field(p *Payload, key string) error {
 		d.tee.add(c)
 		err := d.skip(c)
 		p.InputCut = d.tee.cut
-		if !p.InputCut {
+		if p.InputCut {
+			copy(p.InputSum[:], d.tee.sum.Sum(nil))
+		} else {
 			p.Input = string(d.tee.buf)
 		}
-		copy(p.InputSum[:], d.tee.sum.Sum(nil))
 		d.tee = nil
 		return err
 	}
