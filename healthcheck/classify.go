@@ -99,7 +99,16 @@ var clientTexts = []clientText{
 	{"Invalid OAuth error response", CodeAuth, true},         // 2.1.197, the same
 	{"Unexpected content type", CodeNotMCP, true},            // a proxy's HTML page
 	{"SSE error", CodeTransport, true},                       // the legacy transport
+	// 2.1.332, a server that answered tools/call with an MCP task the
+	// session did not ask for: a protocol failure of the server, whose
+	// task runs on unfollowed (reference in-flight §2.2, f2-force).
+	{TaskResultText, CodeNotMCP, false},
 }
+
+// TaskResultText is how Claude Code 2.1.332 fails a call that its server
+// turned into an MCP task: "Unsupported result type 'task' for tools/call".
+// 2.1.197 reads the same answer as an empty success and says nothing.
+const TaskResultText = "Unsupported result type 'task'"
 
 // Prefixes that name an HTTP transport's failure without saying which.
 const postError = "Error POSTing to endpoint:"

@@ -59,6 +59,9 @@ func TestClassifyReference(t *testing.T) {
 		{"s_die_then_echo", "2.1.332", "Connection closed", mcpconfig.Stdio, CodeTransport, opensAtOnce, false},
 		{"s_timeout_field", "both", `MCP server "notes" tool "hang" timed out after 2s`, mcpconfig.Stdio, CodeTimeout, opensAtOnce, false},
 		{"sig_term_tool", "2.1.197", "MCP error -32000: Connection closed", mcpconfig.Stdio, CodeTransport, opensAtOnce, false},
+		// in-flight §2.2 f2-force, measured again for issue 20 (the server answers tools/call with a task).
+		{"f2_force", "2.1.332", "Unsupported result type 'task' for tools/call", mcpconfig.Stdio, CodeNotMCP, opensAtOnce, false},
+		{"f2_force", "2.1.332", "Unsupported result type 'task' for tools/call", mcpconfig.HTTP, CodeNotMCP, opensAtOnce, false},
 		// §1b Streamable HTTP.
 		{"h_s503", "2.1.197", "Streamable HTTP error: Error POSTing to endpoint: STUB 503 body", mcpconfig.HTTP, CodeUnavailable, opensAtOnce, false},
 		{"h_s503", "2.1.332", "Error POSTing to endpoint: STUB 503 body", mcpconfig.HTTP, CodeUnavailable, opensAtOnce, false},

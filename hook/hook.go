@@ -59,7 +59,7 @@ func Run(ctx context.Context, env Env) (code int) {
 			code = ExitAllow
 		}
 	}()
-	p, err := Decode(env.Stdin)
+	p, err := decodeFor(env.Getenv, env.Stdin)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "nightwatch: %v; the call goes ahead unchecked\n", err)
 		return ExitAllow
@@ -187,12 +187,17 @@ func (h *handler) handle(ctx context.Context) int {
 	h.log.Debug().Str("event", h.event).Str("server", server).Str("tool", tool).Msg("hook")
 	switch h.event {
 	case PreToolUse:
+		if code, denied := h.repeatDenied(server, tool); denied {
+			return code
+		}
 		return h.preToolUse(ctx, server, tool)
 	case PostToolUse:
 		h.checker.RecordSuccess(server, h.lookup(server))
+		h.recordEffect(server, tool)
 	case PostToolUseFailure:
 		srv := h.lookup(server)
 		cl, e := h.checker.RecordFailure(ctx, server, srv, h.p.Error)
+		h.recordTask(server, tool)
 		ev := h.log.Info().Str("server", server).Str("class", string(cl.Code)).
 			Bool("counts", cl.Counts).Bool("opens", cl.MarksUnhealthy).Bool("definition", srv != nil)
 		if e != nil {

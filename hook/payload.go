@@ -5,8 +5,10 @@ package hook
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strconv"
 	"unicode/utf16"
@@ -14,8 +16,10 @@ import (
 )
 
 // Payload is the part of a hook's input nightwatch needs. tool_input is
-// written by the model and is never read: it is skipped byte by byte, so a
+// written by the model and is never parsed: it is skipped byte by byte, so a
 // 50 MiB file in it costs time, not memory, and cannot make a false block.
+// Only for a job that keeps a side-effect ledger are its first
+// MaxInputBytes kept, and all of it hashed (DecodeInput).
 type Payload struct {
 	Event     string
 	ToolName  string
@@ -33,6 +37,13 @@ type Payload struct {
 	// event can be inferred when hook_event_name is missing.
 	HasError        bool
 	HasToolResponse bool
+	// Input is tool_input's raw JSON, kept only when the caller asked
+	// (DecodeInput: the job keeps a side-effect ledger) and at most
+	// MaxInputBytes; InputCut says it was larger, and then Input is empty
+	// and InputSum is the SHA-256 of all of it.
+	Input    string
+	InputSum [sha256.Size]byte
+	InputCut bool
 }
 
 // Limits on the strings kept. Longer values are read through and cut, never
@@ -40,6 +51,7 @@ type Payload struct {
 const (
 	MaxFieldBytes = 4 << 10
 	MaxErrorBytes = 16 << 10
+	MaxInputBytes = 1 << 20
 )
 
 // ErrNotObject says the input was not a JSON object.
@@ -47,8 +59,14 @@ var ErrNotObject = errors.New("hook input is not a JSON object")
 
 // Decode reads one JSON object from r, keeping only the keys nightwatch
 // uses, then drains r so Claude Code never sees a broken pipe.
-func Decode(r io.Reader) (*Payload, error) {
-	d := &decoder{r: bufio.NewReaderSize(r, 64<<10)}
+func Decode(r io.Reader) (*Payload, error) { return decode(r, false) }
+
+// DecodeInput is Decode that also keeps tool_input (Payload.Input), for a
+// job's side-effect ledger.
+func DecodeInput(r io.Reader) (*Payload, error) { return decode(r, true) }
+
+func decode(r io.Reader, keepInput bool) (*Payload, error) {
+	d := &decoder{r: bufio.NewReaderSize(r, 64<<10), keepInput: keepInput}
 	p, err := d.object()
 	_, _ = io.Copy(io.Discard, d.r)
 	if err != nil {
@@ -60,6 +78,32 @@ func Decode(r io.Reader) (*Payload, error) {
 type decoder struct {
 	r   *bufio.Reader
 	off int64
+	// keepInput: tool_input's bytes go to tee while it is read.
+	keepInput bool
+	tee       *inputTee
+}
+
+// inputTee keeps the first MaxInputBytes of a value as it streams by and
+// hashes all of it.
+type inputTee struct {
+	buf []byte
+	sum hash.Hash
+	cut bool
+}
+
+func (t *inputTee) add(b ...byte) {
+	if !t.cut && len(t.buf)+len(b) <= MaxInputBytes {
+		t.buf = append(t.buf, b...)
+		return
+	}
+	// Too large to keep: hashed from here on, what was kept first. An
+	// input that fits costs a copy, never a hash.
+	if !t.cut {
+		t.cut = true
+		t.sum.Write(t.buf)
+		t.buf = nil
+	}
+	t.sum.Write(b)
 }
 
 func (d *decoder) next() (byte, error) {
@@ -69,6 +113,9 @@ func (d *decoder) next() (byte, error) {
 	}
 	if err == nil {
 		d.off++
+		if d.tee != nil {
+			d.tee.add(c)
+		}
 	}
 	return c, err
 }
@@ -155,6 +202,19 @@ func (d *decoder) field(p *Payload, key string) error {
 	}
 	c, err := d.nonSpace()
 	if err != nil {
+		return err
+	}
+	if key == "tool_input" && d.keepInput {
+		d.tee = &inputTee{sum: sha256.New()}
+		d.tee.add(c)
+		err := d.skip(c)
+		p.InputCut = d.tee.cut
+		if p.InputCut {
+			copy(p.InputSum[:], d.tee.sum.Sum(nil))
+		} else {
+			p.Input = string(d.tee.buf)
+		}
+		d.tee = nil
 		return err
 	}
 	if key == "mcp_server" {
@@ -428,6 +488,9 @@ func (d *decoder) skipString() error {
 		// passed over in 64 KiB steps, whatever its size.
 		chunk, err := d.r.ReadSlice('"')
 		d.off += int64(len(chunk))
+		if d.tee != nil {
+			d.tee.add(chunk...)
+		}
 		for _, b := range chunk {
 			switch {
 			case escaped:

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"os"
@@ -218,5 +219,34 @@ func TestDecodeNumbers(t *testing.T) {
 		if _, err := Decode(strings.NewReader(`{"tool_input":[` + n + `]}`)); err == nil {
 			t.Errorf("Decode accepted the number %q", n)
 		}
+	}
+}
+
+// DecodeInput keeps tool_input's raw JSON (any shape, wherever the key
+// sits) and hashes all of it; Decode keeps nothing of it.
+func TestDecodeInput(t *testing.T) {
+	for _, in := range []string{
+		`{"a":[1,{"b":"x\"}y"}],"c":"\\","n":-1.5e3,"t":true,"z":null}`,
+		`"just a string"`,
+		`12`,
+		`{}`,
+	} {
+		payload := `{"tool_name":"mcp__a__b","tool_input": ` + in + ` ,"hook_event_name":"PreToolUse"}`
+		got, err := DecodeInput(strings.NewReader(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Input != in || got.InputCut || got.ToolName != "mcp__a__b" || got.Event != "PreToolUse" {
+			t.Errorf("DecodeInput(%s) = %+v", payload, *got)
+		}
+		plain, err := Decode(strings.NewReader(payload))
+		if err != nil || plain.Input != "" {
+			t.Errorf("Decode kept tool_input: %+v, %v", plain, err)
+		}
+	}
+	big := `{"s":"` + strings.Repeat("x", MaxInputBytes) + `"}`
+	got, err := DecodeInput(strings.NewReader(`{"tool_input":` + big + `}`))
+	if err != nil || !got.InputCut || got.Input != "" || got.InputSum != sha256.Sum256([]byte(big)) {
+		t.Errorf("an input over MaxInputBytes: cut %v, %d bytes kept, %v", got.InputCut, len(got.Input), err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 var jobFields = []string{
 	"name", "prompt", "prompt_file", "servers", "cwd", "needs",
 	"timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "allowed_tools", "verify", "hosts",
+	"side_effects",
 }
 
 // jobRefs keeps the lines of a job's references for the checks that need
@@ -107,6 +108,7 @@ func (l *loader) job(b *Batch, i int, n *yaml.Node) (*Job, jobRefs) {
 	l.jobSettings(f, field, &s)
 	j.Timeout, j.StallTimeout, j.Retries, j.OnUnhealthy, j.MCPTimeout = s.Timeout, s.StallTimeout, s.Retries, s.OnUnhealthy, s.MCPTimeout
 	j.Verify = s.Verify
+	j.SideEffects = s.SideEffects
 
 	if p, ok := f["allowed_tools"]; ok {
 		tools := l.strList(p.val, field+".allowed_tools", true)

@@ -655,12 +655,14 @@ func (l *loader) defaults(b *Batch, f map[string]pair) {
 		Retries:      DefaultRetries,
 		OnUnhealthy:  Defer,
 		MaxDefer:     DefaultMaxDefer,
+		SideEffects:  Once,
 	}
 	p, ok := f["defaults"]
 	if !ok {
 		return
 	}
-	df := l.fields(p.val, "defaults", "timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "max_defer", "verify")
+	df := l.fields(p.val, "defaults", "timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "max_defer", "verify",
+		"side_effects")
 	l.jobSettings(df, "defaults", &b.Defaults)
 	// max_defer is batch-wide: it is read here and not by jobSettings,
 	// because a Job has no field for it.
@@ -700,6 +702,16 @@ func (l *loader) jobSettings(f map[string]pair, field string, s *JobDefaults) {
 	}
 	if p, ok := f["verify"]; ok {
 		s.Verify = l.verify(p, field+".verify")
+	}
+	if p, ok := f["side_effects"]; ok {
+		if v, line, ok := l.str(p.val, field+".side_effects"); ok {
+			switch o := SideEffects(v); o {
+			case Once, AllowRepeat:
+				s.SideEffects = o
+			default:
+				l.problem(line, field+".side_effects", "%q is not one of once, allow-repeat", v)
+			}
+		}
 	}
 	if p, ok := f["on_unhealthy"]; ok {
 		if v, line, ok := l.str(p.val, field+".on_unhealthy"); ok {

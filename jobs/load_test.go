@@ -171,7 +171,7 @@ func TestLoadFull(t *testing.T) {
 		Command: filepath.Join(sb.bin, "claude"),
 		Args:    []string{"--max-turns", "40", "--model", "sonnet"},
 	})
-	check("Defaults", b.Defaults, JobDefaults{Timeout: 30 * time.Minute, StallTimeout: 5 * time.Minute, Retries: 2, OnUnhealthy: Skip, MCPTimeout: 45 * time.Second, MaxDefer: 2 * time.Hour})
+	check("Defaults", b.Defaults, JobDefaults{Timeout: 30 * time.Minute, StallTimeout: 5 * time.Minute, Retries: 2, OnUnhealthy: Skip, MCPTimeout: 45 * time.Second, MaxDefer: 2 * time.Hour, SideEffects: Once})
 	check("Health", b.Health, Health{TTL: time.Minute, Backoff: 10 * time.Second, MaxBackoff: 5 * time.Minute, ProbeTimeout: 3 * time.Second, PrewarmTimeout: 90 * time.Second,
 		ReconnectTimeout: 20 * time.Second, FailureThreshold: 4})
 
@@ -226,7 +226,8 @@ func TestLoadFull(t *testing.T) {
 		OnUnhealthy:  Run,
 		MCPTimeout:   2 * time.Minute,
 		AllowedTools: []string{"mcp__notes__*", "Read"}, AllowedToolsSet: true,
-		Line: 39,
+		SideEffects: Once,
+		Line:        39,
 	})
 	check("job 1", *b.Jobs[1], Job{
 		Name:         "report.v2",
@@ -240,6 +241,7 @@ func TestLoadFull(t *testing.T) {
 		Retries:      2,
 		OnUnhealthy:  Skip,
 		MCPTimeout:   45 * time.Second,
+		SideEffects:  Once,
 		Line:         48,
 	})
 
@@ -275,15 +277,23 @@ func TestLoadDefaults(t *testing.T) {
 		b.Agent.Command != filepath.Join(sb.bin, "claude") || b.Deadline != nil || b.Env != nil {
 		t.Errorf("batch defaults: %+v", b)
 	}
-	if b.Defaults != (JobDefaults{Timeout: 45 * time.Minute, StallTimeout: 10 * time.Minute, Retries: 1, OnUnhealthy: Defer, MCPTimeout: 30 * time.Second, MaxDefer: time.Hour}) {
+	if b.Defaults != (JobDefaults{Timeout: 45 * time.Minute, StallTimeout: 10 * time.Minute, Retries: 1, OnUnhealthy: Defer, MCPTimeout: 30 * time.Second, MaxDefer: time.Hour, SideEffects: Once}) {
 		t.Errorf("Defaults = %+v", b.Defaults)
 	}
 	if b.Health != DefaultHealth() {
 		t.Errorf("Health = %+v", b.Health)
 	}
 	j := b.Jobs[0]
-	if j.Cwd != sb.dir || j.Timeout != 45*time.Minute || j.StallTimeout != 10*time.Minute || j.MCPTimeout != 30*time.Second || j.Retries != 1 || j.OnUnhealthy != Defer {
+	if j.Cwd != sb.dir || j.Timeout != 45*time.Minute || j.StallTimeout != 10*time.Minute || j.MCPTimeout != 30*time.Second || j.Retries != 1 || j.OnUnhealthy != Defer || j.SideEffects != Once {
 		t.Errorf("job defaults: %+v", j)
+	}
+	path = writeFile(t, sb.dir, "repeat.yaml", "version: 1\nname: repeat\ndefaults: {side_effects: allow-repeat}\n"+
+		"jobs:\n  - {name: a, prompt: hi}\n  - {name: b, prompt: hi, side_effects: once}\n")
+	if b, err = Load(path, environ(sb.env)); err != nil {
+		t.Fatal(err)
+	}
+	if a, o := b.Jobs[0].SideEffects, b.Jobs[1].SideEffects; a != AllowRepeat || o != Once {
+		t.Errorf("side_effects: a %q (the default allow-repeat), b %q (its own once)", a, o)
 	}
 }
 
@@ -398,6 +408,10 @@ var invalidCases = []invalid{
 		line: 3, field: "health.failure_threshold", msg: "1000 or less"},
 	{name: "reconnect_timeout not a duration", yaml: head + "health: {reconnect_timeout: soon}\n" + oneJob,
 		line: 3, field: "health.reconnect_timeout", msg: ""},
+	{name: "unknown side_effects", yaml: head + "jobs:\n  - {name: a, prompt: hi, side_effects: twice}\n",
+		line: 4, field: "jobs[0].side_effects", msg: "not one of once, allow-repeat"},
+	{name: "unknown defaults.side_effects", yaml: head + "defaults: {side_effects: never}\n" + oneJob,
+		line: 3, field: "defaults.side_effects", msg: "not one of once, allow-repeat"},
 	{name: "unknown on_unhealthy", yaml: head + "jobs:\n  - {name: a, prompt: hi, on_unhealthy: retry}\n",
 		line: 4, field: "jobs[0].on_unhealthy", msg: "not one of defer, skip, run"},
 	{name: "string where a list is expected", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    allowed_tools: Read\n",

@@ -20,6 +20,18 @@ const (
 	Run   OnUnhealthy = "run"   // run anyway; the hook still blocks dead servers
 )
 
+// SideEffects says whether a later attempt of a job may repeat a call
+// that an earlier attempt already made successfully to a tool that is not
+// read-only (package effects).
+type SideEffects string
+
+const (
+	// Once: an exact repeat is refused, and the attempt is told why.
+	Once SideEffects = "once"
+	// AllowRepeat: the calls are still kept and told, not refused.
+	AllowRepeat SideEffects = "allow-repeat"
+)
+
 // Batch is a loaded, validated batch file. Every path in it is absolute,
 // every ${VAR} resolved, every default applied.
 type Batch struct {
@@ -119,6 +131,9 @@ type JobDefaults struct {
 	MCPTimeout time.Duration
 	// Verify is every job's check unless it sets its own.
 	Verify *Verify
+	// SideEffects: whether a retry may repeat a call that already
+	// succeeded (default once).
+	SideEffects SideEffects
 	// MaxDefer is how long a job may wait for its servers once nothing
 	// else can run, before it is skipped with the reason (default 1h).
 	MaxDefer time.Duration
@@ -177,6 +192,9 @@ type Job struct {
 	AllowedToolsSet bool
 	// Verify is the check run after a success result; nil: none.
 	Verify *Verify
+	// SideEffects: whether a retry may repeat a call that already
+	// succeeded.
+	SideEffects SideEffects
 	// Hosts pins the job to the cluster's workers that carry one of these
 	// labels (a worker's labels are its host name and its --label flags);
 	// empty: any worker. Only with a cluster: section.

@@ -71,12 +71,22 @@ const (
 	RunFinished Type = "run-finished"
 	// NotifyFailed: the end-of-night notification failed, Reason why.
 	NotifyFailed Type = "notify-failed"
+	// SideEffect: Attempt of Job made a call to Tool of Server that is not
+	// read-only and succeeded; Effect numbers it in the job's side-effect
+	// ledger (written once per number), Input is a short redacted digest
+	// of what it was called with.
+	SideEffect Type = "side-effect"
+	// TaskLost: Attempt of Job called Tool of Server, which turned the
+	// call into an MCP task the session could not follow: the task runs
+	// on at the server, its end unseen. Effect numbers it in the job's
+	// ledger (written once per number).
+	TaskLost Type = "task-lost"
 )
 
 // Types is every type this release writes.
 var Types = []Type{RunStarted, RunResumed, JobStarted, SessionProcess, JobDeferred, JobRetried,
 	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, Maintenance, NightPaused, NightResumed, NightStopped,
-	ServerFinal, RunClosed, RunFinished, NotifyFailed}
+	ServerFinal, RunClosed, RunFinished, NotifyFailed, SideEffect, TaskLost}
 
 // Status is a job's end (done, failed, skipped) or a server's state
 // (healthy, unhealthy; "" for an entry that was removed).
@@ -174,6 +184,14 @@ type Event struct {
 	// Host is the cluster host that ran the attempt (its worker), or that
 	// coordinated the night (run-started, run-resumed); "" on one host.
 	Host string `json:"host,omitempty"`
+	// Effect is a side-effect's number in its job's ledger, and Input its
+	// redacted digest (side-effect).
+	Effect int    `json:"effect,omitempty"`
+	Input  string `json:"input,omitempty"`
+	// Fresh: the attempt (job-deferred, job-retried) was a resume whose
+	// session could not use the job's servers from its start; the next
+	// attempt starts a fresh session instead of resuming it again.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Result is what an attempt's session reported, as job-retried and

@@ -197,6 +197,12 @@ func jobNotes(j Job) []string {
 	if len(j.Denied) > 0 {
 		notes = append(notes, "denied: "+strings.Join(j.Denied, ", "))
 	}
+	if len(j.SideEffects) > 0 {
+		notes = append(notes, "side effects: "+sideEffects(j.SideEffects))
+	}
+	for _, t := range j.TasksLost {
+		notes = append(notes, fmt.Sprintf("task left running by %s (attempt %d): its server answered with an MCP task nobody follows", t.Tool, t.Attempt))
+	}
 	if len(j.Unusable) > 0 {
 		notes = append(notes, "could not use: "+strings.Join(j.Unusable, ", "))
 	}
@@ -211,6 +217,23 @@ func jobNotes(j Job) []string {
 		}
 	}
 	return notes
+}
+
+// maxSideEffectsShown bounds the side effects one job's note lists.
+const maxSideEffectsShown = 20
+
+// sideEffects lists a job's side effects, e.g. "mcp__notes__create
+// {"title":"x"} (attempt 1); …".
+func sideEffects(es []SideEffect) string {
+	var parts []string
+	for i, e := range es {
+		if i == maxSideEffectsShown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(es)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (attempt %d)", e.Tool, e.Input, e.Attempt))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // serverLine is e.g. "notes: down 03:10–03:25 (transport: …), back by

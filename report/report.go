@@ -84,8 +84,22 @@ type Job struct {
 	// Hosts are the cluster hosts its attempts ran on, in order; none on
 	// one host.
 	Hosts []string `json:"hosts,omitempty"`
+	// SideEffects are the calls to tools that are not read-only which
+	// succeeded, over all its attempts, in order.
+	SideEffects []SideEffect `json:"sideEffects,omitempty"`
+	// TasksLost are calls a server turned into an MCP task its session
+	// could not follow: work left running at the server, unseen.
+	TasksLost []SideEffect `json:"tasksLost,omitempty"`
 
 	tries []attempt // for the timeline and the notes; not part of the API
+}
+
+// SideEffect is one successful call of a job to a tool that is not
+// read-only: which attempt, the tool, and a redacted digest of its input.
+type SideEffect struct {
+	Attempt int    `json:"attempt"`
+	Tool    string `json:"tool"`
+	Input   string `json:"input,omitempty"`
 }
 
 // attempt is one session of a job, from job-started to its end.
@@ -326,6 +340,12 @@ func fromEvents(events []journal.Event) *Night {
 			if a := lastTry(j); a != nil && !a.ended {
 				a.to, a.ended, a.outcome = ev.Time, true, string(journal.Skipped)
 			}
+		case journal.SideEffect:
+			j := b.job(ev.Job)
+			j.SideEffects = append(j.SideEffects, SideEffect{Attempt: ev.Attempt, Tool: ev.Tool, Input: clean(ev.Input)})
+		case journal.TaskLost:
+			j := b.job(ev.Job)
+			j.TasksLost = append(j.TasksLost, SideEffect{Attempt: ev.Attempt, Tool: ev.Tool})
 		case journal.ServerState:
 			b.serverState(ev)
 		case journal.CallBlocked:

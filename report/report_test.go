@@ -437,3 +437,43 @@ func TestMarkdownEscapesOutsideText(t *testing.T) {
 		}
 	}
 }
+
+// Side effects and tasks left running come from the journal's lines, one
+// per call, and are listed in the job's notes (bounded).
+func TestSideEffectsAndLostTasks(t *testing.T) {
+	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	events := []journal.Event{
+		{Time: at, Type: journal.RunStarted, Run: "r", Batch: "b"},
+		{Time: at, Type: journal.JobStarted, Run: "r", Job: "j", Attempt: 1},
+		{Time: at, Type: journal.SideEffect, Run: "r", Job: "j", Attempt: 1, Server: "notes", Tool: "mcp__notes__create", Effect: 1, Input: `{"title":"x"}`},
+		{Time: at, Type: journal.TaskLost, Run: "r", Job: "j", Attempt: 1, Server: "exports", Tool: "mcp__exports__run", Effect: 1},
+		{Time: at, Type: journal.JobFinished, Run: "r", Job: "j", Attempt: 1, Status: journal.Failed, Reason: "not done: a task was left running on exports"},
+	}
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	var data []byte
+	for _, ev := range events {
+		line, _ := json.Marshal(ev)
+		data = append(append(data, line...), '\n')
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := Build(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := n.Jobs[0]
+	if len(j.SideEffects) != 1 || j.SideEffects[0].Tool != "mcp__notes__create" || len(j.TasksLost) != 1 {
+		t.Fatalf("job %+v", j)
+	}
+	notes := strings.Join(jobNotes(j), "; ")
+	for _, want := range []string{`side effects: mcp__notes__create {"title":"x"} (attempt 1)`, "task left running by mcp__exports__run (attempt 1)"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q lack %q", notes, want)
+		}
+	}
+	many := make([]SideEffect, maxSideEffectsShown+5)
+	if s := sideEffects(many); !strings.HasSuffix(s, "and 5 more") {
+		t.Errorf("a long list is not bounded: %q", s)
+	}
+}

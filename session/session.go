@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/cluster/peers"
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
 )
@@ -145,6 +147,10 @@ func Environ(b *jobs.Batch, base []string) []string {
 	return out
 }
 
+// disableMCPTasks turns the MCP tasks extension off in Claude Code
+// 2.1.304 and later.
+const disableMCPTasks = "CLAUDE_CODE_DISABLE_MCP_TASKS"
+
 // reconnectVariable starts the per-server variable the hook reads its
 // reconnect command from (reconnect.CommandFor's first candidate).
 const reconnectVariable = "NIGHTWATCH_RECONNECT_"
@@ -166,6 +172,19 @@ func commandEnviron(spec Spec, dir string) []string {
 	}
 	if t := spec.Job.MCPTimeout; t > 0 {
 		over["MCP_TIMEOUT"] = strconv.FormatInt(t.Milliseconds(), 10)
+	}
+	// No call of a `claude -p` session becomes an MCP task (reference
+	// in-flight §2): without the variable a CLI whose tasks gate is on
+	// still advertises the extension, and a server that answers with a
+	// task anyway runs it orphaned. The batch or the job may set it.
+	if _, set := environ.Lookup(env)(disableMCPTasks); !set {
+		over[disableMCPTasks] = "1"
+	}
+	// The hooks keep the job's side-effect ledger (package effects): the
+	// file and which attempt this is.
+	if spec.RunID != "" && spec.Job.Name != "" && spec.Attempt > 0 {
+		over[effects.PathEnv] = statedir.Effects(spec.Batch.StateDir, spec.RunID, spec.Job.Name)
+		over[effects.AttemptEnv] = strconv.Itoa(spec.Attempt)
 	}
 	// The hook remembers env_file's values by their names (issue 12).
 	if names := secrets.EnvFileNames(spec.Batch); names != "" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -265,6 +266,11 @@ func TestCommandEnviron(t *testing.T) {
 		"NIGHTWATCH_RECONNECT_COMMAND":         "", // would apply to every server
 		"NIGHTWATCH_RECONNECT_PLAIN":           "",
 		"PATH":                                 "/bin",
+		// No call becomes an MCP task nobody follows (issue 20).
+		"CLAUDE_CODE_DISABLE_MCP_TASKS": "1",
+		// The hooks keep the job's side-effect ledger.
+		"NIGHTWATCH_EFFECTS":         statedir.Effects(b.StateDir, spec.RunID, "j"),
+		"NIGHTWATCH_EFFECTS_ATTEMPT": strconv.Itoa(spec.Attempt),
 	} {
 		if got := get(k); got != want {
 			t.Errorf("%s = %q, want %q", k, got, want)
@@ -274,6 +280,11 @@ func TestCommandEnviron(t *testing.T) {
 		if strings.Contains(a, "pm2") {
 			t.Errorf("a reconnect command is on the command line: %q", cmd.Args)
 		}
+	}
+	// The batch's own value of the tasks switch stands.
+	cmd = Command(context.Background(), sessionTestSpec(b, job, "CLAUDE_CODE_DISABLE_MCP_TASKS=0"), Files{Settings: "/s", MCPConfig: "/m"})
+	if got := get("CLAUDE_CODE_DISABLE_MCP_TASKS"); got != "0" {
+		t.Errorf("CLAUDE_CODE_DISABLE_MCP_TASKS = %q, want the batch's 0", got)
 	}
 	// Another job of the batch does not get these servers' commands.
 	job2 := sessionTestJob("k", "hi", "plain")

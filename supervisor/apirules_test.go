@@ -2,10 +2,12 @@ package supervisor
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/modelapi"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -332,5 +334,64 @@ func TestAPIWaitsOfThePlan(t *testing.T) {
 	b := planBatch(func(b *jobs.Batch) { b.API = batch }, planJob("a", nil))
 	if got := newPlan(b, planT0, time.Second).rules.waits; got.CheckMin != 2*time.Second || got.MaxOutage != time.Hour {
 		t.Errorf("the plan's waits %+v, want the batch's", got)
+	}
+}
+
+// A resumed session that cannot use the job's servers from its start
+// (init: failed) is stopped, and the next attempt starts a fresh session
+// instead of resuming the deaf one again; a resumed night folds the same.
+// A server lost mid-job (not at init) still resumes.
+func TestPlanDeafResumeRunsFresh(t *testing.T) {
+	timeout := session.Outcome{Status: session.Failed, KilledBy: "timeout", SessionID: "s-1", Reason: "killed after 1m timeout"}
+	deaf := session.Outcome{Status: session.Failed, KilledBy: session.KilledAbandoned, SessionID: "s-1", ResumedFrom: "s-1",
+		ServersFailed: []string{"notes"}, Unusable: []session.Unusable{{Server: "notes", Why: "failed at start"}},
+		Reason: "stopped early: server notes could not be used (failed at start)"}
+	lostMidJob := deaf
+	lostMidJob.ServersFailed = nil
+	lostMidJob.Unusable = []session.Unusable{{Server: "notes", Why: "not connected"}}
+	for _, tt := range []struct {
+		name string
+		out  session.Outcome
+		want string
+	}{
+		{"failed at init: fresh", deaf, ""},
+		{"lost mid-job: resumes", lostMidJob, "s-1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := planBatch(func(b *jobs.Batch) { b.Resume = true }, planJob("a", retries(2)))
+			d := newPlanDriver(t, b)
+			d.wake(0)
+			d.endWith("a", timeout)
+			d.wake(time.Minute)
+			if len(d.resumes) != 2 || d.resumes[1] != "s-1" {
+				t.Fatalf("launches %q resumes %q, want the second to resume s-1", d.launches, d.resumes)
+			}
+			d.endWith("a", tt.out)
+			d.wake(time.Minute)
+			if len(d.resumes) != 3 || d.resumes[2] != tt.want {
+				t.Fatalf("launches %q resumes %q, want the third to resume %q", d.launches, d.resumes, tt.want)
+			}
+			var said bool
+			for _, ev := range d.records {
+				said = said || ev.Type == journal.JobDeferred && ev.Fresh && strings.HasPrefix(ev.Reason, "resumed without notes")
+			}
+			if said != (tt.want == "") {
+				t.Errorf("a fresh-marked job-deferred line saying \"resumed without notes\": %v, want %v", said, tt.want == "")
+			}
+			// The journal up to the deaf attempt's end folds into the same
+			// next attempt.
+			var upTo []journal.Event
+			for _, ev := range d.journal {
+				if ev.Type == journal.JobStarted && ev.Attempt == 3 {
+					break
+				}
+				upTo = append(upTo, ev)
+			}
+			folded := newPlan(b, planT0, 30*time.Second)
+			folded.fold(upTo)
+			if got := folded.jobs["a"].resume; got != tt.want {
+				t.Errorf("folded: the next attempt resumes %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

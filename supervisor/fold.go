@@ -149,7 +149,7 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 		if ev.Class != "" {
 			out.API = &modelapi.Failure{Class: modelapi.Class(ev.Class)}
 		}
-		if endedAfterWork(out) {
+		if endedAfterWork(out) && !ev.Fresh {
 			jp.resume, jp.resumeWhy = r.SessionID, resumeWords(out)
 		}
 	}

@@ -51,7 +51,10 @@ func (n *night) loop(ctx context.Context) error {
 		select {
 		case r := <-n.inbox:
 			if r.Ended != nil {
-				n.do(ctx, n.plan.step(n.now(), attemptEnd(*r.Ended)))
+				n.journalEffects(r.Ended.Job)
+				ev := attemptEnd(*r.Ended)
+				ev.tasksLost = n.lostTasks(ev.job, ev.attempt)
+				n.do(ctx, n.plan.step(n.now(), ev))
 				break
 			}
 			n.observe(ctx, r.Seen)
@@ -96,6 +99,7 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 		case actRecord:
 			n.record(a)
 		case actCheckHealth:
+			n.probeBeforeResume(ctx, a.job)
 			down, servers := n.unhealthyServers(ctx, n.b.Job(a.job))
 			acts = append(n.plan.step(n.now(), evHealth{job: a.job, down: down, servers: servers}), acts...)
 		case actLaunch:
@@ -181,6 +185,7 @@ func (n *night) stop() {
 func (n *night) takeWhileStopping(r session.Report) {
 	switch {
 	case r.Ended != nil:
+		n.journalEffects(r.Ended.Job)
 		if r.Ended.Outcome.KilledBy == session.KilledStopped {
 			n.log.Warn().Str("job", r.Ended.Job).Msg("stopped with the night")
 		}
@@ -261,7 +266,8 @@ func describeDown(server string, e *healthcheck.Entry) string {
 func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, failed bool) {
 	job := n.b.Job(a.job)
 	var hosts []string
-	started, err := n.exec.Launch(ctx, session.Attempt{Job: a.job, Attempt: a.attempt, Feedback: a.feedback,
+	told := n.prepareEffects(job, a.attempt)
+	started, err := n.exec.Launch(ctx, session.Attempt{Job: a.job, Attempt: a.attempt, Feedback: withTold(a.feedback, told),
 		Resume: a.resume, ResumeWhy: a.resumeWhy}, func(s session.Starting) bool {
 		hosts = s.Hosts
 		n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: s.Folder,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/cluster/healthsync"
 	"github.com/nightwatch-dev/nightwatch/cluster/queue"
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
@@ -156,6 +157,14 @@ type night struct {
 	// section: its coordinator lock and shared journal (cluster.go), and
 	// the executor that runs attempts on its workers; nil on one host.
 	cluster *clusterLink
+	// toolHints are what the preflight's tools/list said of each server's
+	// tools, and effectsJournaled the last side effect of each job the
+	// journal has (effects.go).
+	toolHints        map[string]map[string]effects.Hints
+	effectsJournaled map[string]int
+	// probedForResume is, by job, the attempt after which its servers were
+	// probed before a resume (resume.go).
+	probedForResume map[string]int
 }
 
 func (n *night) now() time.Time {
@@ -262,6 +271,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 			}
 		}
 		for _, row := range report.Rows {
+			n.keepToolHints(row.Server, row.ToolHints)
 			n.log.Info().Str("server", row.Server).Str("verdict", string(row.Verdict)).
 				Dur("latency", row.Latency).Str("reason", row.Reason).Msg("preflight")
 		}
@@ -295,6 +305,9 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		return summary, err
 	}
 	n.absorbServerEvents()
+	for _, j := range b.Jobs {
+		n.journalEffects(j.Name)
+	}
 	n.journalFinalStates()
 	n.append(journal.Event{Type: journal.RunFinished, Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
 		summary.Done, summary.Failed, summary.Skipped)})
@@ -386,6 +399,7 @@ func (n *night) openJournal() (bool, error) {
 			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
 			n.plan.rules.waits = n.opts.APIWaits.Over(n.b.API).WithDefaults()
 			n.plan.fold(events)
+			n.effectsJournaled = journaledEffects(events)
 			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
 			n.append(journal.Event{Type: journal.RunResumed, Reason: fmt.Sprintf("pid %d resumes the run", os.Getpid()), PID: os.Getpid()})

@@ -146,6 +146,9 @@ type evAttemptEnded struct {
 	unstarted bool
 	// host is the cluster host whose worker ran it ("" on one host).
 	host string
+	// tasksLost are the calls a server turned into an MCP task the
+	// session could not follow ("server (tool)"): work left running.
+	tasksLost []string
 }
 
 func (evWake) isEvent()         {}
@@ -446,6 +449,13 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	}
 	var rec actRecord
 	switch {
+	case out.Status == session.Done && len(ev.tasksLost) > 0:
+		// The session ended well, but work it started runs on unseen at a
+		// server; the same call would start another task: not retried.
+		base.Type, base.Status = journal.JobFinished, journal.Failed
+		base.Reason = "not done: a task was left running on " + strings.Join(ev.tasksLost, ", ") +
+			": the server answered with an MCP task the session cannot follow (Unsupported result type 'task'); not retried, the same call would start another"
+		rec = p.record(now, base, logError, "failed: a task was left running on a server")
 	case out.Status == session.Done:
 		for _, s := range jp.runsWithout {
 			if !slices.Contains(base.Unusable, s) {
@@ -462,6 +472,14 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 		rec = p.record(now, base, logError, "failed; not retried: the same permissions deny again")
 	case len(out.Unusable) > 0 && jp.job.OnUnhealthy != jobs.Run:
 		base.Bounce = true
+		// A session that could not use its servers from its start is deaf
+		// for good, and a resumed one stays so (reference in-flight §3.1):
+		// the next attempt starts a fresh session instead of resuming it.
+		base.Fresh = unusableAtStart(out, jp.job)
+		if base.Fresh && out.ResumedFrom != "" {
+			out.Reason = "resumed without " + strings.Join(base.Unusable, ", ") + " (" + out.Reason +
+				"); the next attempt starts a fresh session"
+		}
 		switch bounces := jp.bounces + 1; {
 		case jp.job.OnUnhealthy == jobs.Skip:
 			base.Type, base.Status, base.Reason = journal.JobSkipped, journal.Skipped, out.Reason
@@ -487,6 +505,17 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 	}
 	// Between jobs is when maintenance runs.
 	return []action{rec, actMaintain{}}
+}
+
+// unusableAtStart says whether a server of job was failed or needed auth
+// in the session's init: it could not be used from the start.
+func unusableAtStart(out session.Outcome, job *jobs.Job) bool {
+	for _, s := range out.ServersFailed {
+		if slices.Contains(job.Servers, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // resultOf is the journal's copy of an attempt's result fields.

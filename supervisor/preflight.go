@@ -45,6 +45,9 @@ type PreflightRow struct {
 	// to a probe that carried the server's own token answered, and is
 	// still down for the night.
 	Usable bool `json:"usable"`
+	// ToolHints are the server's tools' annotations (read-only or not),
+	// for the jobs' side-effect ledgers; nil when not listed.
+	ToolHints map[string]probe.ToolHints `json:"-"`
 }
 
 // PreflightReport is the outcome of a preflight.
@@ -212,6 +215,7 @@ func preflightOne(ctx context.Context, srv *mcpconfig.Server, po probe.Options, 
 		res = probe.Probe(ctx, srv, po) // says why it cannot probe it
 	}
 	row.Verdict, row.Latency, row.Tools, row.Reason = res.Verdict, res.Latency, res.Tools, res.Reason
+	row.ToolHints = res.ToolHints
 	return row, res
 }
 

@@ -159,7 +159,7 @@ func modernResult(ctx context.Context, conv conversation, disc discovery, opts O
 	}
 	res.Reason += " (protocol " + res.ProtocolVersion + ", modern)"
 	if opts.ListTools {
-		res.Tools, res.Reason = countTools(ctx, conv, true, res.Reason)
+		res.Tools, res.ToolHints, res.Reason = countTools(ctx, conv, true, res.Reason)
 	}
 	return res
 }
@@ -201,23 +201,30 @@ func legacyResult(ctx context.Context, conv conversation, resp *message, disc di
 			res.Reason += "; tools/list failed: notifications/initialized: " + err.Error()
 			return res
 		}
-		res.Tools, res.Reason = countTools(ctx, conv, false, res.Reason)
+		res.Tools, res.ToolHints, res.Reason = countTools(ctx, conv, false, res.Reason)
 	}
 	return res
 }
 
 // countTools lists the tools; a failure keeps the server healthy (its
 // handshake answered) and says why the count is unknown.
-func countTools(ctx context.Context, conv conversation, modern bool, reason string) (int, string) {
-	n, err := listTools(ctx, conv, modern)
+func countTools(ctx context.Context, conv conversation, modern bool, reason string) (int, map[string]ToolHints, string) {
+	n, hints, err := listTools(ctx, conv, modern)
 	if err != nil {
-		return -1, reason + "; tools/list failed: " + err.Error()
+		return -1, nil, reason + "; tools/list failed: " + err.Error()
 	}
-	return n, reason
+	return n, hints, reason
 }
 
-func listTools(ctx context.Context, conv conversation, modern bool) (int, error) {
+// listedTool is the part of a tools/list entry the probe keeps.
+type listedTool struct {
+	Name        string     `json:"name"`
+	Annotations *ToolHints `json:"annotations"`
+}
+
+func listTools(ctx context.Context, conv conversation, modern bool) (int, map[string]ToolHints, error) {
 	count := 0
+	hints := map[string]ToolHints{}
 	cursor := ""
 	for page := 0; page < maxToolPages; page++ {
 		params := map[string]any{}
@@ -233,20 +240,28 @@ func listTools(ctx context.Context, conv conversation, modern bool) (int, error)
 		}
 		resp, err := conv.call(ctx, firstListID+int64(page), "tools/list", p)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if resp.Error != nil {
-			return 0, fmt.Errorf("JSON-RPC error %d: %s", resp.Error.Code, clip(resp.Error.Message, 200))
+			return 0, nil, fmt.Errorf("JSON-RPC error %d: %s", resp.Error.Code, clip(resp.Error.Message, 200))
 		}
 		var list toolsListResult
 		if err := json.Unmarshal(resp.Result, &list); err != nil {
-			return 0, fmt.Errorf("unreadable result: %w", err)
+			return 0, nil, fmt.Errorf("unreadable result: %w", err)
 		}
 		count += len(list.Tools)
+		for _, raw := range list.Tools {
+			var lt listedTool
+			// A tool whose entry cannot be read has no hints: it counts
+			// as having side effects.
+			if json.Unmarshal(raw, &lt) == nil && lt.Name != "" && lt.Annotations != nil && len(hints) < maxHintedTools {
+				hints[clip(lt.Name, 200)] = *lt.Annotations
+			}
+		}
 		if list.NextCursor == "" {
-			return count, nil
+			return count, hints, nil
 		}
 		cursor = list.NextCursor
 	}
-	return count, nil
+	return count, hints, nil
 }

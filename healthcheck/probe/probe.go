@@ -52,6 +52,10 @@ type Result struct {
 	Latency    time.Duration `json:"latency"`
 	// Tools is the number of tools listed, or -1 when not asked or unknown.
 	Tools int `json:"tools"`
+	// ToolHints are the annotations tools/list gave, by tool name (only
+	// tools that had some); nil when the tools were not listed. Kept out
+	// of the cache: the night hands them to its jobs' side-effect ledgers.
+	ToolHints map[string]ToolHints `json:"-"`
 	// Era is how the server spoke: Modern (it answered server/discover with
 	// a version the probe speaks) or Legacy (initialize). Empty when the
 	// server gave no JSON-RPC answer.
@@ -101,6 +105,17 @@ const ClientProtocolVersion = "2025-11-25"
 // ModernProtocolVersion is what Claude Code 2.1.332 asks for first, in
 // server/discover.
 const ModernProtocolVersion = "2026-07-28"
+
+// ToolHints are a tool's MCP annotations that say whether calling it
+// changes anything; a nil field was not given.
+type ToolHints struct {
+	ReadOnly    *bool `json:"readOnlyHint,omitempty"`
+	Destructive *bool `json:"destructiveHint,omitempty"`
+	Idempotent  *bool `json:"idempotentHint,omitempty"`
+}
+
+// maxHintedTools bounds the hints kept of one server.
+const maxHintedTools = 1000
 
 // Options tune one probe.
 type Options struct {

@@ -9,6 +9,7 @@
 //	  <batch>.lock, <batch>.lock.pid  the batch's run lock and its holder
 //	  runs/<run>.jsonl              the run's journal
 //	  runs/<run>/<job>/attempt-<n>/ one attempt's settings, MCP config, stream and stderr
+//	  runs/<run>/<job>/effects.json the job's side-effect ledger (package effects), and its .lock
 //	  logs/<run>.log                the night's log lines
 //	  reports/                      morning reports
 //	  spool/<run>.<job>.attempt-<n>.json  a cluster worker's attempt end not yet in the database
@@ -48,6 +49,12 @@ func RunID(journalPath string) string {
 // Attempt is the folder of one attempt of a job.
 func Attempt(root, runID, job string, attempt int) string {
 	return filepath.Join(Runs(root), runID, job, fmt.Sprintf("attempt-%d", attempt))
+}
+
+// Effects is the side-effect ledger of a job in a run: the calls its
+// attempts made that changed something (package effects).
+func Effects(root, runID, job string) string {
+	return filepath.Join(Runs(root), runID, job, "effects.json")
 }
 
 // AttemptFiles matches file in every attempt folder of a run, for

@@ -125,6 +125,9 @@ type Server struct {
 	seen     map[string]bool // tool_use ids whose result is recorded
 	requests []Request
 	unknown  []string
+	// openings are the distinct opening texts (the prompt as the model
+	// read it) of each session's conversations, in order.
+	openings map[string][]string
 }
 
 // Start starts a fake on 127.0.0.1:0; it is closed in t.Cleanup.
@@ -170,6 +173,15 @@ func (s *Server) SessionToolResults(session string) []ToolResult {
 		}
 	}
 	return out
+}
+
+// Openings are the distinct opening texts the model read in session's
+// conversations (the prompt, and what the CLI put before the first
+// assistant turn), in the order first seen.
+func (s *Server) Openings(session string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.openings[session])
 }
 
 // Requests returns the number of POST /v1/messages requests received (main
@@ -328,6 +340,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	session, calls := ParseScript(prompt)
 	info.Session = session
 	s.record(session, req.Messages)
+	s.mu.Lock()
+	if s.openings == nil {
+		s.openings = map[string][]string{}
+	}
+	if !slices.Contains(s.openings[session], prompt) {
+		s.openings[session] = append(s.openings[session], prompt)
+	}
+	s.mu.Unlock()
 
 	n := 0 // tool_result blocks already in the conversation
 	for _, m := range req.Messages {

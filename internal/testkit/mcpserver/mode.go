@@ -34,6 +34,9 @@ import (
 //
 //	die-on-discover          exit 1 when server/discover arrives (Claude Code then respawns the
 //	                         server and sends initialize, which the next process answers)
+//	answer-task              answer every tools/call with a 2026-07-28 task ("resultType":"task",
+//	                         status working) that nobody can follow: the tasks extension's
+//	                         answer, sent whether or not the client declared it
 //
 // stdio and HTTP:
 //
@@ -70,6 +73,7 @@ type Mode struct {
 	Legacy         bool
 	IgnoreDiscover bool
 	DieOnDiscover  bool
+	AnswerTask     bool
 	SlowHandshake  time.Duration
 
 	Status int
@@ -149,6 +153,8 @@ func (m *Mode) apply(name, arg string, hasArg bool) error {
 		return flag(&m.IgnoreDiscover)
 	case "die-on-discover":
 		return flag(&m.DieOnDiscover)
+	case "answer-task":
+		return flag(&m.AnswerTask)
 	case "slow-handshake":
 		if err := needArg(); err != nil {
 			return err

@@ -14,7 +14,7 @@ import (
 const ServerName = "nw-test-server"
 
 // ToolNames lists the test server's tools, in the order they are added.
-var ToolNames = []string{"echo", "fail", "rpcerr", "die", "break", "hang", "env", "slow"}
+var ToolNames = []string{"echo", "fail", "rpcerr", "die", "break", "hang", "env", "slow", "record", "peek", "stall"}
 
 // Options tune the MCP server.
 type Options struct {
@@ -53,6 +53,15 @@ type slowIn struct {
 
 type noIn struct{}
 
+type recordIn struct {
+	File string `json:"file" jsonschema:"file the text is appended to"`
+	Text string `json:"text" jsonschema:"the line to append"`
+}
+
+type fileIn struct {
+	File string `json:"file" jsonschema:"the file"`
+}
+
 // NewServer returns an MCP server with the test tools:
 //
 //	echo {message}  returns message
@@ -63,11 +72,19 @@ type noIn struct{}
 //	env {name}      returns the value of an environment variable
 //	slow {ms}       sleeps ms milliseconds, then answers
 //	break {mode}    writes mode (default exit-at-start) to the control file, then exits
+//	record {file, text}  appends text and a newline to file: a side effect (no annotations)
+//	peek {file}     returns file's content; annotated readOnlyHint
+//	stall {file}    the first call (file does not exist) creates file and hangs like hang;
+//	                later calls answer at once
 //
 // hangBound is how long the hang tool waits at most: far beyond every
 // tool timeout a test sets (2–8 s), short enough that a lost cancellation
 // cannot stall a test run.
 const hangBound = 30 * time.Second
+
+// stallBound bounds the stall tool's first call: past the job timeouts of
+// the tests that let a session be killed while it waits (45 s).
+const stallBound = 3 * time.Minute
 
 func NewServer(opts Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: "0.0.1"}, nil)
@@ -148,6 +165,42 @@ func NewServer(opts Options) *mcp.Server {
 				return text(fmt.Sprintf("slept %dms", in.Ms)), nil, nil
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
+			}
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "record", Description: "Appends a line to a file."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in recordIn) (*mcp.CallToolResult, any, error) {
+			f, err := os.OpenFile(in.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				return nil, nil, err
+			}
+			defer f.Close()
+			if _, err := fmt.Fprintln(f, in.Text); err != nil {
+				return nil, nil, err
+			}
+			return text("recorded " + in.Text), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "peek", Description: "Returns a file's content.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, any, error) {
+			b, err := os.ReadFile(in.File)
+			if err != nil {
+				return nil, nil, err
+			}
+			return text("content: " + string(b)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "stall", Description: "Hangs the first time, answers afterwards."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, any, error) {
+			if _, err := os.Stat(in.File); err == nil {
+				return text("not stalling: " + in.File + " exists"), nil, nil
+			}
+			if err := os.WriteFile(in.File, nil, 0o600); err != nil {
+				return nil, nil, err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(stallBound):
+				return nil, nil, errors.New("stall: gave up after " + stallBound.String())
 			}
 		})
 	return s

@@ -134,6 +134,12 @@ func filterStdin(cfg StdioConfig, out io.Writer, toServer io.Writer) error {
 				continue
 			}
 		}
+		if req.Method == "tools/call" && mode.AnswerTask {
+			if _, err := out.Write(taskAccepted(req.ID)); err != nil {
+				return err
+			}
+			continue
+		}
 		if req.Method == "initialize" && mode.DiscoverOnly {
 			if _, err := out.Write(methodNotFound(req.ID, req.Method)); err != nil {
 				return err
@@ -157,6 +163,23 @@ func methodNotFound(id json.RawMessage, method string) []byte {
 		"jsonrpc": "2.0",
 		"id":      id,
 		"error":   map[string]any{"code": -32601, "message": "Method not found: " + method},
+	})
+	return append(b, '\n')
+}
+
+// TaskID is the id of the task answer-task answers with.
+const TaskID = "nw-task-1"
+
+// taskAccepted is a tools/call answer that turned the call into a task
+// (the io.modelcontextprotocol/tasks extension), one line of JSON-RPC.
+func taskAccepted(id json.RawMessage) []byte {
+	now := time.Now().UTC().Format(time.RFC3339)
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      id,
+		"result": map[string]any{"resultType": "task", "taskId": TaskID, "status": "working",
+			"createdAt": now, "lastUpdatedAt": now, "ttlMs": 600000, "pollIntervalMs": 1000,
+			"statusMessage": "nwtestserver: working on it"},
 	})
 	return append(b, '\n')
 }

@@ -1,0 +1,173 @@
+package effects
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestKeyCanonicalJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		same bool
+	}{
+		{"key order", `{"a":1,"b":"x"}`, `{"b":"x","a":1}`, true},
+		{"spaces", `{"a": [1, 2], "b": {"c": null}}`, `{"a":[1,2],"b":{"c":null}}`, true},
+		{"nested order", `{"o":{"y":1,"x":2}}`, `{"o":{"x":2,"y":1}}`, true},
+		{"escapes", `{"s":"\u00e9\/"}`, `{"s":"é/"}`, true},
+		{"empty is empty object", ``, `{}`, true},
+		{"different value", `{"a":1}`, `{"a":2}`, false},
+		{"number as written", `{"a":1}`, `{"a":1.0}`, false},
+		{"string vs number", `{"a":"1"}`, `{"a":1}`, false},
+		{"array order matters", `{"a":[1,2]}`, `{"a":[2,1]}`, false},
+		{"extra key", `{"a":1}`, `{"a":1,"b":null}`, false},
+		{"large number kept exact", `{"n":12345678901234567890}`, `{"n":12345678901234567891}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Key([]byte(tt.a)) == Key([]byte(tt.b)); got != tt.same {
+				t.Errorf("Key(%s) == Key(%s) is %v, want %v", tt.a, tt.b, got, tt.same)
+			}
+		})
+	}
+	if k := Key([]byte("not json")); !strings.HasPrefix(k, "raw:") {
+		t.Errorf("a non-JSON input is keyed %q, want by its bytes", k)
+	}
+}
+
+func TestRecordAndEarlier(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "job", FileName)
+	yes := true
+	if err := Prepare(path, map[string]map[string]Hints{"files": {"peek": {ReadOnly: &yes}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	c, err := Record(path, 1, "files", "record", Input{Raw: []byte(`{"text":"one","file":"/x"}`)}, now)
+	if err != nil || c == nil || c.N != 1 {
+		t.Fatalf("Record: %+v, %v", c, err)
+	}
+	if c, err := Record(path, 1, "files", "peek", Input{Raw: []byte(`{"file":"/x"}`)}, now); err != nil || c != nil {
+		t.Fatalf("a read-only tool was recorded: %+v, %v", c, err)
+	}
+	l, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Calls) != 1 {
+		t.Fatalf("calls: %+v", l.Calls)
+	}
+	key := Key([]byte(`{"file":"/x","text":"one"}`))
+	if l.Earlier(1, "files", "record", key) != nil {
+		t.Error("a call of the same attempt counts as earlier")
+	}
+	if e := l.Earlier(2, "files", "record", key); e == nil || e.Attempt != 1 {
+		t.Errorf("attempt 2 does not see attempt 1's call: %+v", e)
+	}
+	if l.Earlier(2, "files", "record", Key([]byte(`{"file":"/x","text":"two"}`))) != nil {
+		t.Error("a different input counts as the same call")
+	}
+	if l.Earlier(2, "other", "record", key) != nil {
+		t.Error("another server's tool counts as the same call")
+	}
+	told := Told(l, 2)
+	if !strings.Contains(told, "mcp__files__record") || !strings.Contains(told, `"text":"one"`) {
+		t.Errorf("Told: %q", told)
+	}
+	if Told(l, 1) != "" {
+		t.Errorf("attempt 1 is told of its own calls: %q", Told(l, 1))
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("ledger mode: %v, %v", fi, err)
+	}
+}
+
+func TestDigestRedacts(t *testing.T) {
+	d := Digest([]byte(`{"token":"sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789","note":"hunter2-secret-value"}`), "hunter2-secret-value")
+	if strings.Contains(d, "abcdefghijklmnop") || strings.Contains(d, "hunter2-secret-value") {
+		t.Errorf("the digest leaks a secret: %q", d)
+	}
+	long := Digest([]byte(`{"text":"` + strings.Repeat("a", 1000) + `"}`))
+	if len(long) > DigestLen+4 {
+		t.Errorf("digest not bounded: %d bytes", len(long))
+	}
+}
+
+// Parallel hooks of one session record at once: no call is lost, and each
+// gets its own number.
+func TestRecordConcurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := Record(path, 1, "s", "t", Input{Raw: fmt.Appendf(nil, `{"i":%d}`, i)}, time.Now())
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Calls) != n {
+		t.Fatalf("%d calls recorded, want %d", len(l.Calls), n)
+	}
+	seen := map[int]bool{}
+	for _, c := range l.Calls {
+		if seen[c.N] {
+			t.Errorf("number %d given twice", c.N)
+		}
+		seen[c.N] = true
+	}
+}
+
+func TestBadFilesRefused(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		"garbage":       "not json",
+		"wrong version": `{"version":2}`,
+		"unknown field": `{"version":1,"surprise":true}`,
+		"bad call":      `{"version":1,"calls":[{"n":1,"attempt":1,"server":"","tool":"t","key":"k"}]}`,
+	}
+	for name, content := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Read(path); !errors.Is(err, ErrBadFile) {
+				t.Errorf("Read: %v, want ErrBadFile", err)
+			}
+			if _, err := Record(path, 1, "s", "t", Input{Raw: []byte(`{}`)}, time.Now()); err == nil {
+				t.Error("Record wrote over a bad file")
+			}
+		})
+	}
+	t.Run("a folder", func(t *testing.T) {
+		path := filepath.Join(dir, "folder")
+		if err := os.Mkdir(path, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Read(path); err == nil {
+			t.Error("a folder read as a ledger")
+		}
+	})
+	if l, err := Read(filepath.Join(dir, "missing.json")); err != nil || len(l.Calls) != 0 {
+		t.Errorf("a missing ledger: %+v, %v; want empty", l, err)
+	}
+}
