@@ -13,13 +13,22 @@ import (
 func TestSchedulerReportsFaultsThatNeverFired(t *testing.T) {
 	var progress atomic.Int32
 	stop := make(chan struct{})
+	// The night ends once the second fault ran, not after a fixed time a
+	// busy machine may not have reached it in.
+	ran := make(chan struct{})
 	faults := []fault{
 		{1, "fires", fired(func() { progress.Add(5) })},
-		{2, "runs but finds nothing", func() bool { return false }},
+		{2, "runs but finds nothing", func() bool { close(ran); return false }},
 		{99, "mark never reached", fired(func() {})},
 	}
 	progress.Store(1)
-	go func() { time.Sleep(1500 * time.Millisecond); close(stop) }()
+	go func() {
+		select {
+		case <-ran:
+		case <-time.After(time.Minute): // the scheduler hung; unfired says which
+		}
+		close(stop)
+	}()
 	got := runScheduler(t, faults, func() int { return int(progress.Load()) }, stop)
 	if strings.Join(got, ",") != "mark never reached,runs but finds nothing" {
 		t.Errorf("unfired = %q", got)

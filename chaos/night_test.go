@@ -373,6 +373,21 @@ func (w *world) secretScan(dir string) []string {
 // (by pidfile, or any process whose command line names this night's
 // folder, other than the HTTP servers the test runs) or any member of a
 // session's process group.
+// orphansAfterExit is orphans once the processes killed at the end had the
+// time to exit: it polls until none is left, for a minute at most (a busy
+// machine may take seconds to reap; one still there after a minute
+// outlived its job).
+func (w *world) orphansAfterExit(pgids []int) []string {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		o := w.orphans(pgids)
+		if len(o) == 0 || time.Now().After(deadline) {
+			return o
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func (w *world) orphans(pgids []int) []string {
 	var out []string
 	w.mu.Lock()
@@ -872,8 +887,7 @@ servers:
 	}
 
 	fig.Return = w.returnTimes()
-	time.Sleep(500 * time.Millisecond)
-	orphans := w.orphans(pgids)
+	orphans := w.orphansAfterExit(pgids)
 	fig.Orphans = len(orphans)
 	for _, o := range orphans {
 		t.Errorf("outlived its job: %s", o)

@@ -67,8 +67,8 @@ func testClusterDatabaseOutage(t *testing.T, version string) {
 	}
 	down := time.Now()
 	for time.Since(down) < 15*time.Second || f.answeredLast(jobNames) == 0 {
-		if time.Since(down) > time.Minute {
-			t.Fatal("no session ended within a minute of the database going away")
+		if time.Since(down) > 5*time.Minute { // only sessions that never end run it out
+			t.Fatal("no session ended after the database went away")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

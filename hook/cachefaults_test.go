@@ -13,16 +13,19 @@ import (
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 )
 
-// invokeWithin fails the test if the hook does not answer within d.
-func invokeWithin(t *testing.T, d time.Duration, in string, env map[string]string) run {
+// invokeUnlessHung fails the test if the hook has not answered in two
+// minutes: a hook blocked on its cache file hangs, however fast or busy
+// the machine. Whether it answered at once is what its stderr says.
+func invokeUnlessHung(t *testing.T, in string, env map[string]string) run {
 	t.Helper()
+	const hang = 2 * time.Minute
 	done := make(chan run, 1)
 	go func() { done <- invoke(t, in, env) }()
 	select {
 	case r := <-done:
 		return r
-	case <-time.After(d):
-		t.Fatalf("the hook did not answer within %s", d)
+	case <-time.After(hang):
+		t.Fatalf("the hook hung: no answer in %s", hang)
 		return run{}
 	}
 }
@@ -40,11 +43,9 @@ func TestCacheFIFOIsRefusedAtOnce(t *testing.T) {
 		payload("PreToolUse", "mcp__notes__add_note", ""),
 		payload("PostToolUseFailure", "mcp__notes__x", `,"error":"MCP error -32000: Connection closed"`),
 	} {
-		start := time.Now()
-		r := invokeWithin(t, 5*time.Second, in, map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state})
-		if time.Since(start) > 2*time.Second {
-			t.Errorf("the hook took %s", time.Since(start))
-		}
+		// Refused, named, and decided without it: a hook that waited on
+		// the FIFO would have hung or said that it gave up waiting.
+		r := invokeUnlessHung(t, in, map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state})
 		if r.code != 0 || !strings.Contains(r.stderr, state) || !strings.Contains(r.stderr, "FIFO") || !strings.Contains(r.stderr, "as with no cache") {
 			t.Errorf("%+v: want an allowed call that names the FIFO", r)
 		}
@@ -62,7 +63,7 @@ func TestOversizedCacheIsSetAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := payload("PostToolUseFailure", "mcp__notes__x", `,"error":"MCP error -32000: Connection closed"`)
-	r := invokeWithin(t, 10*time.Second, in, map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state})
+	r := invokeUnlessHung(t, in, map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state})
 	if r.code != 0 || !strings.Contains(r.stderr, "too large") || !strings.Contains(r.stderr, "moved it to") {
 		t.Errorf("%+v", r)
 	}

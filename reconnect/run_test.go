@@ -123,33 +123,44 @@ func TestRunTimeoutKillsTheWholeGroup(t *testing.T) {
 		name    string
 		command string
 	}{
-		{"child dies on SIGTERM", `sh -c 'sleep 30 & echo $! > "$PIDFILE"; echo started; wait'`},
+		{"child dies on SIGTERM", `sh -c 'sleep 600 & echo $! > "$PIDFILE"; echo started; wait'`},
 		// The child ignores SIGTERM (inherited from the shell's trap), so
 		// only the SIGKILL to the group after the grace period ends it.
-		{"child ignores SIGTERM", `sh -c 'trap "" TERM; sleep 30 & echo $! > "$PIDFILE"; echo started; wait'`},
+		{"child ignores SIGTERM", `sh -c 'trap "" TERM; sleep 600 & echo $! > "$PIDFILE"; echo started; wait'`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "pid")
+			// The timeout leaves a busy machine room to start the shell
+			// (it must print "started" first); the child sleeps ten
+			// minutes, so a Run that waited for it would hang, and the
+			// timeout named in Err is what cut it.
 			opts := Options{
-				Timeout: 300 * time.Millisecond,
+				Timeout: 3 * time.Second,
 				Env:     append(os.Environ(), "PIDFILE="+pidFile),
 			}
-			start := time.Now()
-			got := Run(context.Background(), mustSplit(t, tt.command), opts)
-			elapsed := time.Since(start)
+			done := make(chan Outcome, 1)
+			go func() { done <- Run(context.Background(), mustSplit(t, tt.command), opts) }()
+			var got Outcome
+			select {
+			case got = <-done:
+			case <-time.After(2 * time.Minute):
+				if b, err := os.ReadFile(pidFile); err == nil {
+					if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+						_ = syscall.Kill(pid, syscall.SIGKILL) // lets Run go
+					}
+				}
+				t.Fatal("Run hung after its timeout: it waited for the child")
+			}
 
-			if got.OK || got.Err != "timed out after 300ms" {
-				t.Errorf("OK, Err = %v, %q; want false, %q", got.OK, got.Err, "timed out after 300ms")
+			if got.OK || got.Err != "timed out after 3s" {
+				t.Errorf("OK, Err = %v, %q; want false, %q", got.OK, got.Err, "timed out after 3s")
 			}
 			if got.Output != "started" {
 				t.Errorf("Output = %q, want %q", got.Output, "started")
 			}
-			if limit := opts.Timeout + killGrace + 2*time.Second; elapsed > limit {
-				t.Errorf("Run took %v, want under %v", elapsed, limit)
-			}
 			pid := readPID(t, pidFile)
-			if !waitGone(pid, 2*time.Second) {
+			if !waitGone(pid, time.Minute) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("the command's child %d outlived Run", pid)
 			}
@@ -162,7 +173,9 @@ func TestRunTimeoutKillsTheWholeGroup(t *testing.T) {
 func TestRunBackgroundChildHoldingOutput(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	opts := Options{Env: append(os.Environ(), "PIDFILE="+pidFile)}
-	got := Run(context.Background(), mustSplit(t, `sh -c 'sleep 30 & echo $! > "$PIDFILE"; echo spawned'`), opts)
+	// The child would sleep ten minutes: gone within the minute below
+	// means killed, not ended by itself.
+	got := Run(context.Background(), mustSplit(t, `sh -c 'sleep 600 & echo $! > "$PIDFILE"; echo spawned'`), opts)
 	if got.OK || !strings.Contains(got.Err, "left a background process") {
 		t.Errorf("OK, Err = %v, %q; want a background-process error", got.OK, got.Err)
 	}
@@ -170,21 +183,22 @@ func TestRunBackgroundChildHoldingOutput(t *testing.T) {
 		t.Errorf("Output = %q, want %q", got.Output, "spawned")
 	}
 	pid := readPID(t, pidFile)
-	if !waitGone(pid, 2*time.Second) {
+	if !waitGone(pid, time.Minute) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("the command's child %d outlived Run", pid)
 	}
 }
 
+// TestRunCancelled: the caller's cancel ends the command, and Err says so.
+// The command and the timeout are ten minutes: only the cancel can end
+// Run before then, so its returning with that Err is the proof; how
+// promptly is the machine's.
 func TestRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
-	got := Run(ctx, []string{"sleep", "10"}, Options{Timeout: 10 * time.Second})
+	got := Run(ctx, []string{"sleep", "600"}, Options{Timeout: 10 * time.Minute})
 	if got.OK || got.Err != "cancelled: context canceled" {
 		t.Errorf("OK, Err = %v, %q; want false, %q", got.OK, got.Err, "cancelled: context canceled")
-	}
-	if got.Duration > 5*time.Second {
-		t.Errorf("Duration = %v: cancellation was not prompt", got.Duration)
 	}
 }
 
@@ -300,7 +314,9 @@ func TestRunDaemonHoldingOutput(t *testing.T) {
 	}
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	opts := Options{Env: append(os.Environ(), "PIDFILE="+pidFile)}
-	got := Run(context.Background(), mustSplit(t, `sh -c 'setsid sh -c "echo \$\$ > \"$PIDFILE\"; exec sleep 30" & sleep 0.3; echo restarted'`), opts)
+	// The command exits once the daemon recorded its pid (not after a
+	// fixed time a busy machine may not have started it in).
+	got := Run(context.Background(), mustSplit(t, `sh -c 'setsid sh -c "echo \$\$ > \"$PIDFILE\"; exec sleep 30" & while [ ! -s "$PIDFILE" ]; do sleep 0.05; done; echo restarted'`), opts)
 	pid := readPID(t, pidFile)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	if !got.OK || !got.KeptRunning || got.Err != "" {

@@ -17,7 +17,7 @@ import (
 )
 
 // `run --fresh` after a supervisor was SIGKILLed mid-session: the dead
-// night's session (still running its minute-long tool call) is killed and
+// night's session (still running its long tool call) is killed and
 // its MCP config, which holds the server's resolved key, is removed, before
 // the fresh night runs.
 func TestFreshRunEndsTheDeadNight(t *testing.T) {
@@ -46,7 +46,9 @@ jobs:
   - {name: slow, servers: [notes], allowed_tools: [mcp__notes], prompt: %q}
 `, testkit.ClaudeBinOf(t, version), testkit.BuildTestServer(t), key, prompt), 0o600)
 	}
-	writeBatch("SESSION slow\nCALL mcp__notes__slow {\"ms\":90000}")
+	// The tool call lasts ten minutes: the session it holds can only end
+	// early by the fresh night's kill, however long the steps below take.
+	writeBatch("SESSION slow\nCALL mcp__notes__slow {\"ms\":600000}")
 	state := filepath.Join(dir, "state")
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ANTHROPIC_BASE_URL=" + api.URL(),
 		"ANTHROPIC_API_KEY=test-key", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
@@ -105,8 +107,9 @@ jobs:
 	if n := len(api.SessionToolResults("quick")); n != 1 {
 		t.Errorf("the fresh night ran its job %d times, want once", n)
 	}
-	// The kill is sent before the fresh night goes on; let the kernel finish it.
-	for end := time.Now().Add(2 * time.Second); processRunning(session.PID) && time.Now().Before(end); {
+	// The kill is sent before the fresh night goes on; let the kernel finish
+	// it (a minute: only a survivor runs it out).
+	for end := time.Now().Add(time.Minute); processRunning(session.PID) && time.Now().Before(end); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if processRunning(session.PID) {

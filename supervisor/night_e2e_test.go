@@ -286,13 +286,12 @@ jobs:
   - {name: stuck, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
 `, jsonString(testkit.ClaudeBinOf(t, version)), jsonString(server), jsonString(pidfile),
 		jsonString(prompt("stuck", `mcp__notes__hang {}`))))
-	start := time.Now()
+	// Killed by "timeout", not "stall" (1 min) nor the night's own bound
+	// (runWith's 4 min, a hang): the job's timeout cut it. How long the
+	// night took depends on the machine, so it is not asserted.
 	s := f.run(b)
 	if s.Failed != 1 || s.Jobs[0].Outcome == nil || s.Jobs[0].Outcome.KilledBy != "timeout" {
 		t.Fatalf("want the job failed by its timeout, got %+v", s.Jobs[0])
-	}
-	if took := time.Since(start); took > time.Minute {
-		t.Errorf("the night took %s for an 8 s timeout", took)
 	}
 	// The session's own server (the last pid written: the preflight's
 	// probe instance wrote first) must be gone.

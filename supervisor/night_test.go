@@ -252,7 +252,7 @@ func TestDaemonRunsOnScheduleAndStops(t *testing.T) {
 		done <- Daemon(ctx, func() (*jobs.Batch, error) { return jobs.Load(path, os.LookupEnv) },
 			NightOptions{Binary: "/bin/true", Env: os.Environ(), LogWriter: zerolog.NewTestWriter(t)})
 	}()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // a busy machine; only a daemon that never runs again gets there
 	for {
 		runs, _ := filepath.Glob(filepath.Join(dir, "state", "runs", "*.jsonl"))
 		finished := 0
@@ -265,7 +265,7 @@ func TestDaemonRunsOnScheduleAndStops(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the daemon ran %d nights in 30 s", finished)
+			t.Fatalf("the daemon never ran a second night (%d finished)", finished)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -275,8 +275,8 @@ func TestDaemonRunsOnScheduleAndStops(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the daemon did not stop")
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the daemon hung: it did not stop on the cancel")
 	}
 }
 

@@ -108,19 +108,21 @@ func (h *host) entry(t testing.TB, server string) *healthcheck.Entry {
 	return f.Entry(server)
 }
 
-// waitFor polls until cond holds and returns how long that took; it fails
-// after a bound generous enough for a loaded CI machine (the goal, within
-// a second, is measured by the benchmark, not asserted here).
+// waitFor polls until cond holds and returns how long that took, for a
+// log; it fails after a minute, which only a relay that never delivers
+// runs out (the goal, within a second, is measured by the benchmark, not
+// asserted here).
 func waitFor(t testing.TB, what string, cond func() bool) time.Duration {
 	t.Helper()
+	const never = time.Minute
 	start := time.Now()
-	for time.Since(start) < 5*time.Second {
+	for time.Since(start) < never {
 		if cond() {
 			return time.Since(start)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	t.Fatalf("%s: not within 5s", what)
+	t.Fatalf("%s: never came (%s)", what, never)
 	return 0
 }
 

@@ -58,16 +58,19 @@ jobs:
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	// Let the night start and reach the cache.
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), "night starting") && time.Now().Before(deadline) {
+	// Let the night start and reach the cache: it says so, naming the
+	// FIFO (a minute is for a busy machine; a night that waited on the
+	// FIFO never says it).
+	deadline := time.Now().Add(time.Minute)
+	for !(strings.Contains(out.String(), "night starting") && strings.Contains(out.String(), "FIFO")) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(2 * time.Second)
 	_ = cmd.Process.Signal(syscall.SIGTERM)
+	// A daemon that waited on the FIFO would never stop: two minutes is a
+	// hang, not a slow machine.
 	select {
 	case <-done:
-	case <-time.After(15 * time.Second):
+	case <-time.After(2 * time.Minute):
 		_ = cmd.Process.Kill()
 		<-done
 		t.Fatalf("the daemon ignored SIGTERM with a FIFO for the cache:\n%s", out.String())
@@ -98,7 +101,7 @@ func TestLogsRefusesAFIFO(t *testing.T) {
 	go func() { _, stderr, code = c.run("logs", "--state-dir", state); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(2 * time.Minute): // a wait on a FIFO is forever
 		t.Fatal("nightwatch logs waited on a FIFO")
 	}
 	if code == 0 || !strings.Contains(stderr, fifo) || !strings.Contains(stderr, "FIFO") {

@@ -181,7 +181,18 @@ func TestRunRecreatesADeletedJournal(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond) // c's started line is written before its agent runs
+	// c's started line is written before its agent runs; kill once it is
+	// in the journal written anew, not after a fixed time.
+	for cStarted := false; !cStarted; time.Sleep(50 * time.Millisecond) {
+		events, _ := journal.Read(f.journalPath())
+		for _, ev := range events {
+			cStarted = cStarted || (ev.Type == journal.JobStarted && ev.Job == "c")
+		}
+		if !cStarted && time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("job c's started line never reached the journal:\n%s", out)
+		}
+	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	if !strings.Contains(out.String(), "was deleted") {

@@ -17,13 +17,15 @@ func serverEverythingBin(t testing.TB) string {
 	return testkit.ServerEverythingBin(t)
 }
 
-// requireBounded fails when a probe took longer than its timeout plus the
-// slack the teardown may use.
-func requireBounded(t *testing.T, start time.Time, timeout time.Duration) {
+// requireNotHung fails when a probe returned minutes after its timeout:
+// only a probe that does not honour its timeout (a hang) gets there. How
+// long a busy machine needs for the teardown is not asserted; the verdict
+// and reason say whether the timeout cut the probe.
+func requireNotHung(t *testing.T, start time.Time, timeout time.Duration) {
 	t.Helper()
-	const slack = 3 * time.Second // generous: CI runs the suite with -race on two cores
-	if elapsed := time.Since(start); elapsed > timeout+slack {
-		t.Errorf("probe took %s, want at most timeout %s + %s", elapsed, timeout, slack)
+	const hang = 2 * time.Minute
+	if elapsed := time.Since(start); elapsed > timeout+hang {
+		t.Errorf("the probe hung: it returned %s after its %s timeout", (elapsed - timeout).Round(time.Second), timeout)
 	}
 }
 
@@ -46,11 +48,12 @@ func readPids(t *testing.T, path string) []int {
 	return pids
 }
 
-// requireGone fails unless every pid is gone soon: the probe already sent
-// SIGKILL to the group, delivery is all that may still be pending.
+// requireGone fails unless every pid is gone: the probe already sent
+// SIGKILL to the group, delivery is all that may still be pending. The
+// minute is for a busy machine; only a survivor runs it out.
 func requireGone(t *testing.T, pids []int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for _, pid := range pids {
 		for processAlive(pid) {
 			if time.Now().After(deadline) {

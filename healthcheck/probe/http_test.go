@@ -110,7 +110,7 @@ func TestHTTPStatuses(t *testing.T) {
 			srv := &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: fs.URL + mcpserver.StreamablePath}
 			start := time.Now()
 			res := HTTP(context.Background(), srv, Options{Timeout: timeout})
-			requireBounded(t, start, timeout)
+			requireNotHung(t, start, timeout)
 			t.Logf("%+v", res)
 			if res.Verdict != tt.want || res.Status != tt.status {
 				t.Fatalf("got %s %d (%q), want %s %d", res.Verdict, res.Status, res.Reason, tt.want, tt.status)
@@ -142,8 +142,7 @@ func TestHTTPEras(t *testing.T) {
 		era       Era
 		version   string
 		reason    string
-		maxTime   time.Duration
-		minTime   time.Duration
+		minTime   time.Duration // the delay the server itself imposes: a lower bound no machine breaks
 	}{
 		{name: "stateless go-sdk is modern", mode: "healthy", stateless: true, era: Modern, version: ModernProtocolVersion,
 			reason: "answered server/discover as " + mcpserver.ServerName},
@@ -152,7 +151,9 @@ func TestHTTPEras(t *testing.T) {
 		{name: "2025 server refuses discover with 400", mode: "legacy", era: Legacy, version: ClientProtocolVersion,
 			reason: "legacy: server/discover got JSON-RPC error -32601"},
 		{name: "server ignores discover", mode: "ignore-discover", era: Legacy, version: ClientProtocolVersion,
-			reason: "server/discover unanswered within 1s", maxTime: 2500 * time.Millisecond},
+			// Healthy after the 1 s discover wait the reason names, not cut
+			// by the 5 s timeout (which would have ended the probe).
+			reason: "server/discover unanswered within 1s"},
 		{name: "slow handshake", mode: "slow-handshake=300ms", stateless: true, era: Modern, version: ModernProtocolVersion,
 			minTime: 300 * time.Millisecond},
 		{name: "server down on discover, 503 everywhere", mode: "503", era: ""},
@@ -180,9 +181,6 @@ func TestHTTPEras(t *testing.T) {
 			if !strings.Contains(res.Reason, tt.reason) {
 				t.Errorf("reason %q lacks %q", res.Reason, tt.reason)
 			}
-			if tt.maxTime > 0 && res.Latency > tt.maxTime {
-				t.Errorf("latency %s, want at most %s", res.Latency, tt.maxTime)
-			}
 			if res.Latency < tt.minTime {
 				t.Errorf("latency %s, want at least %s", res.Latency, tt.minTime)
 			}
@@ -207,9 +205,14 @@ func TestHTTPEras(t *testing.T) {
 
 func TestHTTPRetryAfterDate(t *testing.T) {
 	fs := newFaultServer(t, "429=date+120", mcpserver.HTTPOptions{})
+	// The date is 120 s (in whole seconds) after the server's answer; the
+	// probe reads it some time later. However long the call took on this
+	// machine, the wait it reads lies within the call's span of 120 s.
+	before := time.Now()
 	res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: fs.URL + "/mcp"}, Options{})
-	if res.Verdict != RateLimited || res.RetryAfter < 115*time.Second || res.RetryAfter > 121*time.Second {
-		t.Errorf("got %s retry after %s, want rate-limited ~120s", res.Verdict, res.RetryAfter)
+	span := time.Since(before)
+	if low := 118*time.Second - span; res.Verdict != RateLimited || res.RetryAfter < low || res.RetryAfter > 121*time.Second {
+		t.Errorf("got %s retry after %s, want rate-limited, %s to 121s", res.Verdict, res.RetryAfter, low.Round(time.Second))
 	}
 }
 
@@ -379,7 +382,7 @@ func TestHTTPConnectionFailures(t *testing.T) {
 			t.Parallel()
 			start := time.Now()
 			res := HTTP(context.Background(), &mcpconfig.Server{Transport: mcpconfig.HTTP, URL: tt.url}, Options{Timeout: 2 * time.Second})
-			requireBounded(t, start, 2*time.Second)
+			requireNotHung(t, start, 2*time.Second)
 			if res.Verdict != Transport || !strings.Contains(res.Reason, tt.reason) {
 				t.Errorf("got %s %q, want transport with %q", res.Verdict, res.Reason, tt.reason)
 			}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,19 +25,20 @@ func TestStdioModes(t *testing.T) {
 		timeout   time.Duration
 		listTools bool
 		want      Verdict
-		reason    []string // each must appear in the reason
-		minTime   time.Duration
-		maxTime   time.Duration
-		anyEra    bool // either era is a right answer
-		era       Era  // when healthy; "" means Modern, the go-sdk's own
+		reason    []string      // each must appear in the reason
+		minTime   time.Duration // the delay the server itself imposes: a lower bound no machine breaks
+		anyEra    bool          // either era is a right answer
+		era       Era           // when healthy; "" means Modern, the go-sdk's own
 	}{
 		{name: "healthy", mode: "healthy", listTools: true, want: Healthy,
 			reason: []string{"answered server/discover as " + mcpserver.ServerName, "(protocol 2026-07-28, modern)"}},
 		{name: "legacy server refuses discover", mode: "legacy", listTools: true, want: Healthy, era: Legacy,
 			reason: []string{"answered initialize as " + mcpserver.ServerName, "legacy: server/discover got JSON-RPC error -32601"}},
+		// Healthy, and the reason names the 1 s discover wait: the probe
+		// fell back to initialize after it, not after the 5 s timeout
+		// (which would have ended the probe).
 		{name: "legacy server ignores discover", mode: "ignore-discover", listTools: true, want: Healthy, era: Legacy,
-			maxTime: 2500 * time.Millisecond, // the 1 s discover wait, not the 5 s timeout
-			reason:  []string{"answered initialize as", "legacy: server/discover unanswered within 1s"}},
+			reason: []string{"answered initialize as", "legacy: server/discover unanswered within 1s"}},
 		{name: "dies on discover, respawned", mode: "die-on-discover", listTools: true, want: Healthy, era: Legacy,
 			reason: []string{"answered initialize as", "exited (exit status 1) on server/discover and was started again"}},
 		// After the warm-up the server answers discover and the initialize
@@ -89,7 +89,7 @@ func TestStdioModes(t *testing.T) {
 
 			start := time.Now()
 			res := Stdio(context.Background(), srv, Options{Timeout: timeout, ListTools: tt.listTools, Environ: environ})
-			requireBounded(t, start, timeout)
+			requireNotHung(t, start, timeout)
 			t.Logf("%+v", res)
 
 			if res.Verdict != tt.want {
@@ -121,9 +121,6 @@ func TestStdioModes(t *testing.T) {
 				t.Errorf("latency %s, want at least %s", res.Latency, tt.minTime)
 			}
 			if res.Verdict == Healthy {
-				if tt.maxTime > 0 && res.Latency > tt.maxTime {
-					t.Errorf("latency %s, want at most %s", res.Latency, tt.maxTime)
-				}
 				wantEra, wantVersion := tt.era, ModernProtocolVersion
 				if wantEra == "" {
 					wantEra = Modern
@@ -239,7 +236,7 @@ func TestStdioNotMCP(t *testing.T) {
 			srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: "/bin/sh", Args: []string{"-c", tt.script}}
 			start := time.Now()
 			res := Stdio(context.Background(), srv, Options{Timeout: time.Second})
-			requireBounded(t, start, time.Second)
+			requireNotHung(t, start, time.Second)
 			if res.Verdict != tt.want {
 				t.Errorf("verdict %s, want %s (reason %q)", res.Verdict, tt.want, res.Reason)
 			}
@@ -271,21 +268,20 @@ func TestStdioCallerCancel(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: bin,
 		Args: []string{"--mode", "never-answer,ignore-sigterm", "--pidfile", pidfile}}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// The caller's bound is the shorter; the reason says which bound cut
+	// the probe, so no clock reading is needed to tell them apart.
+	const callerBound, ownTimeout = 2 * time.Second, time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), callerBound)
 	defer cancel()
-	start := time.Now()
-	res := Stdio(ctx, srv, Options{Timeout: 10 * time.Second})
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("probe took %s after its context expired at 300ms", elapsed)
-	}
-	// The reason names the caller's bound (what was left of its 300 ms
-	// when the probe started), not the probe's own 10 s.
-	m := regexp.MustCompile(`no answer to initialize within (\d+)ms`).FindStringSubmatch(res.Reason)
+	res := Stdio(ctx, srv, Options{Timeout: ownTimeout})
+	// The reason names the caller's bound (what was left of it when the
+	// probe started), not the probe's own timeout.
+	m := regexp.MustCompile(`no answer to initialize within (\S+) \(hang\)`).FindStringSubmatch(res.Reason)
 	if res.Verdict != Transport || m == nil {
 		t.Fatalf("got %s %q, want the caller's bound in the reason", res.Verdict, res.Reason)
 	}
-	if ms, _ := strconv.Atoi(m[1]); ms < 100 || ms > 300 {
-		t.Errorf("reason names %sms, want the caller's bound of at most 300ms: %q", m[1], res.Reason)
+	if d, err := time.ParseDuration(m[1]); err != nil || d <= 0 || d > callerBound {
+		t.Errorf("reason names %s, want the caller's bound of at most %s: %q", m[1], callerBound, res.Reason)
 	}
 	requireGone(t, readPids(t, pidfile))
 }
@@ -412,14 +408,16 @@ exec sleep 60
 		t.Fatal(err)
 	}
 	srv := &mcpconfig.Server{Transport: mcpconfig.Stdio, Command: script}
+	// The server then sleeps a minute, past which the timeout is set: a
+	// probe that waited for more than the line would get no answer and
+	// end by the server's exit or the timeout, both other reasons. So the
+	// reason itself proves it was said at once; the time is logged only.
 	start := time.Now()
-	res := Stdio(context.Background(), srv, Options{Timeout: 20 * time.Second})
+	res := Stdio(context.Background(), srv, Options{Timeout: 2 * time.Minute})
 	took := time.Since(start)
-	if res.Verdict != NotMCP || !strings.Contains(res.Reason, "stdout line longer than 8 MiB") {
-		t.Errorf("verdict %s, reason %q; want not-mcp, a line longer than 8 MiB", res.Verdict, res.Reason)
-	}
-	if took > 5*time.Second {
-		t.Errorf("took %s of a 20s timeout; the answer's size was known at once", took.Round(time.Millisecond))
+	if res.Verdict != NotMCP || !strings.Contains(res.Reason, "stdout line longer than 8 MiB") || res.TimedOutAfter != 0 {
+		t.Errorf("verdict %s, reason %q, timed out after %s; want not-mcp, a line longer than 8 MiB, no timeout",
+			res.Verdict, res.Reason, res.TimedOutAfter)
 	}
 	t.Logf("%s in %s", res.Reason, took.Round(time.Millisecond))
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,14 +60,15 @@ func TestExeRunsDirectly(t *testing.T) {
 // batch file runs in its Job Object; cancelling ends it within the grace.
 func TestBatchFileInItsJob(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "slow.cmd"), []byte("@echo off\r\necho started %~1\r\nping -n 30 127.0.0.1 >nul\r\n"), 0o644); err != nil {
+	// The batch file runs ten minutes: only the cancel can end it before.
+	if err := os.WriteFile(filepath.Join(dir, "slow.cmd"), []byte("@echo off\r\necho started %~1\r\nping -n 600 127.0.0.1 >nul\r\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "PATH="+dir+";"+os.Getenv("PATH"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := command.CommandContext(ctx, env, "slow", "x y")
-	var out strings.Builder
+	var out lockedBuilder // read below while the copy goroutine writes
 	cmd.Stdout = &out
 	proc.Prepare(cmd, 500*time.Millisecond)
 	if cmd.SysProcAttr.CmdLine == "" {
@@ -75,14 +77,39 @@ func TestBatchFileInItsJob(t *testing.T) {
 	if err := proc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	start := time.Now()
+	// Cancel once the batch file is running (it printed its line), not
+	// after a fixed time a busy machine may not have started it in.
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(out.String(), "started") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	cancel()
-	_ = proc.Wait(cmd)
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the batch file ran on for %v after the cancel", d)
+	waited := make(chan struct{})
+	go func() { _ = proc.Wait(cmd); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatal("the batch file ran on after the cancel (two minutes: a hang)")
 	}
 	if !strings.Contains(out.String(), "started x y") {
 		t.Errorf("output %q", out.String())
 	}
+}
+
+// lockedBuilder is a strings.Builder that may be read while written.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

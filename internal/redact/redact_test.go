@@ -3,7 +3,6 @@ package redact
 import (
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 )
 
@@ -218,36 +217,34 @@ func TestTail(t *testing.T) {
 	}
 }
 
+// hostileInput is a secret followed by 200 000 bytes that each begin a
+// partial match of the other secret: a redactor quadratic in it would take
+// minutes (BenchmarkStringHostileLargeInput measures it).
+func hostileInput() string { return "SECRET" + strings.Repeat("]", 200_000) }
+
 func TestStringOnHostileLargeInput(t *testing.T) {
-	text := "SECRET" + strings.Repeat("]", 200_000)
-	start := time.Now()
+	text := hostileInput()
 	out := String(text, "SECRET", "ED]]")
 	if strings.Contains(out, "SECRET") || strings.Contains(out, "ED]]") {
 		t.Errorf("output still holds a secret: %q", Tail(out, 80))
 	}
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("took %s on %d bytes", elapsed, len(text))
-	}
 }
 
-func TestStringIsFastOnAFewKB(t *testing.T) {
-	text := strings.Repeat("worker 3: GET /mcp 200 in 12ms, API_KEY=abcdef123456 Bearer tok_0123456789\n", 60) // ~4.5 KB
-	secrets := []string{"abcdef123456", "tok_0123456789", "some-other-value"}
-	result := testing.Benchmark(func(b *testing.B) {
-		for b.Loop() {
-			String(text, secrets...)
-		}
-	})
-	// Generous bound (race detector, slow CI); typical is well under 1 ms.
-	if per := result.NsPerOp(); per > 20_000_000 {
-		t.Errorf("String on %d bytes took %d ns", len(text), per)
-	}
-}
-
-func BenchmarkString(b *testing.B) {
-	text := strings.Repeat("worker 3: GET /mcp 200 in 12ms, API_KEY=abcdef123456 Bearer tok_0123456789\n", 60)
+// BenchmarkStringHostileLargeInput: linear on hostile input; on a quiet
+// machine well under a second an operation.
+func BenchmarkStringHostileLargeInput(b *testing.B) {
+	text := hostileInput()
 	for b.Loop() {
-		String(text, "abcdef123456", "tok_0123456789")
+		String(text, "SECRET", "ED]]")
+	}
+}
+
+// BenchmarkString: a few KB of log with secrets, what the hook and the
+// journal redact on every line; on a quiet machine well under 1 ms.
+func BenchmarkString(b *testing.B) {
+	text := strings.Repeat("worker 3: GET /mcp 200 in 12ms, API_KEY=abcdef123456 Bearer tok_0123456789\n", 60) // ~4.5 KB
+	for b.Loop() {
+		String(text, "abcdef123456", "tok_0123456789", "some-other-value")
 	}
 }
 

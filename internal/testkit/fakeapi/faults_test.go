@@ -119,15 +119,31 @@ func TestFaultWindowByRequests(t *testing.T) {
 	}
 }
 
+// waitFaultEnded waits for a timed fault's end: a minute is a fault that
+// never ends, not a slow machine.
+func waitFaultEnded(t *testing.T, s *Server) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); s.Faulting(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a timed fault never ended")
+		}
+	}
+}
+
+// A fault with For answers inside its window and ends by itself. Inside is
+// an hour long, so no machine is too slow to be in it; the end is a short
+// window waited for, not slept through.
 func TestFaultWindowByTime(t *testing.T) {
 	s := Start(t)
 	f := ServerError(503)
-	f.For = 300 * time.Millisecond
+	f.For = time.Hour
 	s.Inject(f)
 	if st, _, _, _ := rawPost(s); st != 503 {
 		t.Errorf("inside the window: %d, want 503", st)
 	}
-	time.Sleep(500 * time.Millisecond)
+	f.For = 50 * time.Millisecond
+	s.Inject(f)
+	waitFaultEnded(t, s)
 	if st, _, _, err := rawPost(s); st != 200 {
 		t.Errorf("after the window: %d %v, want 200", st, err)
 	}
@@ -150,8 +166,9 @@ func TestRefusedThenBackOnSamePort(t *testing.T) {
 	if resp, err := keep.Get(url + "/"); err == nil {
 		resp.Body.Close()
 	}
+	// An hour's refusal: no machine is too slow to be inside it.
 	f := Refused()
-	f.For = 400 * time.Millisecond
+	f.For = time.Hour
 	s.Inject(f)
 	_, _, _, err := rawPost(s)
 	if !errors.Is(err, syscall.ECONNREFUSED) {
@@ -161,11 +178,20 @@ func TestRefusedThenBackOnSamePort(t *testing.T) {
 		resp.Body.Close()
 		t.Errorf("a kept-alive client still got an answer during the refusal")
 	}
-	time.Sleep(700 * time.Millisecond)
+	// A short one, refused anew, ends by itself: back on the same port.
+	f.For = 50 * time.Millisecond
+	s.Inject(f)
+	waitFaultEnded(t, s)
 	if s.URL() != url {
 		t.Errorf("URL changed %s -> %s", url, s.URL())
 	}
-	if st, _, _, err := rawPost(s); err != nil || st != 200 {
+	// The fault ends before the port listens again: poll for the answer.
+	st, _, _, err := rawPost(s)
+	for deadline := time.Now().Add(time.Minute); (err != nil || st != 200) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		st, _, _, err = rawPost(s)
+	}
+	if err != nil || st != 200 {
 		t.Errorf("after the refusal: %d %v, want 200 on the same port", st, err)
 	}
 }
