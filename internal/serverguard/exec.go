@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
@@ -54,11 +55,16 @@ func Serve(e Entry, stderr io.Writer) int {
 		Restarts: e.Restarts, HangAfter: e.HangAfter, PingTimeout: e.PingTimeout,
 		Notify: Announcer(os.LookupEnv, e.Server, stderr)}
 	err = Run(ctx, cfg, os.Stdin, os.Stdout)
+	var ee *exec.ExitError
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return 0
-	case errors.Is(err, ErrEndedAtStart):
-		return 1
+	case errors.As(err, &ee) && ee.ExitCode() > 0:
+		// The server's own failure, as Claude Code would have seen it.
+		return ee.ExitCode()
+	case errors.Is(err, ErrStart):
+		fmt.Fprintf(stderr, "exec-server: %v\n", err)
+		return 2
 	default:
 		fmt.Fprintf(stderr, "exec-server: %s: %v\n", e.Server, err)
 		return 1

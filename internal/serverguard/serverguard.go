@@ -128,6 +128,10 @@ type Event struct {
 // ErrLost is Run's answer when the server could not be brought back.
 var ErrLost = errors.New("the MCP server could not be brought back")
 
+// ErrStart is Run's answer when the server's first process could not
+// start.
+var ErrStart = errors.New("cannot start the MCP server")
+
 // ErrEndedAtStart is Run's answer when the server ended before it ever
 // answered the client: nothing to repair, and nothing lost mid-session.
 var ErrEndedAtStart = errors.New("the MCP server ended before it answered")
@@ -152,8 +156,11 @@ const errorCode = -32000
 const ownPrefix = "nightwatch-guard-"
 
 // Run guards the server of cfg between in (from Claude Code) and out (to
-// it) until in ends (nil), ctx ends (its error) or the server is lost
-// (ErrLost). The server's process group is gone when Run returns.
+// it) until in ends (nil, or the *exec.ExitError of a server that then
+// exited with a failure), ctx ends (its error), the server is lost
+// (ErrLost), or it could not start or ended before it ever answered
+// (ErrStart, ErrEndedAtStart: Claude Code sees that as it would without
+// nightwatch). The server's process group is gone when Run returns.
 func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	cfg.defaults()
 	if len(cfg.Argv) == 0 {
@@ -248,6 +255,8 @@ type child struct {
 	cmd   *exec.Cmd
 	in    chan []byte
 	done  chan struct{}
+	// err is how it ended (proc.Wait), set before done closes.
+	err error
 }
 
 func (g *guard) readClient(in io.Reader) {
@@ -288,23 +297,22 @@ func (g *guard) tick() time.Duration {
 
 func (g *guard) loop() error {
 	if err := g.start(); err != nil {
-		g.notify(Event{Kind: Lost, Reason: err.Error()})
-		return fmt.Errorf("%w: %v", ErrLost, err)
+		// Claude Code sees it fail at start, as without nightwatch.
+		return fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	ticker := time.NewTicker(g.tick())
 	defer ticker.Stop()
 	for {
 		select {
 		case <-g.ctx.Done():
-			g.stop()
+			_ = g.stop()
 			return g.ctx.Err()
 		case ev := <-g.events:
 			switch ev := ev.(type) {
 			case clientLine:
 				g.fromClient(bytesTrim(ev))
 			case clientEOF:
-				g.stop()
-				return nil
+				return g.stop()
 			case childLine:
 				if g.child != nil && ev.start == g.child.start {
 					g.fromServer(ev.line)
@@ -312,6 +320,7 @@ func (g *guard) loop() error {
 			case childExit:
 				if g.child != nil && ev.start == g.child.start {
 					if err := g.ended(ev.err); err != nil {
+						g.child = nil
 						return err
 					}
 				}
@@ -376,9 +385,9 @@ func (g *guard) start() error {
 				break
 			}
 		}
-		err := proc.Wait(cmd)
+		c.err = proc.Wait(cmd)
 		close(c.done)
-		g.send(childExit{start: n, err: err})
+		g.send(childExit{start: n, err: c.err})
 	}()
 	if g.initialize != nil {
 		g.state = handshake
@@ -531,7 +540,7 @@ func (g *guard) ended(err error) error {
 	if !g.served {
 		// Never up: a server that fails at start is Claude Code's to see,
 		// as without nightwatch (its init says failed).
-		return fmt.Errorf("%w: %s", ErrEndedAtStart, how)
+		return fmt.Errorf("%w: %s: %w", ErrEndedAtStart, how, err)
 	}
 	now := time.Now()
 	recent := g.restarts[:0]
@@ -627,25 +636,51 @@ func (g *guard) oldest() time.Time {
 	return t
 }
 
-// stop ends the server when the client leaves: its stdin closes, and the
-// group is killed Grace later.
-func (g *guard) stop() {
+// stop ends the server when the client leaves: its stdin closes, what it
+// still says is passed on, and the group is killed Grace later. The error
+// is how the server ended when it exited by itself with a failure (an
+// *exec.ExitError, for exec-server's exit code).
+func (g *guard) stop() error {
 	c := g.child
 	if c == nil {
-		return
+		return nil
 	}
 	close(c.in)
 	kill := time.NewTimer(g.cfg.Grace)
 	defer kill.Stop()
+	killed := false
 	for {
 		select {
-		case <-c.done:
-			return
-		case <-g.events: // what the server still says goes nowhere now
+		case ev := <-g.events:
+			if l, ok := ev.(childLine); ok && l.start == c.start {
+				g.toClient(l.line)
+			}
+			continue
 		case <-kill.C:
+			killed = true
 			proc.KillGroup(c.cmd)
+			continue
+		case <-c.done:
 		}
+		break
 	}
+	// Lines read before the exit may still wait in the loop's queue.
+	for {
+		select {
+		case ev := <-g.events:
+			if l, ok := ev.(childLine); ok && l.start == c.start {
+				g.toClient(l.line)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	var ee *exec.ExitError
+	if !killed && errors.As(c.err, &ee) && ee.ExitCode() > 0 {
+		return c.err
+	}
+	return nil
 }
 
 func (g *guard) notify(ev Event) {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package serverguard
 
 import (
@@ -253,9 +255,10 @@ func TestHungServerIsRestarted(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	c.waitFor("the server to stop", func() bool { return processState(pid) == "T" })
 	r := c.call("echo", map[string]any{"message": "lost"})
 	if msg := errorText(r); !strings.Contains(msg, RestartedMarker) || !strings.Contains(msg, "hung") {
-		t.Fatalf("the call to the hung server got %v, want the restart error saying it hung", r)
+		t.Fatalf("the call to the hung server (pid %d) got %v, want the restart error saying it hung; events %+v", pid, r, c.events)
 	}
 	if r := c.call("echo", map[string]any{"message": "two"}); !echoes(r, "two") {
 		t.Fatalf("call after the restart: %v", r)
@@ -349,4 +352,18 @@ func TestServerThatNeverAnsweredIsNotRestarted(t *testing.T) {
 	if n := len(c.starts()); n != 1 {
 		t.Errorf("%d starts, want 1", n)
 	}
+}
+
+// processState is the state letter of pid in /proc ("" when unknown).
+func processState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
 }
