@@ -155,6 +155,9 @@ type night struct {
 	// section: its coordinator lock and shared journal (cluster.go), and
 	// the executor that runs attempts on its workers; nil on one host.
 	cluster *clusterLink
+	// guardStarts counts the exec-servers each attempt started for each
+	// of its stdio servers (events.go).
+	guardStarts map[attemptServer]int
 }
 
 func (n *night) now() time.Time {
