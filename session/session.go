@@ -18,6 +18,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
 )
@@ -176,6 +177,10 @@ func commandEnviron(spec Spec, dir string) []string {
 	// about a server.
 	if dir != "" {
 		maps.Copy(over, sessionstop.Vars(dir))
+		// exec-server, which guards each stdio server (package
+		// serverguard), writes its starts, restarts and losses to the
+		// night's events file, as the hook does.
+		over[knobs.EnvEvents[0]] = statedir.Events(spec.Batch.StateDir)
 	}
 	for _, srv := range spec.Batch.ServersOf(spec.Job) {
 		if srv.Reconnect == "" {
