@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,5 +65,60 @@ jobs:
 	if len(restarts) != 1 || restarts[0].Job != "g1" || restarts[0].Attempt != 1 || restarts[0].Server != "notes" ||
 		restarts[0].By != journal.RestartedByNightwatch || !strings.Contains(restarts[0].Reason, "exited with code 3") {
 		t.Errorf("server-restarted lines = %+v, want nightwatch's one for notes in g1's attempt 1", restarts)
+	}
+}
+
+// TestNightStdioServerLostMidSession: the job's stdio server breaks for
+// good mid-call (every new process exits at start). exec-server answers
+// the call with its restart error, tries again within its bound, and gives
+// the server up: the night journals server-lost and stops the attempt
+// while the job's other server still works on a long call, and the job
+// goes the way of a job whose server the session could not use (here
+// on_unhealthy: skip).
+func TestNightStdioServerLostMidSession(t *testing.T) {
+	testkit.ForEachClaude(t, testNightStdioServerLostMidSession)
+}
+
+func testNightStdioServerLostMidSession(t *testing.T, version string) {
+	f := newNightFixture(t)
+	server := testkit.BuildTestServer(t)
+	control := filepath.Join(f.dir, "notes.mode")
+	b := f.load(fmt.Sprintf(`version: 1
+name: guard
+state_dir: ./state
+agent: {command: %s}
+defaults: {timeout: 3m, stall_timeout: 2m, retries: 1, on_unhealthy: skip}
+servers:
+  notes: {command: %s, args: ["--control", %s]}
+  other: {command: %s}
+jobs:
+  - {name: g2, servers: [notes, other], allowed_tools: [mcp__notes, mcp__other], prompt: %s}
+`, jsonString(testkit.ClaudeBinOf(t, version)), jsonString(server), jsonString(control), jsonString(server),
+		jsonString(prompt("g2", `mcp__notes__break {"mode":"exit-at-start"}`, `mcp__other__slow {"ms":120000}`))))
+
+	s := f.run(b)
+	if s.Skipped != 1 {
+		t.Fatalf("want the job skipped for its lost server, got %+v", s.Jobs)
+	}
+	var lost, ended *journal.Event
+	events := readJournalTypes(t, s.Journal)
+	for i, ev := range events {
+		switch {
+		case ev.Type == journal.ServerLost:
+			lost = &events[i]
+		case ev.Type == journal.JobSkipped && ev.Job == "g2":
+			ended = &events[i]
+		}
+	}
+	if lost == nil || lost.Job != "g2" || lost.Attempt != 1 || lost.Server != "notes" || !strings.Contains(lost.Reason, "restarted") {
+		t.Fatalf("server-lost = %+v, want notes lost in g2's attempt 1", lost)
+	}
+	if ended == nil || !ended.Bounce || ended.Attempt != 1 || len(ended.Unusable) != 1 || ended.Unusable[0] != "notes" ||
+		ended.Result == nil || ended.Result.KilledBy != "abandoned" {
+		t.Errorf("the attempt's end = %+v, want it stopped (abandoned) with notes unusable", ended)
+	}
+	results := f.api.SessionToolResults("g2")
+	if len(results) == 0 || !strings.Contains(results[0].Content, "nightwatch restarted MCP server") {
+		t.Errorf("the break call's result = %+v, want the restart error", results)
 	}
 }

@@ -473,7 +473,7 @@ func (g *guard) fromServer(line []byte) {
 		if g.handshakeID != "" && key == idKey(stringID(g.handshakeID)) {
 			g.handshakeID = ""
 			if m.failed {
-				g.kill("it refused the replayed initialize: " + oneLine(m.errMsg))
+				g.kill("refused the replayed initialize: " + oneLine(m.errMsg))
 				return
 			}
 			if g.initialized != nil {
@@ -511,7 +511,7 @@ func (g *guard) toServer(line []byte) {
 	select {
 	case c.in <- line:
 	default:
-		g.kill("it stopped reading its input")
+		g.kill("stopped reading its input")
 	}
 }
 
@@ -533,7 +533,7 @@ func (g *guard) kill(why string) {
 func (g *guard) ended(err error) error {
 	how := g.dying
 	if how == "" {
-		how = "it " + exitWords(err)
+		how = exitWords(err)
 	}
 	g.child = nil
 	g.handshakeID, g.pingID = "", ""
@@ -601,7 +601,7 @@ func (g *guard) timers(now time.Time) error {
 		}
 	case handshake:
 		if g.dying == "" && now.After(g.deadline) {
-			g.kill(fmt.Sprintf("it hung: no answer to the replayed initialize within %s", g.cfg.StartTimeout))
+			g.kill(fmt.Sprintf("hung: no answer to the replayed initialize within %s", g.cfg.StartTimeout))
 		}
 	case up:
 		if g.child == nil || g.dying != "" {
@@ -609,7 +609,7 @@ func (g *guard) timers(now time.Time) error {
 		}
 		if g.pingID != "" {
 			if now.Sub(g.pingSent) >= g.cfg.PingTimeout {
-				g.kill(fmt.Sprintf("it hung: a request was outstanding for %s and a ping got no answer within %s",
+				g.kill(fmt.Sprintf("hung: a request was outstanding for %s and a ping got no answer within %s",
 					now.Sub(g.oldest()).Round(time.Second), g.cfg.PingTimeout))
 			}
 			return nil
