@@ -97,3 +97,17 @@ func ownRequest(id json.RawMessage, method string, params json.RawMessage) []byt
 	b, _ := json.Marshal(m)
 	return b
 }
+
+// cancelledID is the request a notifications/cancelled names, as an idKey
+// ("" when it names none).
+func cancelledID(line []byte) string {
+	var m struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil || len(m.Params.RequestID) == 0 {
+		return ""
+	}
+	return idKey(m.Params.RequestID)
+}

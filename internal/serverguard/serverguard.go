@@ -431,6 +431,13 @@ func (g *guard) fromClient(line []byte) {
 	if m.kind == notification && m.method == "notifications/initialized" {
 		g.initialized = append([]byte(nil), line...)
 	}
+	if m.kind == notification && m.method == "notifications/cancelled" {
+		// A server need not answer a cancelled request: it is owed nothing
+		// more, and is no sign of a hang.
+		if id := cancelledID(line); id != "" {
+			delete(g.pending, id)
+		}
+	}
 	if g.state != up {
 		if len(g.held) >= g.cfg.Held {
 			if m.kind == request {

@@ -367,3 +367,44 @@ func processState(pid int) string {
 	}
 	return fields[0]
 }
+
+// A request the client cancelled is owed nothing: a server that does not
+// answer it (as the protocol allows) is not taken for hung.
+func TestCancelledRequestIsNoHang(t *testing.T) {
+	c := guarded(t, Config{HangAfter: 100 * time.Millisecond, PingTimeout: 200 * time.Millisecond})
+	c.handshake()
+	pid := c.currentPID()
+	c.nextID++
+	c.send(map[string]any{"id": c.nextID, "method": "tools/call", "params": map[string]any{"name": "hang", "arguments": map[string]any{}}})
+	c.send(map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": c.nextID, "reason": "timed out"}})
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the server to stop", func() bool { return processState(pid) == "T" })
+	// Ten hang bounds with nothing owed: no ping, no restart.
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if re := c.eventsOf(Restarted); len(re) != 0 {
+			t.Fatalf("restarted with nothing outstanding: %+v", re)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancelled := c.nextID
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	c.nextID++
+	c.send(map[string]any{"id": c.nextID, "method": "tools/call", "params": map[string]any{"name": "echo", "arguments": map[string]any{"message": "still"}}})
+	for {
+		select {
+		case m := <-c.lines:
+			if m["id"] == float64(cancelled) {
+				continue // the go-sdk answers a cancelled call all the same
+			}
+			if !echoes(m, "still") {
+				t.Fatalf("call after: %v", m)
+			}
+			return
+		case <-time.After(60 * time.Second):
+			t.Fatal("no answer after SIGCONT")
+		}
+	}
+}
