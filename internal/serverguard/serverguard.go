@@ -498,6 +498,8 @@ func (g *guard) fromServer(line []byte) {
 		}
 		delete(g.pending, key)
 		g.served = true
+		// It answers: whatever a ping still waits for, it is no hang.
+		g.pingID = ""
 		g.toClient(line)
 	case request:
 		id := g.ownID()
@@ -613,6 +615,9 @@ func (g *guard) timers(now time.Time) error {
 	case up:
 		if g.child == nil || g.dying != "" {
 			return nil
+		}
+		if g.pingID != "" && g.oldest().IsZero() {
+			g.pingID = "" // nothing is owed any more
 		}
 		if g.pingID != "" {
 			if now.Sub(g.pingSent) >= g.cfg.PingTimeout {

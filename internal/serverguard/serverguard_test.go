@@ -294,8 +294,18 @@ func TestRequestsDuringTheRestartAreHeld(t *testing.T) {
 	for i := range 3 {
 		c.send(map[string]any{"id": 100 + i, "method": "tools/call", "params": map[string]any{"name": "echo", "arguments": map[string]any{"message": fmt.Sprint("held", i)}}})
 	}
+	// The server answers concurrently: in any order.
+	got := map[float64]map[string]any{}
+	for len(got) < 3 {
+		select {
+		case m := <-c.lines:
+			got[m["id"].(float64)] = m
+		case <-time.After(60 * time.Second):
+			t.Fatalf("answers so far: %v", got)
+		}
+	}
 	for i := range 3 {
-		if r := c.answer(100 + i); !echoes(r, fmt.Sprint("held", i)) {
+		if r := got[float64(100+i)]; !echoes(r, fmt.Sprint("held", i)) {
 			t.Errorf("held call %d: %v", i, r)
 		}
 	}
