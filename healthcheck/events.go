@@ -26,6 +26,11 @@ const (
 	EventServerLost      = "server-lost"
 )
 
+// GuardRestarted opens the JSON-RPC error exec-server (package
+// serverguard) gives a call that was in flight when its stdio server died:
+// nightwatch's own word that the server's process ended under the call.
+const GuardRestarted = "nightwatch restarted MCP server"
+
 // Event is one line of the events file: a call the hook blocked or a
 // server's change of state. The supervisor and the morning report count
 // blocked calls and outages from these lines.

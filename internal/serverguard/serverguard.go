@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 )
 
@@ -137,8 +138,9 @@ var ErrStart = errors.New("cannot start the MCP server")
 var ErrEndedAtStart = errors.New("the MCP server ended before it answered")
 
 // RestartedMarker opens the error message of a call that was in flight
-// when its server died; the hook and the session may look for it.
-const RestartedMarker = "nightwatch restarted MCP server"
+// when its server died; the hook reads it as the server's failure
+// (healthcheck's classifier).
+const RestartedMarker = healthcheck.GuardRestarted
 
 // RestartError is the message of a call that was in flight when its server
 // ended (how): one line for the model.
