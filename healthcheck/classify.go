@@ -88,6 +88,7 @@ type clientText struct {
 
 var clientTexts = []clientText{
 	{"Connection closed", CodeTransport, false},
+	{GuardRestarted, CodeTransport, false}, // exec-server: the server died under the call
 	{"The socket connection was closed unexpectedly", CodeTransport, true},
 	{"Unable to connect", CodeTransport, true},
 	{`" is not connected`, CodeTransport, false},             // MCP server "x" is not connected

@@ -15,7 +15,21 @@ const (
 	EventBlocked = "blocked"
 	EventState   = "state"
 	EventTrial   = "trial"
+	// The guard of a session's stdio server (exec-server, package
+	// serverguard) writes these, with the attempt's Run, Job and Attempt:
+	// each start of the server's process (Start counts them within one
+	// exec-server; a second exec-server in one attempt is Claude Code's
+	// own respawn), each restart nightwatch made (Reason how the process
+	// ended) and a server that could not be brought back.
+	EventServerStarted   = "server-started"
+	EventServerRestarted = "server-restarted"
+	EventServerLost      = "server-lost"
 )
+
+// GuardRestarted opens the JSON-RPC error exec-server (package
+// serverguard) gives a call that was in flight when its stdio server died:
+// nightwatch's own word that the server's process ended under the call.
+const GuardRestarted = "nightwatch restarted MCP server"
 
 // Event is one line of the events file: a call the hook blocked or a
 // server's change of state. The supervisor and the morning report count
@@ -34,6 +48,13 @@ type Event struct {
 	// By says who made the observation behind a state change (see By).
 	By    By        `json:"by,omitempty"`
 	Until time.Time `json:"until,omitzero"`
+	// The attempt whose session runs the server, and the server's start
+	// and pid (server-started, -restarted, -lost).
+	Run     string `json:"run,omitempty"`
+	Job     string `json:"job,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	Start   int    `json:"start,omitempty"`
+	PID     int    `json:"pid,omitempty"`
 }
 
 // EventLog appends events as JSON lines. A zero Path writes nothing.

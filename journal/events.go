@@ -46,6 +46,15 @@ const (
 	ServerState Type = "server-state"
 	// CallBlocked: a hook blocked a call of Tool to Server.
 	CallBlocked Type = "call-blocked"
+	// ServerRestarted: Server, a stdio server of attempt Attempt of Job,
+	// was started again while the session ran: By RestartedByNightwatch
+	// (exec-server restarted it after it ended or hung; Reason how) or
+	// RestartedByClaude (Claude Code started it again itself).
+	ServerRestarted Type = "server-restarted"
+	// ServerLost: exec-server could not bring Server back during attempt
+	// Attempt of Job (Reason why): the attempt is stopped and the job
+	// waits for the server, as for a server lost at the session's start.
+	ServerLost Type = "server-lost"
 	// Maintenance: the supervisor's Action on Server between jobs.
 	Maintenance Type = "maintenance"
 	// ServerFinal: Server's state (Status, Code, Reason) at the end of the
@@ -85,7 +94,7 @@ const (
 
 // Types is every type this release writes.
 var Types = []Type{RunStarted, RunResumed, JobStarted, SessionProcess, JobDeferred, JobRetried,
-	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, Maintenance, NightPaused, NightResumed, NightStopped,
+	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, ServerRestarted, ServerLost, Maintenance, NightPaused, NightResumed, NightStopped,
 	ServerFinal, RunClosed, RunFinished, NotifyFailed, SideEffect, TaskLost}
 
 // Status is a job's end (done, failed, skipped) or a server's state
@@ -98,6 +107,12 @@ const (
 	Skipped   Status = "skipped"
 	Healthy   Status = "healthy"
 	Unhealthy Status = "unhealthy"
+)
+
+// Who restarted a server mid-session (server-restarted's By).
+const (
+	RestartedByNightwatch = "nightwatch"
+	RestartedByClaude     = "claude-code"
 )
 
 // Action is what a maintenance event did.

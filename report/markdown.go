@@ -206,6 +206,9 @@ func jobNotes(j Job) []string {
 	if len(j.Unusable) > 0 {
 		notes = append(notes, "could not use: "+strings.Join(j.Unusable, ", "))
 	}
+	if n := restartNote(j); n != "" {
+		notes = append(notes, n)
+	}
 	if len(j.RanWithout) > 0 && !strings.HasPrefix(j.Reason, "ran without") {
 		notes = append(notes, "ran without: "+strings.Join(j.RanWithout, ", "))
 	}
@@ -342,3 +345,40 @@ var mdEscaper = strings.NewReplacer(`\`, `\\`, "<", `\<`, ">", `\>`, "[", `\[`, 
 // (escape codes) are written as Go escapes (text.Printable), then the
 // Markdown characters are escaped.
 func mdEscape(s string) string { return mdEscaper.Replace(text.Printable(s)) }
+
+// restartNote is e.g. "restarted mid-session: notes 2× (exited with code
+// 3); lost: notes", "" when no server of the job restarted.
+func restartNote(j Job) string {
+	var parts []string
+	var order []string
+	count := map[string]int{}
+	last := map[string]string{}
+	for _, r := range j.Restarts {
+		if count[r.Server] == 0 {
+			order = append(order, r.Server)
+		}
+		count[r.Server]++
+		last[r.Server] = r.Reason
+	}
+	for _, s := range order {
+		p := s
+		if count[s] > 1 {
+			p += fmt.Sprintf(" %d×", count[s])
+		}
+		if last[s] != "" {
+			p += " (" + short(last[s]) + ")"
+		}
+		parts = append(parts, p)
+	}
+	note := ""
+	if len(parts) > 0 {
+		note = "restarted mid-session: " + strings.Join(parts, ", ")
+	}
+	if len(j.Lost) > 0 {
+		if note != "" {
+			note += "; "
+		}
+		note += "lost mid-session: " + strings.Join(j.Lost, ", ")
+	}
+	return note
+}

@@ -90,6 +90,11 @@ type Job struct {
 	// TasksLost are calls a server turned into an MCP task its session
 	// could not follow: work left running at the server, unseen.
 	TasksLost []SideEffect `json:"tasksLost,omitempty"`
+	// Restarts are its stdio servers' restarts while its sessions ran (by
+	// nightwatch's exec-server or by Claude Code itself), and Lost the
+	// servers exec-server could not bring back.
+	Restarts []Restart `json:"restarts,omitempty"`
+	Lost     []string  `json:"lost,omitempty"`
 
 	tries []attempt // for the timeline and the notes; not part of the API
 }
@@ -113,6 +118,16 @@ type attempt struct {
 	cost       float64
 	resultSeen bool   // its cost and turns are counted
 	host       string // the cluster host that ran it; "" on one host
+}
+
+// Restart is a stdio server of a job started again mid-session.
+type Restart struct {
+	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt"`
+	Server  string    `json:"server"`
+	// By is who restarted it: nightwatch or claude-code.
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Deferral is a moment a job could not start because a server was down.
@@ -350,6 +365,12 @@ func fromEvents(events []journal.Event) *Night {
 			b.serverState(ev)
 		case journal.CallBlocked:
 			b.server(ev.Server).BlockedCalls++
+		case journal.ServerRestarted:
+			j := b.job(ev.Job)
+			j.Restarts = append(j.Restarts, Restart{At: ev.Time, Attempt: ev.Attempt, Server: ev.Server, By: ev.By, Reason: clean(ev.Reason)})
+		case journal.ServerLost:
+			j := b.job(ev.Job)
+			j.Lost = addNew(j.Lost, ev.Server)
 		case journal.Maintenance:
 			b.maintenance(ev)
 		case journal.ServerFinal:

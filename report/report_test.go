@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -475,5 +476,34 @@ func TestSideEffectsAndLostTasks(t *testing.T) {
 	many := make([]SideEffect, maxSideEffectsShown+5)
 	if s := sideEffects(many); !strings.HasSuffix(s, "and 5 more") {
 		t.Errorf("a long list is not bounded: %q", s)
+	}
+}
+
+// A job's stdio servers restarted mid-session, by nightwatch or by Claude
+// Code, and a server lost: each is on the job, and its note says so.
+func TestJobShowsServerRestarts(t *testing.T) {
+	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	events := []journal.Event{
+		{Time: at, Type: journal.RunStarted, Run: "r", Batch: "b"},
+		{Time: at, Type: journal.JobStarted, Run: "r", Job: "digest", Attempt: 1},
+		{Time: at.Add(time.Minute), Type: journal.ServerRestarted, Run: "r", Job: "digest", Attempt: 1, Server: "notes",
+			By: journal.RestartedByNightwatch, Reason: "it exited with code 3"},
+		{Time: at.Add(2 * time.Minute), Type: journal.ServerRestarted, Run: "r", Job: "digest", Attempt: 1, Server: "notes",
+			By: journal.RestartedByNightwatch, Reason: "it hung"},
+		{Time: at.Add(3 * time.Minute), Type: journal.ServerRestarted, Run: "r", Job: "digest", Attempt: 1, Server: "files",
+			By: journal.RestartedByClaude, Reason: "Claude Code started it again (start 2 in this attempt)"},
+		{Time: at.Add(4 * time.Minute), Type: journal.ServerLost, Run: "r", Job: "digest", Attempt: 1, Server: "notes", Reason: "restarted 5 times"},
+	}
+	n, err := BuildEvents(events, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Jobs) != 1 || len(n.Jobs[0].Restarts) != 3 || !slices.Equal(n.Jobs[0].Lost, []string{"notes"}) {
+		t.Fatalf("jobs = %+v", n.Jobs)
+	}
+	got := strings.Join(jobNotes(n.Jobs[0]), "; ")
+	want := "restarted mid-session: notes 2× (it hung), files (Claude Code started it again (start 2 in this attempt)); lost mid-session: notes"
+	if got != want {
+		t.Errorf("notes = %q\nwant    %q", got, want)
 	}
 }

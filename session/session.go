@@ -198,6 +198,10 @@ func commandEnviron(spec Spec, dir string) []string {
 	// about a server.
 	if dir != "" {
 		maps.Copy(over, sessionstop.Vars(dir))
+		// exec-server, which guards each stdio server (package
+		// serverguard), writes its starts, restarts and losses to the
+		// night's events file, as the hook does.
+		over[knobs.EnvEvents[0]] = statedir.Events(spec.Batch.StateDir)
 	}
 	for _, srv := range spec.Batch.ServersOf(spec.Job) {
 		if srv.Reconnect == "" {

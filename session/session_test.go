@@ -157,7 +157,7 @@ func TestPrepareSessionWritesCheckedFiles(t *testing.T) {
 	}
 	n := mcp.MCPServers["notes"]
 	// Started through exec-server, with only its own env's names kept.
-	if n["command"] != spec.Binary || fmt.Sprint(n["args"]) != "[exec-server --keep LOG_LEVEL,NOTES_API_KEY -- /usr/local/bin/notes-mcp --db /var/notes.db]" ||
+	if n["command"] != spec.Binary || fmt.Sprint(n["args"]) != "[exec-server --server notes --keep LOG_LEVEL,NOTES_API_KEY -- /usr/local/bin/notes-mcp --db /var/notes.db]" ||
 		n["alwaysLoad"] != true || n["timeout"] != 1500.0 {
 		t.Errorf("notes entry = %v", n)
 	}

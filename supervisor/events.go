@@ -1,8 +1,12 @@
 package supervisor
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 // absorbServerEvents copies new state changes and blocked calls from the
@@ -19,6 +23,51 @@ func (n *night) absorb(events []healthcheck.Event, host string) {
 				By: string(ev.By), Code: ev.Code, Reason: ev.Reason, Host: host})
 		case healthcheck.EventBlocked:
 			n.append(journal.Event{Type: journal.CallBlocked, Time: ev.Time, Server: ev.Server, Tool: ev.Tool, Host: host})
+		case healthcheck.EventServerStarted, healthcheck.EventServerRestarted, healthcheck.EventServerLost:
+			if ev.Run == n.runID && ev.Job != "" {
+				n.absorbGuard(ev, host)
+			}
 		}
+	}
+}
+
+// attemptServer names a server of one attempt.
+type attemptServer struct {
+	host, job, server string
+	attempt           int
+}
+
+// absorbGuard journals what the guard of a session's stdio server
+// (exec-server) saw: a restart it made, a second exec-server of the same
+// server in one attempt (Claude Code started it again), and a server it
+// could not bring back, which stops the attempt the way a server the
+// session could not use does (observe's SawUnusable), and which the plan
+// counts among the attempt's unusable servers.
+func (n *night) absorbGuard(ev healthcheck.Event, host string) {
+	base := journal.Event{Time: ev.Time, Job: ev.Job, Attempt: ev.Attempt, Server: ev.Server, Host: host}
+	switch ev.Kind {
+	case healthcheck.EventServerStarted:
+		if ev.Start != 1 {
+			return // a start of its own restart, journaled with it
+		}
+		key := attemptServer{host: host, job: ev.Job, server: ev.Server, attempt: ev.Attempt}
+		if n.guardStarts == nil {
+			n.guardStarts = map[attemptServer]int{}
+		}
+		n.guardStarts[key]++
+		if n.guardStarts[key] > 1 {
+			base.Type, base.By = journal.ServerRestarted, journal.RestartedByClaude
+			base.Reason = fmt.Sprintf("Claude Code started it again (start %d in this attempt)", n.guardStarts[key])
+			n.append(base)
+		}
+	case healthcheck.EventServerRestarted:
+		base.Type, base.By, base.Reason = journal.ServerRestarted, journal.RestartedByNightwatch, ev.Reason
+		n.append(base)
+	case healthcheck.EventServerLost:
+		base.Type, base.Reason = journal.ServerLost, ev.Reason
+		n.append(base)
+		n.plan.apply(base)
+		n.observe(context.Background(), session.Observation{Kind: session.SawUnusable, Job: ev.Job, Attempt: ev.Attempt,
+			Host: host, Server: ev.Server, Why: "lost mid-session: " + ev.Reason})
 	}
 }

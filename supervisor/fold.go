@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/journal"
@@ -71,6 +72,11 @@ func (p *plan) apply(ev journal.Event) {
 		jp.attempts = max(jp.attempts+1, ev.Attempt)
 		jp.phase, jp.startedAt = phaseRunning, ev.Time
 		jp.deferring, jp.resume, jp.resumeWhy = "", "", ""
+		jp.lost = nil
+	case journal.ServerLost:
+		if jp.phase == phaseRunning && ev.Attempt == jp.attempts && !slices.Contains(jp.lost, ev.Server) {
+			jp.lost = append(jp.lost, ev.Server)
+		}
 	case journal.JobRetried:
 		p.attemptOver(jp, ev)
 		if ev.Uncounted {

@@ -51,6 +51,9 @@ func (n *night) loop(ctx context.Context) error {
 		select {
 		case r := <-n.inbox:
 			if r.Ended != nil {
+				// A server the session's exec-server lost is part of the
+				// attempt's end (events.go): read it first.
+				n.absorbServerEvents()
 				n.journalEffects(r.Ended.Job)
 				ev := attemptEnd(*r.Ended)
 				ev.tasksLost = n.lostTasks(ev.job, ev.attempt)

@@ -165,6 +165,9 @@ type night struct {
 	// probedForResume is, by job, the attempt after which its servers were
 	// probed before a resume (resume.go).
 	probedForResume map[string]int
+	// guardStarts counts the exec-servers each attempt started for each
+	// of its stdio servers (events.go).
+	guardStarts map[attemptServer]int
 }
 
 func (n *night) now() time.Time {

@@ -112,6 +112,10 @@ type jobPlan struct {
 	// runsWithout are the servers that were down when its running attempt
 	// started anyway (on_unhealthy: run).
 	runsWithout []string
+	// lost are the stdio servers exec-server could not bring back during
+	// the running attempt (server-lost): unusable to it, as if its session
+	// had said so.
+	lost []string
 }
 
 // maxBounces is how many attempts of a job may be stopped for an unusable
@@ -436,6 +440,9 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 		p.interrupt(jp)
 		return nil
 	}
+	if out.Status != session.Done {
+		out.Unusable = withLost(out.Unusable, jp.lost)
+	}
 	jp.last = &out
 	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: resultOf(out), Denied: out.Denied,
 		Unusable: unusableServers(out.Unusable), Verify: verifyOf(out.Verify), Host: ev.host}
@@ -523,6 +530,16 @@ func resultOf(o session.Outcome) *journal.Result {
 	return &journal.Result{Subtype: o.Subtype, IsError: o.IsError, NumTurns: o.NumTurns,
 		CostUSD: o.CostUSD, DurationMS: o.DurationMS, SessionID: o.SessionID,
 		TerminalReason: o.TerminalReason, ExitCode: o.ExitCode, KilledBy: string(o.KilledBy)}
+}
+
+// withLost adds the servers lost mid-session to an attempt's unusable ones.
+func withLost(us []session.Unusable, lost []string) []session.Unusable {
+	for _, s := range lost {
+		if !slices.ContainsFunc(us, func(u session.Unusable) bool { return u.Server == s }) {
+			us = append(slices.Clip(us), session.Unusable{Server: s, Why: "lost mid-session"})
+		}
+	}
+	return us
 }
 
 // unusableServers are the names of the servers a session could not use.

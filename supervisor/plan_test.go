@@ -393,6 +393,31 @@ func TestPlanRules(t *testing.T) {
 			finished: true,
 		},
 		{
+			name:  "server lost mid-session: the abandoned attempt counts as one whose server was unusable",
+			batch: planBatch(nil, planJob("a", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.p.apply(journal.Event{Type: journal.ServerLost, Job: "a", Attempt: 1, Server: "notes", Reason: "exited with code 1"})
+				d.health["a"] = down
+				d.endWith("a", session.Outcome{Status: session.Failed, KilledBy: session.KilledAbandoned,
+					Reason: "stopped early: server notes could not be used (lost mid-session: exited with code 1)"})
+				if jp := d.p.jobs["a"]; jp.phase != phaseDeferred || jp.bounces != 1 {
+					d.t.Errorf("after the stopped attempt: %s, %d bounces", jp.phase, jp.bounces)
+				}
+				if r := d.records[0]; !r.Bounce || !slices.Equal(r.Unusable, []string{"notes"}) {
+					d.t.Errorf("the attempt's end = %+v", r)
+				}
+				d.health["a"] = ""
+				d.wake(10 * time.Second)
+				d.end("a", session.Done, 0)
+			},
+			launches: []string{"a#1", "a#2"},
+			records: []string{"job-deferred a: stopped early: server notes could not be used (lost mid-session: exited with code 1)",
+				"job-deferred a: " + down, "job-finished a:"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
+		},
+		{
 			name:  "unusable: the job goes back to wait for its server, the attempt not counted against retries",
 			batch: planBatch(nil, planJob("a", nil)),
 			script: func(d *planDriver) {

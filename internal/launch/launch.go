@@ -8,16 +8,13 @@
 //
 //	nightwatch exec-server --keep NAME,NAME -- <command> <args…>
 //
-// with the server's env beside it, and this package turns that process into
-// the real server with only the base and the kept names. Only names travel
-// on the command line, never a value.
+// with the server's env beside it, and exec-server (package serverguard)
+// runs the real server with only the base and the kept names. Only names
+// travel on the command line, never a value.
 package launch
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 
@@ -69,30 +66,13 @@ func validName(n string) bool {
 	return true
 }
 
-// Args builds the exec-server arguments that run argv with the given kept
-// names (for the session's MCP config): the binary's own path comes first.
-func Args(keep []string, argv []string) []string {
-	out := []string{"exec-server"}
+// Args builds the exec-server arguments that run argv, the session's
+// server named server, with the given kept names (for the session's MCP
+// config): the binary's own path comes first.
+func Args(server string, keep []string, argv []string) []string {
+	out := []string{"exec-server", "--server", server}
 	if len(keep) > 0 {
 		out = append(out, "--keep", strings.Join(keep, ","))
 	}
 	return append(append(out, "--"), argv...)
-}
-
-// ErrNoCommand is returned by Exec without a command.
-var ErrNoCommand = errors.New("exec-server: no command after --")
-
-// Exec replaces this process with argv[0] (looked up in PATH) under the
-// least-privilege environment; it returns only when that fails. On Windows,
-// which cannot replace a process, it runs the server as a child in its own
-// Job Object, forwarding stdin, stdout and stderr, and exits with its code.
-func Exec(argv []string, keep []string) error {
-	if len(argv) == 0 {
-		return ErrNoCommand
-	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return fmt.Errorf("exec-server: %w", err)
-	}
-	return execve(path, argv, Environment(os.Environ(), keep))
 }

@@ -24,7 +24,7 @@ func TestParseKeepAndArgs(t *testing.T) {
 			t.Errorf("ParseKeep(%q) accepted", bad)
 		}
 	}
-	if got := Args([]string{"K"}, []string{"npx", "-y", "srv"}); !slices.Equal(got, []string{"exec-server", "--keep", "K", "--", "npx", "-y", "srv"}) {
+	if got := Args("notes", []string{"K"}, []string{"npx", "-y", "srv"}); !slices.Equal(got, []string{"exec-server", "--server", "notes", "--keep", "K", "--", "npx", "-y", "srv"}) {
 		t.Errorf("Args = %q", got)
 	}
 }

@@ -1,13 +1,11 @@
 package proc
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
-	"syscall"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,60 +15,33 @@ import (
 // (cluster/queue), which kills the process groups the dead one recorded.
 func DieWithParent(*exec.Cmd) {}
 
-// ErrParentGone is RunBound's answer when the parent died before the
+// ErrParentGone is OnParentExit's answer when the parent died before the
 // watch on it held.
 var ErrParentGone = errors.New("the parent process is gone")
 
-// RunBound is how exec-server runs a session's stdio server on macOS, which
-// has no parent-death signal: the server runs as a child in this process's
-// own process group (the session's, so the session's group kill reaches
-// it), with this process's stdin, stdout and stderr; SIGINT, SIGTERM and
-// SIGHUP sent to this process (Claude Code closes a server with SIGINT)
-// are passed on to it; and when the parent of this process (Claude Code)
-// exits, a kqueue watch on it (EVFILT_PROC, NOTE_EXIT) kills the whole
-// process group at once: the server, anything it started in the group,
-// and this process. path and argv are the server's program and its argv
-// (argv[0] as given), env its whole environment. It returns the server's
-// exit code.
-func RunBound(path string, argv, env []string) (int, error) {
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Args, cmd.Env = argv, env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+// OnParentExit calls gone once the process that started this one (Claude
+// Code, for exec-server) exits: macOS has no parent-death signal, so a
+// kqueue watch on the parent (EVFILT_PROC, NOTE_EXIT) stands in for it.
+// stop ends the watch.
+func OnParentExit(gone func()) (stop func(), err error) {
 	parent := os.Getppid()
 	kq, err := unix.Kqueue()
 	if err != nil {
-		return -1, fmt.Errorf("watch the parent: %w", err)
+		return nil, fmt.Errorf("watch the parent: %w", err)
 	}
-	defer unix.Close(kq)
 	var ev unix.Kevent_t
 	unix.SetKevent(&ev, parent, unix.EVFILT_PROC, unix.EV_ADD|unix.EV_ONESHOT)
 	ev.Fflags = unix.NOTE_EXIT
 	if _, err := unix.Kevent(kq, []unix.Kevent_t{ev}, nil, nil); err != nil {
-		// ESRCH: the parent is gone already.
-		return -1, ErrParentGone
+		unix.Close(kq)
+		return nil, ErrParentGone // ESRCH: the parent is gone already
 	}
 	if os.Getppid() != parent {
-		return -1, ErrParentGone
+		unix.Close(kq)
+		return nil, ErrParentGone
 	}
-	// Not Prepare: the server must stay in the session's group.
-	if err := cmd.Start(); err != nil {
-		return -1, err
-	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				_ = cmd.Process.Signal(s)
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { unix.Close(kq) }) }
 	go func() {
 		out := make([]unix.Kevent_t, 1)
 		for {
@@ -79,20 +50,11 @@ func RunBound(path string, argv, env []string) (int, error) {
 				continue
 			}
 			if err != nil || n < 1 {
-				return // the watch is closed: RunBound returned
+				return // the watch is closed
 			}
-			// Claude Code is gone: nothing of its session may go on.
-			_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
+			gone()
 			return
 		}
 	}()
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), nil
-	}
-	if err != nil {
-		return -1, err
-	}
-	return 0, nil
+	return stop, nil
 }

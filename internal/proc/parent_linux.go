@@ -52,3 +52,14 @@ func BindToParent() error {
 	}
 	return nil
 }
+
+// OnParentExit binds this process to its parent (BindToParent): the kernel
+// kills it when the parent dies, so gone is never called. stop does
+// nothing. exec-server calls it on its main goroutine, which lives as long
+// as the process.
+func OnParentExit(gone func()) (stop func(), err error) {
+	if err := BindToParent(); err != nil {
+		return nil, err
+	}
+	return func() {}, nil
+}

@@ -10,3 +10,7 @@ import "os/exec"
 // the system closes the handle and kills the whole tree, Claude Code and
 // every server exec-server started in a nested job. Nothing more to do.
 func DieWithParent(*exec.Cmd) {}
+
+// OnParentExit does nothing on Windows: the Job Object of Claude Code's
+// session ends this process with it (see DieWithParent).
+func OnParentExit(gone func()) (stop func(), err error) { return func() {}, nil }

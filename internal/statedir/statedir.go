@@ -57,6 +57,23 @@ func Effects(root, runID, job string) string {
 	return filepath.Join(Runs(root), runID, job, "effects.json")
 }
 
+// AttemptOf reads an attempt folder (Attempt) back: its run, job and
+// attempt; ok is false for a path of another shape.
+func AttemptOf(dir string) (runID, job string, attempt int, ok bool) {
+	dir = filepath.Clean(dir)
+	n, err := fmt.Sscanf(filepath.Base(dir), "attempt-%d", &attempt)
+	if err != nil || n != 1 || attempt < 1 || fmt.Sprintf("attempt-%d", attempt) != filepath.Base(dir) {
+		return "", "", 0, false
+	}
+	jobDir := filepath.Dir(dir)
+	runDir := filepath.Dir(jobDir)
+	job, runID = filepath.Base(jobDir), filepath.Base(runDir)
+	if filepath.Base(filepath.Dir(runDir)) != "runs" || job == "" || runID == "" {
+		return "", "", 0, false
+	}
+	return runID, job, attempt, true
+}
+
 // AttemptFiles matches file in every attempt folder of a run, for
 // filepath.Glob.
 func AttemptFiles(root, runID, file string) string {

@@ -23,3 +23,16 @@ func TestLayout(t *testing.T) {
 		}
 	}
 }
+
+func TestAttemptOfReadsAttemptBack(t *testing.T) {
+	dir := Attempt("/var/lib/nw", "20261202T010000Z-ab12", "digest", 3)
+	run, job, attempt, ok := AttemptOf(dir)
+	if !ok || run != "20261202T010000Z-ab12" || job != "digest" || attempt != 3 {
+		t.Errorf("AttemptOf(%q) = %q, %q, %d, %v", dir, run, job, attempt, ok)
+	}
+	for _, bad := range []string{"", "/tmp", "/x/runs/r/j/attempt-0", "/x/runs/r/j/attempt-2x", "/x/other/r/j/attempt-1", "/x/runs/r/j/try-1"} {
+		if _, _, _, ok := AttemptOf(bad); ok {
+			t.Errorf("AttemptOf(%q) read an attempt", bad)
+		}
+	}
+}

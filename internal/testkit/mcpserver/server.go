@@ -14,7 +14,7 @@ import (
 const ServerName = "nw-test-server"
 
 // ToolNames lists the test server's tools, in the order they are added.
-var ToolNames = []string{"echo", "fail", "rpcerr", "die", "break", "hang", "env", "slow", "record", "peek", "stall"}
+var ToolNames = []string{"echo", "fail", "rpcerr", "die", "quit", "break", "hang", "env", "slow", "record", "peek", "stall"}
 
 // Options tune the MCP server.
 type Options struct {
@@ -62,12 +62,19 @@ type fileIn struct {
 	File string `json:"file" jsonschema:"the file"`
 }
 
+type quitIn struct {
+	Code int `json:"code,omitempty" jsonschema:"exit status, default 3"`
+	Ms   int `json:"ms,omitempty" jsonschema:"milliseconds between the answer and the exit, default 200"`
+}
+
 // NewServer returns an MCP server with the test tools:
 //
 //	echo {message}  returns message
 //	fail {text}     returns a tool result with isError and text
 //	rpcerr          fails with a JSON-RPC error (untyped handler returning an error)
 //	die {code}      exits the process mid-call (stdio)
+//	quit {code, ms} answers, then exits the process ms later (stdio): a server
+//	                that dies between calls
 //	hang            never returns until the call is cancelled
 //	env {name}      returns the value of an environment variable
 //	slow {ms}       sleeps ms milliseconds, then answers
@@ -118,6 +125,25 @@ func NewServer(opts Options) *mcp.Server {
 			fmt.Fprintf(os.Stderr, "nwtestserver: die: exiting with status %d\n", code)
 			opts.Exit(code)
 			return nil, nil, errors.New("die: still alive")
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "quit", Description: "Answers, then exits the server process."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in quitIn) (*mcp.CallToolResult, any, error) {
+			if opts.Exit == nil {
+				return nil, nil, errors.New("quit: this server runs in-process and cannot exit")
+			}
+			code, ms := in.Code, in.Ms
+			if code == 0 {
+				code = 3
+			}
+			if ms <= 0 {
+				ms = 200
+			}
+			go func() {
+				time.Sleep(time.Duration(ms) * time.Millisecond)
+				fmt.Fprintf(os.Stderr, "nwtestserver: quit: exiting with status %d\n", code)
+				opts.Exit(code)
+			}()
+			return text(fmt.Sprintf("bye (exiting with status %d in %dms)", code, ms)), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "break", Description: "Breaks the server for good: writes a fault to its control file and exits."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in breakIn) (*mcp.CallToolResult, any, error) {

@@ -1,4 +1,4 @@
-package launch
+package serverguard
 
 import (
 	"bufio"
@@ -16,9 +16,9 @@ import (
 )
 
 // roleEnv makes the test binary play a process of the parent-death test:
-// "parent" starts the binary again as "exec-server" (a plain child, the way
-// Claude Code starts a stdio server), prints that child's pid and sleeps;
-// "exec-server" runs Exec on `sleep 300`, the server.
+// "parent" starts the binary again as "exec-server" (a plain child with a
+// pipe for stdin, the way Claude Code starts a stdio server), prints that
+// child's pid and sleeps; "exec-server" serves `sleep 300`, the server.
 const roleEnv = "NW_LAUNCH_TEST_ROLE"
 
 func TestMain(m *testing.M) {
@@ -26,7 +26,13 @@ func TestMain(m *testing.M) {
 	case "parent":
 		child := exec.Command(os.Args[0])
 		child.Env = append(os.Environ(), roleEnv+"=exec-server")
-		child.Stdin, child.Stderr = os.Stdin, os.Stderr
+		child.Stderr = os.Stderr
+		keepOpen, err := child.StdinPipe()
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(3)
+		}
+		defer keepOpen.Close()
 		if err := child.Start(); err != nil {
 			fmt.Println("error", err)
 			os.Exit(3)
@@ -35,15 +41,14 @@ func TestMain(m *testing.M) {
 		time.Sleep(5 * time.Minute)
 		os.Exit(0)
 	case "exec-server":
-		err := Exec([]string{"sleep", "300"}, nil)
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(4)
+		os.Exit(Serve(Entry{Server: "s", Argv: []string{"sleep", "300"}}, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
 
-// TestServerDiesWithItsParent: exec-server's server dies when the process
-// that started exec-server (Claude Code, in a session) is SIGKILLed.
+// TestServerDiesWithItsParent: exec-server and its server die when the
+// process that started exec-server (Claude Code, in a session) is
+// SIGKILLed.
 func TestServerDiesWithItsParent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -63,27 +68,28 @@ func TestServerDiesWithItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read the server's pid: %v", err)
 	}
-	server, err := strconv.Atoi(strings.TrimSpace(line))
+	guard, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
-		t.Fatalf("server pid %q", line)
+		t.Fatalf("exec-server pid %q", line)
 	}
-	// The server is running once exec-server has become `sleep`. (A minute
-	// is for a busy machine; the server sleeps 300 s, so gone within the
-	// minute below is the parent's death, not its own end.)
+	// The server is running once exec-server has a `sleep` child.
 	deadline := time.Now().Add(time.Minute)
-	for command(server) != "sleep" {
+	server := 0
+	for server == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("exec-server (pid %d) never became the server (it is %q)", server, command(server))
+			t.Fatalf("exec-server (pid %d) never started the server", guard)
 		}
 		time.Sleep(20 * time.Millisecond)
+		server = childNamed(guard, "sleep")
 	}
 	if err := syscall.Kill(parent.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(time.Minute)
-	for alive(server) {
+	for alive(server) || alive(guard) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the server (pid %d) outlived the process that started exec-server", server)
+			t.Fatalf("the server (pid %d, alive %v) or exec-server (pid %d, alive %v) outlived the process that started exec-server",
+				server, alive(server), guard, alive(guard))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -108,4 +114,25 @@ func alive(pid int) bool {
 	s := string(b)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+// childNamed is the pid of a child of parent running program name (0: none).
+func childNamed(parent int, name string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 && fields[1] == strconv.Itoa(parent) && command(pid) == name {
+			return pid
+		}
+	}
+	return 0
 }

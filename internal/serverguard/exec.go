@@ -1,0 +1,95 @@
+package serverguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/internal/launch"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
+	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+)
+
+// Entry is what `nightwatch exec-server` was given.
+type Entry struct {
+	Server string
+	Keep   []string
+	Argv   []string
+	// Limits left zero take the defaults (Config).
+	Restarts               int
+	HangAfter, PingTimeout time.Duration
+}
+
+// Serve runs an exec-server: the server of e with the least-privilege
+// environment (package launch), guarded between this process's stdin and
+// stdout, bound to the process that started it (Claude Code), its starts,
+// restarts and loss written to the night's events file
+// (NIGHTWATCH_EVENTS) with the attempt the session runs. It returns the
+// exit code.
+func Serve(e Entry, stderr io.Writer) int {
+	if len(e.Argv) == 0 {
+		fmt.Fprintln(stderr, "exec-server: no command after --")
+		return 2
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer cancel()
+	// Claude Code gone: nothing of its session may go on (on Linux the
+	// kernel kills this process, and the server with it).
+	stopWatch, err := proc.OnParentExit(cancel)
+	if err != nil {
+		fmt.Fprintf(stderr, "exec-server: %v\n", err)
+		return 1
+	}
+	defer stopWatch()
+	env := os.Environ()
+	cfg := Config{Server: e.Server, Argv: e.Argv, Env: launch.Environment(env, e.Keep), Stderr: stderr,
+		Restarts: e.Restarts, HangAfter: e.HangAfter, PingTimeout: e.PingTimeout,
+		Notify: Announcer(os.LookupEnv, e.Server, stderr)}
+	err = Run(ctx, cfg, os.Stdin, os.Stdout)
+	var ee *exec.ExitError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return 0
+	case errors.As(err, &ee) && ee.ExitCode() > 0:
+		// The server's own failure, as Claude Code would have seen it.
+		return ee.ExitCode()
+	case errors.Is(err, ErrStart):
+		fmt.Fprintf(stderr, "exec-server: %v\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "exec-server: %s: %v\n", e.Server, err)
+		return 1
+	}
+}
+
+// Announcer writes a guard's events to the events file its environment
+// names, with the attempt of the session (sessionstop.DirEnv); nil when
+// there is no events file.
+func Announcer(getenv func(string) (string, bool), server string, warn io.Writer) func(Event) {
+	home, _ := os.UserHomeDir()
+	k := knobs.FromEnv(getenv, home)
+	if k.EventsPath.V == "" {
+		return nil
+	}
+	log := &healthcheck.EventLog{Path: k.EventsPath.V, Warn: func(s string) { fmt.Fprintln(warn, s) }}
+	var run, job string
+	var attempt int
+	if dir, ok := getenv(sessionstop.DirEnv); ok {
+		run, job, attempt, _ = statedir.AttemptOf(dir)
+	}
+	return func(ev Event) {
+		kind := map[EventKind]string{Started: healthcheck.EventServerStarted,
+			Restarted: healthcheck.EventServerRestarted, Lost: healthcheck.EventServerLost}[ev.Kind]
+		log.Append(healthcheck.Event{Time: time.Now().UTC(), Kind: kind, Server: server, Reason: ev.Reason,
+			Run: run, Job: job, Attempt: attempt, Start: ev.Start, PID: ev.PID})
+	}
+}

@@ -1,0 +1,113 @@
+package serverguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// kind is what a line of newline-delimited JSON-RPC is.
+type kind int
+
+const (
+	other        kind = iota // not a JSON-RPC object (a batch, garbage): passed on as it is
+	request                  // method and id
+	notification             // method, no id
+	response                 // id, no method
+)
+
+// message is the part of a JSON-RPC line the guard reads; the line itself
+// travels unchanged unless its id has to be rewritten.
+type message struct {
+	kind   kind
+	id     json.RawMessage
+	method string
+	// failed: a response with an error member.
+	failed bool
+	errMsg string
+}
+
+func parse(line []byte) message {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Error  *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &m) != nil {
+		return message{kind: other}
+	}
+	hasID := len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null"))
+	switch {
+	case m.Method != "" && hasID:
+		return message{kind: request, id: m.ID, method: m.Method}
+	case m.Method != "":
+		return message{kind: notification, method: m.Method}
+	case hasID:
+		msg := message{kind: response, id: m.ID, failed: m.Error != nil}
+		if m.Error != nil {
+			msg.errMsg = m.Error.Message
+		}
+		return msg
+	}
+	return message{kind: other}
+}
+
+// idKey is an id as a map key: its JSON text, so 7 and "7" differ.
+func idKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
+
+// withID is line with its id member replaced by id.
+func withID(line []byte, id json.RawMessage) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return nil, err
+	}
+	m["id"] = id
+	return json.Marshal(m)
+}
+
+// stringID is s as a JSON-RPC id.
+func stringID(s string) json.RawMessage { return json.RawMessage(strconv.Quote(s)) }
+
+// errorReply is a JSON-RPC error answer to the request id.
+func errorReply(id json.RawMessage, code int, text string) []byte {
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, text}})
+	return b
+}
+
+// ownRequest is a request the guard itself sends the server.
+func ownRequest(id json.RawMessage, method string, params json.RawMessage) []byte {
+	m := map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id,
+		"method": json.RawMessage(strconv.Quote(method))}
+	if params != nil {
+		m["params"] = params
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// cancelledID is the request a notifications/cancelled names, as an idKey
+// ("" when it names none).
+func cancelledID(line []byte) string {
+	var m struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil || len(m.Params.RequestID) == 0 {
+		return ""
+	}
+	return idKey(m.Params.RequestID)
+}

@@ -1,0 +1,420 @@
+//go:build linux
+
+package serverguard
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+)
+
+// client plays Claude Code against a guarded nwtestserver: it writes
+// requests on the guard's stdin and reads every line of its stdout.
+type client struct {
+	t      *testing.T
+	in     *io.PipeWriter
+	lines  chan map[string]any
+	eof    chan struct{}
+	nextID int
+
+	mu     sync.Mutex
+	events []Event
+	done   chan error
+}
+
+func guarded(t *testing.T, cfg Config) *client {
+	t.Helper()
+	bin := testkit.BuildTestServer(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &client{t: t, in: inW, lines: make(chan map[string]any, 64), eof: make(chan struct{}), done: make(chan error, 1)}
+	cfg.Server = "notes"
+	if cfg.Argv == nil {
+		cfg.Argv = []string{bin}
+	}
+	cfg.Env = append(cfg.Env, "PATH="+os.Getenv("PATH"))
+	cfg.Notify = func(ev Event) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.events = append(c.events, ev)
+	}
+	if cfg.Backoff == 0 {
+		cfg.Backoff = 20 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { c.done <- Run(ctx, cfg, inR, outW); outW.Close() }()
+	go func() {
+		defer close(c.eof)
+		r := bufio.NewReader(outR)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var m map[string]any
+			if err := json.Unmarshal(line, &m); err != nil {
+				t.Errorf("the guard wrote a line that is not JSON: %q", line)
+				continue
+			}
+			c.lines <- m
+		}
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		cancel()
+		select {
+		case <-c.done:
+		case <-time.After(30 * time.Second):
+			t.Error("Run did not return after the client left")
+		}
+	})
+	return c
+}
+
+func (c *client) send(v map[string]any) {
+	c.t.Helper()
+	v["jsonrpc"] = "2.0"
+	b, _ := json.Marshal(v)
+	if _, err := c.in.Write(append(b, '\n')); err != nil {
+		c.t.Fatalf("write to the guard: %v", err)
+	}
+}
+
+// request sends method and waits for the answer to it; any other line is
+// a failure (the guard must not leak its own traffic).
+func (c *client) request(method string, params any) map[string]any {
+	c.t.Helper()
+	c.nextID++
+	id := c.nextID
+	c.send(map[string]any{"id": id, "method": method, "params": params})
+	return c.answer(id)
+}
+
+func (c *client) answer(id int) map[string]any {
+	c.t.Helper()
+	for {
+		select {
+		case m := <-c.lines:
+			if m["id"] == float64(id) {
+				return m
+			}
+			if _, isNote := m["method"]; isNote && m["id"] == nil {
+				continue // a server's notification
+			}
+			c.t.Fatalf("unexpected line %v while waiting for the answer to %d", m, id)
+		case <-c.eof:
+			c.t.Fatalf("the guard closed its output while request %d was outstanding", id)
+		case <-time.After(60 * time.Second):
+			c.t.Fatalf("no answer to request %d", id)
+		}
+	}
+}
+
+func (c *client) handshake() {
+	c.t.Helper()
+	res := c.request("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "test", "version": "1"}})
+	if res["error"] != nil {
+		c.t.Fatalf("initialize: %v", res["error"])
+	}
+	c.send(map[string]any{"method": "notifications/initialized"})
+}
+
+func (c *client) call(tool string, args map[string]any) map[string]any {
+	c.t.Helper()
+	return c.request("tools/call", map[string]any{"name": tool, "arguments": args})
+}
+
+// echoes says whether an answer is the echo tool's text want.
+func echoes(m map[string]any, want string) bool {
+	b, _ := json.Marshal(m["result"])
+	return m["error"] == nil && strings.Contains(string(b), want)
+}
+
+func (c *client) starts() []Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Event
+	for _, ev := range c.events {
+		if ev.Kind == Started {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (c *client) eventsOf(k EventKind) []Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Event
+	for _, ev := range c.events {
+		if ev.Kind == k {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (c *client) waitFor(what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("waited in vain for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (c *client) currentPID() int {
+	s := c.starts()
+	if len(s) == 0 {
+		c.t.Fatal("no server started")
+	}
+	return s[len(s)-1].PID
+}
+
+func errorText(m map[string]any) string {
+	e, _ := m["error"].(map[string]any)
+	s, _ := e["message"].(string)
+	return s
+}
+
+// Killed between calls: the next call is answered by a fresh process
+// after a replayed handshake (the go-sdk server refuses tools/call before
+// initialize and notifications/initialized), and the client never sees
+// the pipe close.
+func TestKilledBetweenCallsIsRestartedUnderTheClient(t *testing.T) {
+	c := guarded(t, Config{})
+	c.handshake()
+	if r := c.call("echo", map[string]any{"message": "one"}); !echoes(r, "one") {
+		t.Fatalf("first call: %v", r)
+	}
+	first := c.currentPID()
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("a second start", func() bool { return len(c.starts()) == 2 })
+	if r := c.call("echo", map[string]any{"message": "two"}); !echoes(r, "two") {
+		t.Fatalf("call after the restart: %v", r)
+	}
+	if second := c.currentPID(); second == first {
+		t.Errorf("the second call was answered by pid %d, the killed one", second)
+	}
+	re := c.eventsOf(Restarted)
+	if len(re) != 1 || !strings.Contains(re[0].Reason, "killed") {
+		t.Errorf("restarts = %+v, want one, killed", re)
+	}
+	select {
+	case <-c.eof:
+		t.Fatal("the client saw the pipe close")
+	case err := <-c.done:
+		t.Fatalf("Run ended: %v", err)
+	default:
+	}
+}
+
+// Killed during a call: that call gets the restart error with its id,
+// never a silent replay; the next call is answered.
+func TestCallInFlightGetsTheRestartError(t *testing.T) {
+	c := guarded(t, Config{})
+	c.handshake()
+	r := c.call("die", map[string]any{"code": 7})
+	if msg := errorText(r); !strings.Contains(msg, RestartedMarker) || !strings.Contains(msg, "exited with code 7") ||
+		!strings.Contains(msg, "not repeated") || !strings.Contains(msg, "handles") {
+		t.Fatalf("the call in flight got %v, want the restart error", r)
+	}
+	if r := c.call("echo", map[string]any{"message": "after"}); !echoes(r, "after") {
+		t.Fatalf("call after the restart: %v", r)
+	}
+	if n := len(c.starts()); n != 2 {
+		t.Errorf("%d starts, want 2 (the die call must not be replayed)", n)
+	}
+}
+
+// A hung process (SIGSTOP) is found by its unanswered ping, killed with
+// its group and started again.
+func TestHungServerIsRestarted(t *testing.T) {
+	c := guarded(t, Config{HangAfter: 200 * time.Millisecond, PingTimeout: 300 * time.Millisecond})
+	c.handshake()
+	if r := c.call("echo", map[string]any{"message": "one"}); !echoes(r, "one") {
+		t.Fatalf("first call: %v", r)
+	}
+	pid := c.currentPID()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the server to stop", func() bool { return processState(pid) == "T" })
+	r := c.call("echo", map[string]any{"message": "lost"})
+	if msg := errorText(r); !strings.Contains(msg, RestartedMarker) || !strings.Contains(msg, "hung") {
+		t.Fatalf("the call to the hung server (pid %d) got %v, want the restart error saying it hung; events %+v", pid, r, c.events)
+	}
+	if r := c.call("echo", map[string]any{"message": "two"}); !echoes(r, "two") {
+		t.Fatalf("call after the restart: %v", r)
+	}
+	re := c.eventsOf(Restarted)
+	if len(re) != 1 || !strings.Contains(re[0].Reason, "hung") {
+		t.Errorf("restarts = %+v, want one for a hang", re)
+	}
+}
+
+// A slow call whose server answers pings is not a hang.
+func TestSlowCallIsNotAHang(t *testing.T) {
+	c := guarded(t, Config{HangAfter: 50 * time.Millisecond, PingTimeout: 200 * time.Millisecond})
+	c.handshake()
+	if r := c.call("slow", map[string]any{"ms": 800}); !echoes(r, "slept 800ms") {
+		t.Fatalf("slow call: %v", r)
+	}
+	if re := c.eventsOf(Restarted); len(re) != 0 {
+		t.Errorf("restarts = %+v, want none", re)
+	}
+}
+
+// Requests that arrive while the server restarts are held, then sent to
+// the new process in order.
+func TestRequestsDuringTheRestartAreHeld(t *testing.T) {
+	c := guarded(t, Config{Backoff: 300 * time.Millisecond})
+	c.handshake()
+	r := c.call("die", nil)
+	if !strings.Contains(errorText(r), RestartedMarker) {
+		t.Fatalf("die: %v", r)
+	}
+	// The restart waits 300 ms: these arrive before the new process.
+	for i := range 3 {
+		c.send(map[string]any{"id": 100 + i, "method": "tools/call", "params": map[string]any{"name": "echo", "arguments": map[string]any{"message": fmt.Sprint("held", i)}}})
+	}
+	// The server answers concurrently: in any order.
+	got := map[float64]map[string]any{}
+	for len(got) < 3 {
+		select {
+		case m := <-c.lines:
+			got[m["id"].(float64)] = m
+		case <-time.After(60 * time.Second):
+			t.Fatalf("answers so far: %v", got)
+		}
+	}
+	for i := range 3 {
+		if r := got[float64(100+i)]; !echoes(r, fmt.Sprint("held", i)) {
+			t.Errorf("held call %d: %v", i, r)
+		}
+	}
+}
+
+// Restarts beyond the bound give the server up: Run ends with ErrLost, the
+// loss is told, and the output closes.
+func TestRestartsExhaustedLoseTheServer(t *testing.T) {
+	c := guarded(t, Config{Restarts: 2})
+	c.handshake()
+	for i := range 2 {
+		if r := c.call("die", nil); !strings.Contains(errorText(r), RestartedMarker) {
+			t.Fatalf("die %d: %v", i, r)
+		}
+	}
+	r := c.call("die", nil)
+	if msg := errorText(r); !strings.Contains(msg, "could not be brought back") {
+		t.Fatalf("the last call got %v, want the loss", r)
+	}
+	select {
+	case err := <-c.done:
+		if !errors.Is(err, ErrLost) {
+			t.Errorf("Run = %v, want ErrLost", err)
+		}
+		c.done <- err // for the cleanup
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not end")
+	}
+	if lost := c.eventsOf(Lost); len(lost) != 1 || !strings.Contains(lost[0].Reason, "restarted 2 times") {
+		t.Errorf("lost = %+v", lost)
+	}
+	select {
+	case <-c.eof:
+	case <-time.After(30 * time.Second):
+		t.Error("the output stayed open")
+	}
+}
+
+// A server that never answered is not repaired: Claude Code sees it fail
+// at start, as without nightwatch.
+func TestServerThatNeverAnsweredIsNotRestarted(t *testing.T) {
+	c := guarded(t, Config{Argv: []string{testkit.BuildTestServer(t), "--mode", "exit-during-handshake"}})
+	c.nextID++
+	c.send(map[string]any{"id": c.nextID, "method": "initialize", "params": map[string]any{}})
+	select {
+	case err := <-c.done:
+		if !errors.Is(err, ErrEndedAtStart) {
+			t.Errorf("Run = %v, want ErrEndedAtStart", err)
+		}
+		c.done <- err
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not end")
+	}
+	if n := len(c.starts()); n != 1 {
+		t.Errorf("%d starts, want 1", n)
+	}
+}
+
+// processState is the state letter of pid in /proc ("" when unknown).
+func processState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
+}
+
+// A request the client cancelled is owed nothing: a server that does not
+// answer it (as the protocol allows) is not taken for hung.
+func TestCancelledRequestIsNoHang(t *testing.T) {
+	c := guarded(t, Config{HangAfter: 100 * time.Millisecond, PingTimeout: 200 * time.Millisecond})
+	c.handshake()
+	pid := c.currentPID()
+	c.nextID++
+	c.send(map[string]any{"id": c.nextID, "method": "tools/call", "params": map[string]any{"name": "hang", "arguments": map[string]any{}}})
+	c.send(map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": c.nextID, "reason": "timed out"}})
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the server to stop", func() bool { return processState(pid) == "T" })
+	// Ten hang bounds with nothing owed: no ping, no restart.
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if re := c.eventsOf(Restarted); len(re) != 0 {
+			t.Fatalf("restarted with nothing outstanding: %+v", re)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancelled := c.nextID
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	c.nextID++
+	c.send(map[string]any{"id": c.nextID, "method": "tools/call", "params": map[string]any{"name": "echo", "arguments": map[string]any{"message": "still"}}})
+	for {
+		select {
+		case m := <-c.lines:
+			if m["id"] == float64(cancelled) {
+				continue // the go-sdk answers a cancelled call all the same
+			}
+			if !echoes(m, "still") {
+				t.Fatalf("call after: %v", m)
+			}
+			return
+		case <-time.After(60 * time.Second):
+			t.Fatal("no answer after SIGCONT")
+		}
+	}
+}
