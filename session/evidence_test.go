@@ -211,6 +211,46 @@ func TestCallLedgerOnUnhealthyRun(t *testing.T) {
 	}
 }
 
+// TestCallLedgerBlocked: a call nightwatch's own hook blocked (its server
+// was down) and never answered later is lost with its server; answered by
+// a later call of the same tool, it is not.
+func TestCallLedgerBlocked(t *testing.T) {
+	const blockText = `PreToolUse:mcp__search__query hook error: nightwatch: MCP server "search" is unreachable`
+	for _, tt := range []struct {
+		name   string
+		lines  []string
+		reason string
+	}{
+		{"blocked, never answered", []string{evidenceUse("toolu_1", "mcp__search__query"), evidenceResult("toolu_1", blockText, true)},
+			"call to mcp__search__query lost with its server search: " + blockedWhy},
+		{"blocked, then answered", []string{evidenceUse("toolu_1", "mcp__search__query"), evidenceResult("toolu_1", blockText, true),
+			evidenceUse("toolu_2", "mcp__search__query"), evidenceResult("toolu_2", "3 hits", false)}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, job := evidenceBatch()
+			st := &streamState{obs: &evidenceObserver{}, job: job, batch: b, blocked: map[string]bool{"toolu_1": true}}
+			for _, l := range append(append([]string{evidenceInit}, tt.lines...), denialsOf("toolu_1")) {
+				st.line([]byte(l))
+			}
+			out := Outcome{}
+			st.fill(&out)
+			judge(&out, st.result, job, nil, "")
+			if out.Reason != tt.reason || len(out.Denied) != 0 {
+				t.Errorf("judged %s %q denied %q, want %q", out.Status, out.Reason, out.Denied, tt.reason)
+			}
+		})
+	}
+}
+
+// denialsOf is a result whose permission_denials list the calls ids.
+func denialsOf(ids ...string) string {
+	var parts []string
+	for _, id := range ids {
+		parts = append(parts, `{"tool_name":"mcp__search__query","tool_use_id":"`+id+`","tool_input":{}}`)
+	}
+	return `{"type":"result","subtype":"success","is_error":false,"num_turns":2,"session_id":"s","permission_denials":[` + strings.Join(parts, ",") + `]}`
+}
+
 // TestDenialsFromStructure: permission denials come from the result's
 // permission_denials less the calls nightwatch's own hook blocked, from
 // 2.1.332's permission_denied event and tool_result_meta, and only as a

@@ -352,24 +352,36 @@ func (s *streamState) deniedTools() []string {
 
 // lostCalls records, as unusable, each server of the job a call was lost
 // with: the call failed for a reason of its server (the CLI's own text of
-// a closed connection, an unreachable, lost or timed-out server) and no
+// a closed connection, an unreachable, lost or timed-out server, or
+// nightwatch's own hook blocked it because the server was down) and no
 // later call of the same tool was answered. Such a job did not get its
 // work done, whatever the model said after. The attempt is not stopped for
 // it (it has ended); the night treats it as it treats a server lost at
 // start.
 func (s *streamState) lostCalls() {
 	for i, c := range s.calls {
-		cf := c.result.Client
-		if !c.answered || !c.result.IsError || cf == nil || !cf.Lost {
+		if !c.answered || !c.result.IsError {
+			continue
+		}
+		why := ""
+		switch cf := c.result.Client; {
+		case s.blocked[c.id]:
+			why = blockedWhy
+		case cf != nil && cf.Lost:
+			why = c.result.Text
+		default:
 			continue
 		}
 		server, ok := s.own(c.tool)
 		if !ok || s.answeredAfter(i) {
 			continue
 		}
-		s.addUnusable(Unusable{Server: server, Tool: c.tool, Why: c.result.Text})
+		s.addUnusable(Unusable{Server: server, Tool: c.tool, Why: why})
 	}
 }
+
+// blockedWhy is why a call nightwatch's hook blocked was lost.
+const blockedWhy = "nightwatch's hook blocked it: the server was down"
 
 // answeredAfter says whether a call of the same tool after calls[i] got a
 // real answer.
