@@ -193,6 +193,21 @@ func TestCallLedger(t *testing.T) {
 	}
 }
 
+// TestCallLedgerKilled: the calls a session nightwatch stopped had in
+// flight were lost to the stop, not to their servers.
+func TestCallLedgerKilled(t *testing.T) {
+	b, job := evidenceBatch()
+	st := &streamState{obs: &evidenceObserver{}, job: job, batch: b}
+	for _, l := range []string{evidenceInit, evidenceUse("toolu_1", "mcp__notes__open"), evidenceResult("toolu_1", "Connection closed", true)} {
+		st.line([]byte(l))
+	}
+	out := Outcome{ExitCode: -1, KilledBy: KilledTimeout}
+	st.fill(&out)
+	if len(out.Unusable) != 0 {
+		t.Errorf("unusable %+v after a timeout's kill", out.Unusable)
+	}
+}
+
 // TestCallLedgerOnUnhealthyRun: a job that runs without its servers by
 // choice is done without them, lost call or not: the night says it ran
 // without them.

@@ -294,7 +294,12 @@ func (s *streamState) fill(out *Outcome) {
 		}
 	}
 	out.Denied = s.deniedTools()
-	s.lostCalls()
+	if out.KilledBy == "" {
+		// A session nightwatch stopped loses its calls in flight to the
+		// stop (the CLI answers them "Connection closed"), not to their
+		// servers.
+		s.lostCalls()
+	}
 	out.Unusable = s.unusable
 }
 
