@@ -266,9 +266,11 @@ func testClusterNightTwoWorkers(t *testing.T, version string) {
 	f.start("host-a", "worker", f.batch, "--label", "mac")
 	f.start("host-b", "worker", f.batch, "--label", "linux")
 	coord := f.start("host-c", "run", f.batch)
-	if code := coord.wait(t, 4*time.Minute); code != 0 {
+	// 1: breaks is skipped, its only call lost with its server; every
+	// other job is done.
+	if code := coord.wait(t, 4*time.Minute); code != 1 {
 		b, _ := os.ReadFile(coord.log)
-		t.Fatalf("the coordinator exited %d:\n%s", code, tail(string(b), 6000))
+		t.Fatalf("the coordinator exited %d, want 1 (one job skipped):\n%s", code, tail(string(b), 6000))
 	}
 	db := f.db()
 	evs := f.events(db)
