@@ -82,6 +82,10 @@ type chaosJob struct {
 	Name    string
 	Servers []string
 	Calls   []string // "mcp__s__tool {json}"
+	// RunsWithout is set for the job that breaks its server on purpose:
+	// its call is lost with the server, so it is done only because it may
+	// run without it (on_unhealthy: run).
+	RunsWithout bool
 }
 
 // buildJobs spreads n jobs over the four servers: each calls 1–3 tools on
@@ -95,6 +99,7 @@ func buildJobs(n int) []chaosJob {
 		if i == 3 {
 			j.Servers = []string{"alpha"}
 			j.Calls = []string{`mcp__alpha__break {}`}
+			j.RunsWithout = true
 			out = append(out, j)
 			continue
 		}
@@ -642,8 +647,12 @@ servers:
 	}
 	y.WriteString("jobs:\n")
 	for _, j := range jobs {
-		fmt.Fprintf(&y, "  - {name: %s, servers: [%s], allowed_tools: [%s], prompt: %s}\n",
-			j.Name, strings.Join(j.Servers, ", "), strings.Join(j.allowed(), ", "), q(j.prompt()))
+		extra := ""
+		if j.RunsWithout {
+			extra = "on_unhealthy: run, "
+		}
+		fmt.Fprintf(&y, "  - {name: %s, servers: [%s], allowed_tools: [%s], %sprompt: %s}\n",
+			j.Name, strings.Join(j.Servers, ", "), strings.Join(j.allowed(), ", "), extra, q(j.prompt()))
 	}
 	batch := filepath.Join(w.dir, "night.yaml")
 	if err := os.WriteFile(batch, []byte(y.String()), 0o600); err != nil {

@@ -69,41 +69,135 @@ var (
 	toolOwnPattern     = lazyRegexp(`(?i)\bENOENT\b|\bEACCES\b|\bEPERM\b|no such file|invalid argument|invalid param|\bEINVAL\b|not found|does not exist|\bEISDIR\b|\bENOTDIR\b|\bEEXIST\b|is a directory`)
 	mcpErrorPrefix     = lazyRegexp(`^MCP error (-?\d+):\s?`)
 	errnoPrefix        = lazyRegexp(`^(E[A-Z]+):\s?`)
-	clientToolTimeout  = lazyRegexp(`MCP server ".*" tool ".*" timed out after`)
 )
 
 func lazyRegexp(expr string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
-// clientText is one of the client's own texts, matched anywhere in the
-// message once its optional prefixes are gone (reference 2.1.332 §1).
-type clientText struct {
-	text string
-	code FailureCode
-	// fetchOnly: only Claude Code's HTTP client (fetch) writes it; from a
-	// stdio server the same words are its tool's report of its upstream.
+// ClientKind names one of Claude Code's own texts for a call that failed in
+// the client (reference 2.1.332 §1, in-flight §1.4 and §5).
+type ClientKind string
+
+// The client's texts, by what they say.
+const (
+	// ClientClosed: "Connection closed" (2.1.197: "MCP error -32000:
+	// Connection closed"): the stdio server's pipe closed under the call;
+	// fetch's "The socket connection was closed unexpectedly" for HTTP.
+	ClientClosed ClientKind = "connection-closed"
+	// ClientUnreachable: fetch's "Unable to connect. Is the computer able
+	// to access the url?" (2.1.332 with "ECONNREFUSED: ").
+	ClientUnreachable ClientKind = "unreachable"
+	// ClientNotConnected: `MCP server "x" is not connected`: a stdio
+	// server whose respawn failed (gone for the session), or 2.1.332's
+	// HTTP transport closed after three failures (it reconnects by
+	// itself).
+	ClientNotConnected ClientKind = "not-connected"
+	// ClientDisconnected: 2.1.332's "No such tool available: mcp__x__y.
+	// Its MCP server 'x' has disconnected. …".
+	ClientDisconnected ClientKind = "disconnected"
+	// ClientNotRetried: 2.1.332's "No such tool available: mcp__x__y. MCP
+	// server "x" did not connect when it was last tried, and is not tried
+	// again for N s.": transient, its background reconnect goes on.
+	ClientNotRetried ClientKind = "not-retried"
+	// ClientConnecting: 2.1.197's "No such tool available: mcp__x__y. The
+	// MCP server 'x' is still connecting. …".
+	ClientConnecting ClientKind = "connecting"
+	// ClientNoSuchTool: "No such tool available: mcp__x__y" with no word
+	// of its server: a server that failed at start, or a wrong name.
+	ClientNoSuchTool ClientKind = "no-such-tool"
+	// ClientTriedAgain: 2.1.332's `Claude Code tried to connect to MCP
+	// server "x" again and could not. …`.
+	ClientTriedAgain ClientKind = "tried-again"
+	// ClientTimeout: `MCP server "x" tool "y" timed out after Ns`.
+	ClientTimeout ClientKind = "timeout"
+	// ClientSessionExpired: `MCP server "x" session expired`.
+	ClientSessionExpired ClientKind = "session-expired"
+	// ClientAuth: the HTTP client's texts for a lost login.
+	ClientAuth ClientKind = "auth"
+	// ClientHTTP: "Error POSTing to endpoint: <body>" (2.1.197 with
+	// "Streamable HTTP error: "), an HTTP error status whose code the
+	// client dropped.
+	ClientHTTP ClientKind = "http-error"
+	// ClientNotMCP: "Unexpected content type: text/html".
+	ClientNotMCP ClientKind = "not-mcp"
+	// ClientSSE: the legacy SSE transport's errors.
+	ClientSSE ClientKind = "sse"
+	// ClientTaskResult: "Unsupported result type 'task' for tools/call": a
+	// server answered a plain -p session with an MCP task, which is left
+	// running, orphaned (in-flight §2.2).
+	ClientTaskResult ClientKind = "task-result"
+	// ClientNotGranted: "Claude requested permissions to use mcp__x__y, but
+	// you haven't granted it yet.": a permission rule refused the call.
+	ClientNotGranted ClientKind = "not-granted"
+)
+
+// ClientFailure is what one of the client's own texts says.
+type ClientFailure struct {
+	Kind ClientKind
+	// Code is the health class of the text; "" for the texts that say
+	// nothing of the server's health (a missing tool, a permission).
+	Code FailureCode
+	// Server and Tool are what the text names ("" where it names none;
+	// Tool is the full mcp__x__y name or, in a timeout, the server's own).
+	Server, Tool string
+	// Text is the text without the wrapper and hint around it.
+	Text string
+	// Lost: the client could not get the call to or from its server (a
+	// closed connection, an unreachable, lost or timed-out server): the
+	// call was lost with its server. False for a missing tool, a
+	// permission and a server that answered with a task.
+	Lost bool
+	// fetchOnly: only the HTTP client (fetch) writes it; from a stdio
+	// server the same words are its tool's report of its upstream.
 	fetchOnly bool
+	rpcCode   string
 }
 
-var clientTexts = []clientText{
-	{"Connection closed", CodeTransport, false},
-	{GuardRestarted, CodeTransport, false}, // exec-server: the server died under the call
-	{"The socket connection was closed unexpectedly", CodeTransport, true},
-	{"Unable to connect", CodeTransport, true},
-	{`" is not connected`, CodeTransport, false},             // MCP server "x" is not connected
-	{"tried to connect to MCP server", CodeTransport, false}, // … "x" again and could not
-	{`" session expired`, CodeSessionExpired, false},         // MCP server "x" session expired
-	{"needs you to sign in again", CodeAuth, false},          // 2.1.332's HTTP 401
-	{"requires re-authorization", CodeAuth, false},           // 2.1.197's HTTP 401
-	{"Dynamic Client Registration rejected", CodeAuth, true}, // 2.1.332, 401 with a failed DCR
-	{"Invalid OAuth error response", CodeAuth, true},         // 2.1.197, the same
-	{"Unexpected content type", CodeNotMCP, true},            // a proxy's HTML page
-	{"SSE error", CodeTransport, true},                       // the legacy transport
-	// 2.1.332, a server that answered tools/call with an MCP task the
-	// session did not ask for: a protocol failure of the server, whose
-	// task runs on unfollowed (reference in-flight §2.2, f2-force).
-	{TaskResultText, CodeNotMCP, false},
+// clientPattern is one of the client's texts: the whole text (anchored),
+// or its start where the client appends a body it received.
+type clientPattern struct {
+	re        func() *regexp.Regexp
+	kind      ClientKind
+	code      FailureCode
+	lost      bool
+	fetchOnly bool
+	// server, tool: the submatch that names the server, the tool (0: none).
+	server, tool int
+}
+
+var clientPatterns = []clientPattern{
+	{re: lazyRegexp(`^Connection closed$`), kind: ClientClosed, code: CodeTransport, lost: true},
+	{re: lazyRegexp(`^The socket connection was closed unexpectedly\.?(?: For more information, pass ` + "`verbose: true`" + ` in the second argument to fetch\(\))?$`),
+		kind: ClientClosed, code: CodeTransport, lost: true, fetchOnly: true},
+	{re: lazyRegexp(`^Unable to connect\. Is the computer able to access the url\?$`), kind: ClientUnreachable, code: CodeTransport, lost: true, fetchOnly: true},
+	{re: lazyRegexp(`^MCP server "([^"]+)" is not connected\.?$`), kind: ClientNotConnected, code: CodeTransport, lost: true, server: 1},
+	{re: lazyRegexp(`^Claude Code tried to connect to MCP server "([^"]+)" again and could not\.?(?: It can be tried again in \d+ ?m?s\.)?$`),
+		kind: ClientTriedAgain, code: CodeTransport, lost: true, server: 1},
+	{re: lazyRegexp(`^MCP server "([^"]+)" tool "([^"]+)" timed out after \d+(?:\.\d+)? ?m?s\.?$`), kind: ClientTimeout, code: CodeTimeout, lost: true, server: 1, tool: 2},
+	{re: lazyRegexp(`^MCP server "([^"]+)" session expired\.?$`), kind: ClientSessionExpired, code: CodeSessionExpired, lost: true, server: 1},
+	{re: lazyRegexp(`^MCP server "([^"]+)" needs you to sign in again \(run /mcp to re-authenticate\)\.?$`), kind: ClientAuth, code: CodeAuth, lost: true, server: 1},
+	{re: lazyRegexp(`^MCP server "([^"]+)" requires re-authorization \(token expired\)\.?$`), kind: ClientAuth, code: CodeAuth, lost: true, server: 1},
+	{re: lazyRegexp(`^Dynamic Client Registration rejected \(HTTP \d+\):`), kind: ClientAuth, code: CodeAuth, lost: true, fetchOnly: true},
+	{re: lazyRegexp(`^HTTP \d+: Invalid OAuth error response:`), kind: ClientAuth, code: CodeAuth, lost: true, fetchOnly: true},
+	{re: lazyRegexp(`^Command failed with no output$`), kind: ClientAuth, code: CodeAuth, lost: true, fetchOnly: true}, // an older client's 401
+	{re: lazyRegexp(`^Error POSTing to endpoint:`), kind: ClientHTTP, code: CodeUnavailable, lost: true, fetchOnly: true},
+	{re: lazyRegexp(`^Unexpected content type: \S+$`), kind: ClientNotMCP, code: CodeNotMCP, lost: true, fetchOnly: true},
+	{re: lazyRegexp(`^SSE error:`), kind: ClientSSE, code: CodeTransport, lost: true, fetchOnly: true},
+	{re: lazyRegexp(`^Unsupported result type 'task' for tools/call\.?$`), kind: ClientTaskResult, code: CodeNotMCP},
+	// nightwatch's exec-server answered a call its server died under
+	// (GuardRestarted): the call did not complete.
+	{re: lazyRegexp(`^` + GuardRestarted + ` "([^"]+)"`), kind: ClientClosed, code: CodeTransport, lost: true, server: 1},
+	{re: lazyRegexp(`^Claude requested permissions to use ([A-Za-z0-9_-]+), but you haven't granted it yet\.$`), kind: ClientNotGranted, tool: 1},
+	// "No such tool available: <tool>", then what the client says of the
+	// tool's server, if anything.
+	{re: lazyRegexp(`^No such tool available: ([A-Za-z0-9_-]+)\. Its MCP server '([^']+)' has disconnected\.(?: [^\n]*)?$`),
+		kind: ClientDisconnected, code: CodeTransport, lost: true, tool: 1, server: 2},
+	{re: lazyRegexp(`^No such tool available: ([A-Za-z0-9_-]+)\. MCP server "([^"]+)" did not connect when it was last tried, and is not tried again for \d+ ?m?s\.$`),
+		kind: ClientNotRetried, code: CodeTransport, lost: true, tool: 1, server: 2},
+	{re: lazyRegexp(`^No such tool available: ([A-Za-z0-9_-]+)\. The MCP server '([^']+)' is still connecting\.(?: [^\n]*)?$`),
+		kind: ClientConnecting, code: CodeTransport, lost: true, tool: 1, server: 2},
+	{re: lazyRegexp(`^No such tool available: ([A-Za-z0-9_-]+)(?:\. [^\n]*)?$`), kind: ClientNoSuchTool, tool: 1},
 }
 
 // TaskResultText is how Claude Code 2.1.332 fails a call that its server
@@ -111,23 +205,30 @@ var clientTexts = []clientText{
 // 2.1.197 reads the same answer as an empty success and says nothing.
 const TaskResultText = "Unsupported result type 'task'"
 
-// Prefixes that name an HTTP transport's failure without saying which.
-const postError = "Error POSTing to endpoint:"
+// schemaHint is how 2.1.332 starts what it appends to a failed call of a
+// tool whose schema was deferred behind ToolSearch (reference §6.3).
+const schemaHint = "\n\nThis tool's input schema was not in your prompt when you called it."
 
-// Classify reads the error text of a failed MCP call, as written by every
-// supported Claude Code version: it strips the optional prefixes
-// ("MCP error <code>: ", "Streamable HTTP error: ", an errno such as
-// "ECONNREFUSED: "), then looks for the client's own transport and auth
-// texts anywhere in what is left. Text that is not the client's may be a
-// JSON-RPC error or a tool's isError text (2.1.332 writes both bare): it
-// counts against the server only when it names a server or upstream
-// condition, and it is never taken as proof that the server is fine.
-func Classify(text string, transport mcpconfig.Transport) Classification {
+// ClientText says whether text, the error of a call that failed in the
+// client (a PostToolUseFailure error, or a tool_result with is_error), is
+// one of Claude Code's own texts, as a whole: in the tool_result's
+// <tool_use_error>Error: …</tool_use_error> wrapper or not, with or
+// without 2.1.332's appended schema hint and an optional "MCP error
+// <code>: ", "Streamable HTTP error: " or errno ("ECONNREFUSED: ")
+// prefix. A text that merely contains one of them (a server's isError
+// text quoting it, a web page the tool fetched) is not the client's.
+func ClientText(text string) (ClientFailure, bool) {
 	t := strings.TrimSpace(text)
-	if t == "" {
-		return Classification{Code: CodeUnknown, Ambiguous: true}
+	if i := strings.Index(t, schemaHint); i >= 0 {
+		t = strings.TrimSpace(t[:i])
 	}
-	stdio := transport == mcpconfig.Stdio
+	if inner, ok := strings.CutPrefix(t, "<tool_use_error>"); ok {
+		if inner, ok = strings.CutSuffix(inner, "</tool_use_error>"); !ok {
+			return ClientFailure{}, false
+		}
+		t = strings.TrimPrefix(strings.TrimSpace(inner), "Error: ")
+	}
+	whole := t
 	rpcCode, errno := "", ""
 	for {
 		if m := mcpErrorPrefix().FindStringSubmatch(t); m != nil && rpcCode == "" {
@@ -144,48 +245,89 @@ func Classify(text string, transport mcpconfig.Transport) Classification {
 		}
 		break
 	}
-	cl := classifyRest(t, rpcCode, errno, stdio, transport)
+	for _, p := range clientPatterns {
+		m := p.re().FindStringSubmatch(t)
+		if m == nil {
+			continue
+		}
+		cf := ClientFailure{Kind: p.kind, Code: p.code, Text: whole, Lost: p.lost, fetchOnly: p.fetchOnly, rpcCode: rpcCode}
+		if p.server > 0 {
+			cf.Server = m[p.server]
+		}
+		if p.tool > 0 {
+			cf.Tool = m[p.tool]
+		}
+		return cf, true
+	}
+	return ClientFailure{}, false
+}
+
+// Prefixes that name an HTTP transport's failure without saying which.
+const postError = "Error POSTing to endpoint:"
+
+// Classify reads the error text of a failed MCP call (PostToolUseFailure's
+// error), as written by every supported Claude Code version. Only the
+// client's own texts, whole (ClientText), open a server at once: the same
+// words inside a server's message ("could not open note 'Connection
+// closed'") are that server's answer, not the client's failure.
+//
+// On 2.1.332 a JSON-RPC error and a tool's isError text arrive alike,
+// with no prefix: any other text may be either, from a server that is
+// alive and answered. Such a text counts against the server only when it
+// names a server or upstream condition (5xx, 429, refused, timed out),
+// towards the consecutive-failure threshold; otherwise it is a tool's
+// error (or tells nothing) and never marks a live server down, nor is it
+// taken as proof that the server is fine.
+func Classify(text string, transport mcpconfig.Transport) Classification {
+	t := strings.TrimSpace(text)
+	if t == "" {
+		return Classification{Code: CodeUnknown, Ambiguous: true}
+	}
+	stdio := transport == mcpconfig.Stdio
+	if cf, ok := ClientText(t); ok && cf.Code != "" && !(cf.fetchOnly && stdio) {
+		cl := opens(cf.Code)
+		if cf.Kind == ClientHTTP {
+			_, body, _ := strings.Cut(t, postError)
+			if c, ok := byPattern(body); ok {
+				cl = opens(c)
+			} else {
+				cl = Classification{Code: CodeUnavailable, NeedsProbe: true, MarksUnhealthy: true}
+			}
+		}
+		cl.JSONRPC = cf.rpcCode != ""
+		return cl
+	}
+	rpcCode, errno := "", ""
+	for {
+		if m := mcpErrorPrefix().FindStringSubmatch(t); m != nil && rpcCode == "" {
+			rpcCode, t = m[1], t[len(m[0]):]
+			continue
+		}
+		if rest, ok := strings.CutPrefix(t, "Streamable HTTP error: "); ok {
+			t = rest
+			continue
+		}
+		if m := errnoPrefix().FindStringSubmatch(t); m != nil && errno == "" {
+			errno, t = m[1], t[len(m[0]):]
+			continue
+		}
+		break
+	}
+	cl := classifyRest(t, rpcCode, errno)
 	cl.JSONRPC = rpcCode != ""
 	return cl
 }
 
-func classifyRest(t, rpcCode, errno string, stdio bool, transport mcpconfig.Transport) Classification {
-	// Without a definition the transport is unknown: it may be remote.
-	remote := !stdio
-	switch {
-	case rpcCode == "-32001":
+// classifyRest classifies a text that is not the client's own: a
+// server's message.
+func classifyRest(t, rpcCode, errno string) Classification {
+	if rpcCode == "-32001" {
 		// The client's own request timeout (McpError -32001).
 		return opens(CodeTimeout)
-	case (errno == "ECONNREFUSED" || errno == "ECONNRESET") && !stdio:
-		// 2.1.332's fetch errors; a stdio server has no socket to the
-		// client, so from one this is its tool's text.
-		return opens(CodeTransport)
-	case clientToolTimeout().MatchString(t):
-		return opens(CodeTimeout)
-	case strings.Contains(t, postError):
-		_, body, _ := strings.Cut(t, postError)
-		if c, ok := byPattern(body); ok {
-			return opens(c)
-		}
-		return Classification{Code: CodeUnavailable, NeedsProbe: true, MarksUnhealthy: true}
-	case strings.HasPrefix(t, "Command failed with no output"):
-		// An older client's whole text for an HTTP 401 on a call.
-		if remote {
-			return opens(CodeAuth)
-		}
-		return Classification{Code: CodeUnknown, Ambiguous: true}
 	}
-	for _, ct := range clientTexts {
-		if ct.fetchOnly && stdio {
-			continue
-		}
-		if strings.Contains(t, ct.text) {
-			return opens(ct.code)
-		}
-	}
-	// What is left is a server's message: a JSON-RPC error or a tool's
-	// isError text, which 2.1.332 writes alike. A tool's own mistake is
-	// read first, so that a file name holding "503" stays a tool error.
+	// A JSON-RPC error or a tool's isError text, which 2.1.332 writes
+	// alike. A tool's own mistake is read first, so that a file name
+	// holding "503" stays a tool error.
 	whole := t
 	if errno != "" {
 		whole = errno + ": " + t

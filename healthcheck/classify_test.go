@@ -176,3 +176,85 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// TestClientTextExact holds the client's own texts for a failed call, as
+// each supported version writes them (reference 2.1.332 §1, in-flight §1.4,
+// §2.2, §3.1 and §5.1): in a PostToolUseFailure error, and in the
+// tool_result the model gets (the <tool_use_error> wrapper, 2.1.332's
+// schema hint).
+func TestClientTextExact(t *testing.T) {
+	const fetchHint = "For more information, pass `verbose: true` in the second argument to fetch()"
+	const hint = "\n\nThis tool's input schema was not in your prompt when you called it. The input schema is: {\"type\":\"object\"}\n" +
+		"If your input does not match this schema, correct it and call the tool again. If it matches, the error above has another cause. " +
+		`If the corrected call fails the same way, call ToolSearch with query "select:mcp__notes__echo" to load the tool, then call it again.`
+	tests := []struct {
+		version, text string
+		kind          ClientKind
+		code          FailureCode
+		server, tool  string
+		lost          bool
+	}{
+		{"2.1.197", "MCP error -32000: Connection closed", ClientClosed, CodeTransport, "", "", true},
+		{"2.1.332", "Connection closed", ClientClosed, CodeTransport, "", "", true},
+		{"2.1.332", "Connection closed" + hint, ClientClosed, CodeTransport, "", "", true},
+		{"2.1.197", "The socket connection was closed unexpectedly. " + fetchHint, ClientClosed, CodeTransport, "", "", true},
+		{"2.1.332", "ECONNRESET: The socket connection was closed unexpectedly. " + fetchHint, ClientClosed, CodeTransport, "", "", true},
+		{"2.1.197", "Unable to connect. Is the computer able to access the url?", ClientUnreachable, CodeTransport, "", "", true},
+		{"2.1.332", "ECONNREFUSED: Unable to connect. Is the computer able to access the url?", ClientUnreachable, CodeTransport, "", "", true},
+		{"both", `MCP server "s" is not connected`, ClientNotConnected, CodeTransport, "s", "", true},
+		{"2.1.332", `Claude Code tried to connect to MCP server "h" again and could not. It can be tried again in 10 s.`, ClientTriedAgain, CodeTransport, "h", "", true},
+		{"both", `MCP server "notes" tool "hang" timed out after 2s`, ClientTimeout, CodeTimeout, "notes", "hang", true},
+		{"both", `MCP server "s" tool "echo" timed out after 15s`, ClientTimeout, CodeTimeout, "s", "echo", true},
+		{"both", `MCP server "h" session expired`, ClientSessionExpired, CodeSessionExpired, "h", "", true},
+		{"2.1.197", `MCP server "h" requires re-authorization (token expired)`, ClientAuth, CodeAuth, "h", "", true},
+		{"2.1.332", `MCP server "h" needs you to sign in again (run /mcp to re-authenticate)`, ClientAuth, CodeAuth, "h", "", true},
+		{"2.1.197", "Streamable HTTP error: Error POSTing to endpoint: STUB 503 body", ClientHTTP, CodeUnavailable, "", "", true},
+		{"2.1.332", "Error POSTing to endpoint: STUB 503 body", ClientHTTP, CodeUnavailable, "", "", true},
+		{"2.1.332", "Unsupported result type 'task' for tools/call", ClientTaskResult, CodeNotMCP, "", "", false},
+		{"both", "Claude requested permissions to use mcp__s__echo, but you haven't granted it yet.", ClientNotGranted, "", "", "mcp__s__echo", false},
+		{"both", "<tool_use_error>Error: No such tool available: mcp__dead__echo</tool_use_error>", ClientNoSuchTool, "", "", "mcp__dead__echo", false},
+		{"2.1.197", "<tool_use_error>Error: No such tool available: mcp__slow__echo. The MCP server 'slow' is still connecting. Call WaitForMcpServers to wait for it, then try again.</tool_use_error>",
+			ClientConnecting, CodeTransport, "slow", "mcp__slow__echo", true},
+		{"2.1.332", "No such tool available: mcp__s__echo. Its MCP server 's' has disconnected. Continue without this tool; it becomes callable again only if the server reconnects.",
+			ClientDisconnected, CodeTransport, "s", "mcp__s__echo", true},
+		{"2.1.332", "<tool_use_error>Error: No such tool available: mcp__s__echo. Its MCP server 's' has disconnected. Continue without this tool; it becomes callable again only if the server reconnects.</tool_use_error>",
+			ClientDisconnected, CodeTransport, "s", "mcp__s__echo", true},
+		{"2.1.332", `<tool_use_error>Error: No such tool available: mcp__h__echo. MCP server "h" did not connect when it was last tried, and is not tried again for 6 s.</tool_use_error>`,
+			ClientNotRetried, CodeTransport, "h", "mcp__h__echo", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version+" "+tt.text, func(t *testing.T) {
+			got, ok := ClientText(tt.text)
+			if !ok || got.Kind != tt.kind || got.Code != tt.code || got.Server != tt.server || got.Tool != tt.tool || got.Lost != tt.lost {
+				t.Errorf("ClientText(%q) = %+v, %v; want %s %q server %q tool %q lost %v", tt.text, got, ok, tt.kind, tt.code, tt.server, tt.tool, tt.lost)
+			}
+		})
+	}
+}
+
+// TestClientTextNotInside: the client's words inside a server's answer
+// (a tool's isError text, a page it fetched) are not the client's: they
+// never open a server at once.
+func TestClientTextNotInside(t *testing.T) {
+	for _, text := range []string{
+		"could not open note 'Connection closed'",
+		`The page says: MCP server "beta" is not connected`,
+		`MCP server "beta" is not connected, said the ticket; please check`,
+		"Claude requested permissions to use mcp__s__echo, but you haven't granted it yet. (quoted from issue #12)",
+		"note: Claude requested permissions to use mcp__s__echo, but you haven't granted it yet.",
+		"Connection closed by peer while reading the upstream",
+		"see <tool_use_error>Error: No such tool available: mcp__x__y</tool_use_error>",
+		"<tool_use_error>Error: No such tool available: mcp__x__y</tool_use_error> and more",
+		`Timeout: MCP server "notes" tool "hang" timed out after 2s`,
+		"ECONNREFUSED: connect to the database at 10.0.0.5:5432",
+	} {
+		if cf, ok := ClientText(text); ok {
+			t.Errorf("ClientText(%q) = %+v: taken for the client's own text", text, cf)
+		}
+		for _, tr := range []mcpconfig.Transport{"", mcpconfig.Stdio, mcpconfig.HTTP} {
+			if c := Classify(text, tr); c.MarksUnhealthy {
+				t.Errorf("Classify(%q, %s) = %+v: a server's text opened it at once", text, tr, c)
+			}
+		}
+	}
+}

@@ -40,11 +40,15 @@ type Event struct {
 	Session string    `json:"session,omitempty"`
 	Server  string    `json:"server"`
 	Tool    string    `json:"tool,omitempty"`
-	From    Status    `json:"from,omitempty"`
-	To      Status    `json:"to,omitempty"`
-	Verdict string    `json:"verdict,omitempty"`
-	Code    string    `json:"code,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
+	// ToolUseID is the call a blocked event is of (the PreToolUse
+	// payload's tool_use_id): the session subtracts the calls its hook
+	// blocked from the result's permission_denials.
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	From      Status `json:"from,omitempty"`
+	To        Status `json:"to,omitempty"`
+	Verdict   string `json:"verdict,omitempty"`
+	Code      string `json:"code,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 	// By says who made the observation behind a state change (see By).
 	By    By        `json:"by,omitempty"`
 	Until time.Time `json:"until,omitzero"`

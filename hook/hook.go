@@ -240,7 +240,7 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 		return ExitAllow
 	}
 	h.checker.Events.Append(healthcheck.Event{Time: h.now(), Kind: healthcheck.EventBlocked,
-		Session: h.p.SessionID, Server: server, Tool: h.p.ToolName, Code: string(d.Entry.LastFailureCode),
+		Session: h.p.SessionID, ToolUseID: h.p.ToolUseID, Server: server, Tool: h.p.ToolName, Code: string(d.Entry.LastFailureCode),
 		Reason: d.Entry.LastError, Until: d.Entry.NextRetryAt.Time()})
 	h.log.Info().Str("server", server).Str("tool", tool).Str("code", string(d.Entry.LastFailureCode)).Msg("block")
 	// The deny decision is what the model reads; stderr carries the same

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/modelapi"
 )
 
@@ -64,10 +66,12 @@ type Outcome struct {
 
 // Unusable is a server of the job the session could not use, and why
 // ("failed at start", "needs-auth at start", "not connected", "its tools
-// were missing: mcp__x__y").
+// were missing: mcp__x__y"). Tool is set when a call of the job was lost
+// with its server: Tool is the call's tool, Why the CLI's text.
 type Unusable struct {
 	Server string `json:"server"`
 	Why    string `json:"why"`
+	Tool   string `json:"tool,omitempty"`
 }
 
 // Abandon is the cause the supervisor cancels a session's context with
@@ -81,18 +85,36 @@ func (a Abandon) Error() string { return a.Reason }
 type streamState struct {
 	obs           Observer
 	job           *jobs.Job
+	batch         *jobs.Batch // for the transport of a server; nil in unit tests
 	sessionID     string
 	result        *ResultEvent
 	serversFailed []string
 	tools         []string
 	servers       []Server
 	denied        []PermissionDenied
-	notGranted    []string
 	unusable      []Unusable
+	// calls is the attempt's ledger of calls to MCP tools, in the order
+	// the model made them; byID indexes it.
+	calls []call
+	byID  map[string]int
+	// meta is 2.1.332's tool_result_meta by call.
+	meta map[string]ResultMeta
+	// blocked are the calls nightwatch's own hook blocked in this session
+	// (from its events file, when the session ended): not a denial by a
+	// permission rule.
+	blocked map[string]bool
 	// rawResult is the result line as parsed JSON, and rateLimits the
 	// rate_limit_event lines: what modelapi.Classify reads.
 	rawResult  map[string]any
 	rateLimits []map[string]any
+}
+
+// call is one call of an MCP tool: the assistant's tool_use and, once it
+// came, the tool_result of that id.
+type call struct {
+	id, tool string
+	answered bool
+	result   ToolResult
 }
 
 // own says whether tool belongs to one of the job's servers.
@@ -111,19 +133,40 @@ func (s *streamState) initStatus(server string) ServerStatus {
 	return ""
 }
 
-// markUnusable records, once per server, that the session cannot use a
-// server of its job, and tells the observer.
-func (s *streamState) markUnusable(server, why string) {
-	if s.job == nil || !slices.Contains(s.job.Servers, server) {
-		return
+// goneForSession says whether the CLI's word that server is not connected
+// (or has disconnected) is final for the session: a stdio server whose
+// respawn failed is never started again (in-flight §1.4), while 2.1.332
+// keeps reconnecting a remote server in the background. A server nightwatch
+// has no definition of is taken at its word.
+func (s *streamState) goneForSession(server string) bool {
+	if s.batch == nil {
+		return true
 	}
-	for _, u := range s.unusable {
-		if u.Server == server {
-			return
+	srv := s.batch.Server(server)
+	return srv == nil || srv.MCP.Transport == mcpconfig.Stdio
+}
+
+// markUnusable records, once per server, that the session cannot use a
+// server of its job, and tells the observer (the night stops the attempt).
+func (s *streamState) markUnusable(server, why string) {
+	if s.addUnusable(Unusable{Server: server, Why: why}) {
+		s.obs.Observe(Observation{Kind: SawUnusable, Server: server, Why: why})
+	}
+}
+
+// addUnusable records u unless its server is not the job's or is already
+// recorded, and says whether it did.
+func (s *streamState) addUnusable(u Unusable) bool {
+	if s.job == nil || !slices.Contains(s.job.Servers, u.Server) {
+		return false
+	}
+	for _, o := range s.unusable {
+		if o.Server == u.Server {
+			return false
 		}
 	}
-	s.unusable = append(s.unusable, Unusable{Server: server, Why: why})
-	s.obs.Observe(Observation{Kind: SawUnusable, Server: server, Why: why})
+	s.unusable = append(s.unusable, u)
+	return true
 }
 
 func (s *streamState) line(b []byte) {
@@ -143,25 +186,27 @@ func (s *streamState) line(b []byte) {
 			}
 		}
 	}
-	for _, tool := range l.ToolsUnavailable {
-		s.obs.Observe(Observation{Kind: SawMissingTool, Tool: tool})
-		if !slices.Contains(s.tools, tool) {
-			s.tools = append(s.tools, tool)
+	for _, u := range l.ToolUses {
+		if s.byID == nil {
+			s.byID = map[string]int{}
 		}
-		// A missing tool of a server that connected is the model's
-		// mistake (no such tool on it); of a server that did not connect,
-		// or that init did not list, the server is what is missing.
-		if server, ok := s.own(tool); ok && s.initStatus(server) != ServerConnected {
-			s.markUnusable(server, "its tools were missing: "+tool)
+		if _, dup := s.byID[u.ID]; !dup {
+			s.byID[u.ID] = len(s.calls)
+			s.calls = append(s.calls, call{id: u.ID, tool: u.Name})
 		}
 	}
-	for _, server := range l.NotConnected {
-		s.obs.Observe(Observation{Kind: SawServer, Server: server, Status: ServerNotConnected})
-		s.markUnusable(server, "not connected")
+	for _, m := range l.ResultMeta {
+		if s.meta == nil {
+			s.meta = map[string]ResultMeta{}
+		}
+		s.meta[m.ID] = m
 	}
-	for _, tool := range l.ToolsNotGranted {
-		if !slices.Contains(s.notGranted, tool) {
-			s.notGranted = append(s.notGranted, tool)
+	for _, r := range l.ToolResults {
+		if i, ok := s.byID[r.ID]; ok && !s.calls[i].answered {
+			s.calls[i].answered, s.calls[i].result = true, r
+		}
+		if r.Client != nil {
+			s.clientFailure(*r.Client)
 		}
 	}
 	if l.PermissionDenied != nil {
@@ -180,6 +225,42 @@ func (s *streamState) line(b []byte) {
 			s.rateLimits = append(s.rateLimits, m)
 		}
 	}
+}
+
+// clientFailure acts on a failed call whose whole text is the CLI's own.
+// Only the CLI's word that a server is gone for the session stops the
+// attempt early; any other failure of a call is judged when the session
+// ends (a later call may still be answered: the CLI respawns a stdio
+// server that exited, reconnects a remote one, and nightwatch's own
+// exec-server restarts its server).
+func (s *streamState) clientFailure(c healthcheck.ClientFailure) {
+	switch c.Kind {
+	case healthcheck.ClientNoSuchTool, healthcheck.ClientConnecting, healthcheck.ClientDisconnected, healthcheck.ClientNotRetried:
+		s.obs.Observe(Observation{Kind: SawMissingTool, Tool: c.Tool})
+		if !slices.Contains(s.tools, c.Tool) {
+			s.tools = append(s.tools, c.Tool)
+		}
+	}
+	switch c.Kind {
+	case healthcheck.ClientNoSuchTool, healthcheck.ClientConnecting:
+		// A missing tool of a server that connected is the model's
+		// mistake (no such tool on it); of a server that did not connect,
+		// or that init did not list, the server is what is missing.
+		if server, ok := s.own(c.Tool); ok && s.initStatus(server) != ServerConnected {
+			s.markUnusable(server, "its tools were missing: "+c.Tool)
+		}
+	case healthcheck.ClientNotConnected, healthcheck.ClientDisconnected:
+		s.obs.Observe(Observation{Kind: SawServer, Server: c.Server, Status: ServerNotConnected})
+		if s.goneForSession(c.Server) {
+			why := "not connected"
+			if c.Kind == healthcheck.ClientDisconnected {
+				why = "disconnected"
+			}
+			s.markUnusable(c.Server, why)
+		}
+	}
+	// ClientNotRetried is transient (2.1.332 tries again in seconds), and
+	// the rest are judged by lostCalls when the session ends.
 }
 
 // maxRateLimitEvents bounds the rate_limit_event lines kept of a session.
@@ -204,26 +285,6 @@ func (s *streamState) fill(out *Outcome) {
 	out.ServersFailed = s.serversFailed
 	out.ToolsUnavailable = s.tools
 	out.Servers, out.PermissionDenied = s.servers, s.denied
-	out.Unusable = s.unusable
-	// A denial by a permission rule: the CLI's "not granted" text (both
-	// versions), or 2.1.332's permission_denied event unless a hook's ask
-	// caused it. A call nightwatch's hook blocked is neither: its server
-	// was down, which the health layer, not this, answers for.
-	seen := map[string]bool{}
-	deny := func(tool string) {
-		if _, ok := s.own(tool); ok && !seen[tool] {
-			seen[tool] = true
-			out.Denied = append(out.Denied, tool)
-		}
-	}
-	for _, tool := range s.notGranted {
-		deny(tool)
-	}
-	for _, d := range s.denied {
-		if d.DecisionReasonType != "hook" {
-			deny(d.ToolName)
-		}
-	}
 	if r := s.result; r != nil {
 		out.PermissionDenials = r.PermissionDenials
 		out.Subtype, out.IsError, out.NumTurns = r.Subtype, r.IsError, r.NumTurns
@@ -232,6 +293,122 @@ func (s *streamState) fill(out *Outcome) {
 			out.SessionID = r.SessionID
 		}
 	}
+	out.Denied = s.deniedTools()
+	if out.KilledBy == "" {
+		// A session nightwatch stopped loses its calls in flight to the
+		// stop (the CLI answers them "Connection closed"), not to their
+		// servers.
+		s.lostCalls()
+	}
+	out.Unusable = s.unusable
+}
+
+// deniedTools are the tools of the job's own servers that the session was
+// refused by a permission rule, once each, in order. The evidence is
+// structural: the result's permission_denials less the calls nightwatch's
+// own hook blocked (its server was down, which the health layer answers
+// for) and a hook's ask; 2.1.332's system/permission_denied events and
+// tool_result_meta rejections that no hook made. The CLI's "not granted"
+// text counts only on a failed call that nothing above accounts for, as
+// the fallback for a CLI that writes neither.
+func (s *streamState) deniedTools() []string {
+	var out []string
+	seen := map[string]bool{}
+	deny := func(tool string) {
+		if _, ok := s.own(tool); ok && !seen[tool] {
+			seen[tool] = true
+			out = append(out, tool)
+		}
+	}
+	byHook := map[string]bool{}
+	for id := range s.blocked {
+		byHook[id] = true
+	}
+	for _, d := range s.denied {
+		if d.DecisionReasonType == "hook" && d.ToolUseID != "" {
+			byHook[d.ToolUseID] = true
+		}
+	}
+	if r := s.result; r != nil {
+		for _, d := range r.PermissionDenials {
+			if d.ToolUseID == "" || !byHook[d.ToolUseID] {
+				deny(d.ToolName)
+			}
+		}
+	}
+	for _, d := range s.denied {
+		if d.DecisionReasonType != "hook" && !byHook[d.ToolUseID] {
+			deny(d.ToolName)
+		}
+	}
+	for _, c := range s.calls {
+		m, hasMeta := s.meta[c.id]
+		pd := m.PermissionDecision
+		switch {
+		case hasMeta && pd.Decision == "reject" && pd.Source != "hook" && !byHook[c.id]:
+			deny(c.tool)
+		case c.result.Client != nil && c.result.Client.Kind == healthcheck.ClientNotGranted && !byHook[c.id] &&
+			!(hasMeta && pd.Decision == "accept"):
+			deny(c.tool)
+		}
+	}
+	return out
+}
+
+// lostCalls records, as unusable, each server of the job a call was lost
+// with: the call failed for a reason of its server (the CLI's own text of
+// a closed connection, an unreachable, lost or timed-out server, or
+// nightwatch's own hook blocked it because the server was down) and no
+// later call of the same tool was answered. Such a job did not get its
+// work done, whatever the model said after. The attempt is not stopped for
+// it (it has ended); the night treats it as it treats a server lost at
+// start.
+func (s *streamState) lostCalls() {
+	for i, c := range s.calls {
+		if !c.answered || !c.result.IsError {
+			continue
+		}
+		why := ""
+		switch cf := c.result.Client; {
+		case s.blocked[c.id]:
+			why = blockedWhy
+		case cf != nil && cf.Lost:
+			why = c.result.Text
+		default:
+			continue
+		}
+		server, ok := s.own(c.tool)
+		if !ok || s.answeredAfter(i) {
+			continue
+		}
+		s.addUnusable(Unusable{Server: server, Tool: c.tool, Why: why})
+	}
+}
+
+// blockedWhy is why a call nightwatch's hook blocked was lost.
+const blockedWhy = "nightwatch's hook blocked it: the server was down"
+
+// answeredAfter says whether a call of the same tool after calls[i] got a
+// real answer.
+func (s *streamState) answeredAfter(i int) bool {
+	for _, c := range s.calls[i+1:] {
+		if c.tool == s.calls[i].tool && c.answered && !c.result.IsError {
+			return true
+		}
+	}
+	return false
+}
+
+// blockedCalls are the tool_use_ids of the calls nightwatch's hook blocked
+// in session, from the events its hooks appended.
+func blockedCalls(events []healthcheck.Event, session string) map[string]bool {
+	ids := map[string]bool{}
+	for _, ev := range events {
+		if ev.Kind == healthcheck.EventBlocked && ev.ToolUseID != "" && (session == "" || ev.Session == "" || ev.Session == session) {
+			ids[ev.ToolUseID] = true
+		}
+	}
+	return ids
 }
 
 // judge decides done or failed. The exit code alone is not enough
@@ -322,6 +499,10 @@ func lastLine(path string) string {
 func unusableReason(us []Unusable) string {
 	parts := make([]string, len(us))
 	for i, u := range us {
+		if u.Tool != "" {
+			parts[i] = fmt.Sprintf("call to %s lost with its server %s: %s", u.Tool, u.Server, u.Why)
+			continue
+		}
 		parts[i] = fmt.Sprintf("server %s could not be used (%s)", u.Server, u.Why)
 	}
 	return strings.Join(parts, "; ")

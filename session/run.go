@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
@@ -165,6 +166,10 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	cmd.Stdout = pw
 	cmd.Stderr = stderr
 
+	// The calls this session's hooks block are appended to the batch's
+	// events file from now on: they are not permission denials.
+	hookEvents := healthcheck.EventTail{Path: f.Events}
+	hookEvents.SkipToEnd()
 	if err := proc.Start(cmd); err != nil {
 		pw.Close()
 		if ctx.Err() != nil { // stopped before it could start
@@ -177,7 +182,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	}
 
 	obs.Observe(Observation{Kind: SawProcess, PGID: cmd.Process.Pid}) // the leader's pid is the group's id
-	st := &streamState{obs: obs, job: spec.Job}
+	st := &streamState{obs: obs, job: spec.Job, batch: spec.Batch}
 	readDone := make(chan error, 1)
 	go func() {
 		err := ReadLines(activityReader{pr, &lastOutput}, stream, st.line)
@@ -211,6 +216,9 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 		default:
 			out.KilledBy = KilledStopped
 		}
+	}
+	if f.Events != "" {
+		st.blocked = blockedCalls(hookEvents.Next(), st.sessionID)
 	}
 	st.fill(out)
 	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))

@@ -370,6 +370,7 @@ type sessionTestObserver struct {
 	mu       sync.Mutex
 	statuses map[string]ServerStatus
 	tools    []string
+	unusable []string // the servers it was told to stop the attempt for
 	pgid     int
 	// stamps are the attempts the observations were of ("job#attempt").
 	stamps map[string]bool
@@ -390,6 +391,8 @@ func (o *sessionTestObserver) Observe(s Observation) {
 		o.statuses[s.Server] = s.Status
 	case SawMissingTool:
 		o.tools = append(o.tools, s.Tool)
+	case SawUnusable:
+		o.unusable = append(o.unusable, s.Server)
 	case SawProcess:
 		o.pgid = s.PGID
 	}

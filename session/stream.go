@@ -7,38 +7,36 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
+	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
 // Claude Code's `--output-format stream-json --verbose` prints one JSON
-// event per line (reference §2.3). nightwatch reads four of them while the
+// event per line (reference §2.3). nightwatch reads these while the
 // session runs: the system/init event (which MCP servers connected, and on
-// 2.1.332 where each was configured), user events whose tool_result says a
-// tool does not exist (a call to a server that failed to connect fires no
-// hook, so the stream is the only witness), 2.1.332's
+// 2.1.332 where each was configured), the assistant's tool_use blocks and
+// the user's tool_result blocks of MCP tools (the attempt's ledger of
+// calls: a call to a server that failed to connect fires no hook, so the
+// stream is the only witness), 2.1.332's tool_result_meta and
 // system/permission_denied event, and the final result event (with its
 // permission_denials).
+//
+// The CLI's own texts are read only from a tool_result marked is_error,
+// and only as the whole text (healthcheck.ClientText): a successful result
+// or a server's own error text that quotes them is the server's answer,
+// and whoever can put a sentence in front of the model must not be able
+// to fail or stop a job with it.
 
 // maxParsedLine bounds the lines that are decoded. A longer line is still
 // copied to stream.jsonl in full; it is only not interpreted. Tool results
 // and final texts of several MiB are normal, so the bound is generous.
 const maxParsedLine = 64 << 20
 
-// noSuchTool is the CLI's text for a call to a tool the session does not
-// have: `<tool_use_error>Error: No such tool available: mcp__x__y</tool_use_error>`.
-const noSuchTool = "No such tool available"
-
-// notGranted is the CLI's text for a call a permission rule refused under
-// -p: "Claude requested permissions to use mcp__x__y, but you haven't
-// granted it yet." (both versions). A hook's deny reads otherwise, so this
-// tells a permission denial from a call nightwatch's hook blocked, which
-// both land in the result's permission_denials.
-const notGranted = "requested permissions to use"
-
-// notConnectedRe finds the server a tool result says is not connected
-// ("MCP server \"x\" is not connected", "Server 'x' is not connected").
-var notConnectedRe = regexp.MustCompile(`(?i)server ["'` + "`" + `]?([A-Za-z0-9_.-]+)["'` + "`" + `]? is not connected`)
+// maxErrorText bounds the text of a failed call kept in the ledger.
+const maxErrorText = 300
 
 // Server is one entry of the init event's mcp_servers list.
 type Server struct {
@@ -85,28 +83,72 @@ type ResultEvent struct {
 	PermissionDenials []Denial `json:"permission_denials"`
 }
 
-// Line is what one line of the stream says. At most one of its
-// parts is set; a line of another kind (assistant text, hook events,
-// garbage) yields the zero value.
+// ToolUse is an assistant's call of an MCP tool.
+type ToolUse struct {
+	ID   string
+	Name string
+}
+
+// ToolResult is the answer a call got, as the model saw it.
+type ToolResult struct {
+	ID      string
+	IsError bool
+	// Text is the failed call's text, on one line, bounded ("" for a
+	// call that did not fail).
+	Text string
+	// Client is what the CLI's own text says, when a failed call's whole
+	// text is one of them; nil otherwise.
+	Client *healthcheck.ClientFailure
+}
+
+// ResultMeta is one entry of 2.1.332's tool_result_meta on a user event:
+// who decided whether the call ran.
+type ResultMeta struct {
+	ID                 string `json:"id"`
+	PermissionDecision struct {
+		Decision   string `json:"decision"` // accept, reject
+		Source     string `json:"source"`   // config, hook
+		ReasonType string `json:"reason_type"`
+	} `json:"permission_decision"`
+	NonExecutionKind string `json:"non_execution_kind,omitempty"`
+}
+
+// Line is what one line of the stream says. A line of another kind
+// (assistant text, hook events, garbage) yields the zero value.
 type Line struct {
 	Init             bool              // a system/init event
 	SessionID        string            // from init
 	Servers          []Server          // from init
-	ToolsUnavailable []string          // tools a user event's tool_result says do not exist
-	ToolsNotGranted  []string          // tools a user event's tool_result says a permission rule refused
-	NotConnected     []string          // servers a user event's tool_result says are not connected
+	ToolUses         []ToolUse         // an assistant event's calls of MCP tools
+	ToolResults      []ToolResult      // a user event's answers
+	ResultMeta       []ResultMeta      // a user event's tool_result_meta (2.1.332)
 	PermissionDenied *PermissionDenied // a system/permission_denied event
 	Result           *ResultEvent      // the result event
+}
+
+// ToolsUnavailable are the tools the CLI said do not exist in the
+// session ("No such tool available", with or without a word of their
+// server).
+func (l Line) ToolsUnavailable() []string {
+	var out []string
+	for _, r := range l.ToolResults {
+		if c := r.Client; c != nil && c.Tool != "" && (c.Kind == healthcheck.ClientNoSuchTool || c.Kind == healthcheck.ClientDisconnected ||
+			c.Kind == healthcheck.ClientNotRetried || c.Kind == healthcheck.ClientConnecting) {
+			out = append(out, c.Tool)
+		}
+	}
+	return out
 }
 
 // streamEvent is the union of the event shapes read here. Only the fields
 // needed are declared, so the rest of a large event is skipped unparsed.
 type streamEvent struct {
-	Type       string          `json:"type"`
-	Subtype    string          `json:"subtype"`
-	SessionID  string          `json:"session_id"`
-	MCPServers []Server        `json:"mcp_servers"`
-	Message    json.RawMessage `json:"message"`
+	Type           string          `json:"type"`
+	Subtype        string          `json:"subtype"`
+	SessionID      string          `json:"session_id"`
+	MCPServers     []Server        `json:"mcp_servers"`
+	Message        json.RawMessage `json:"message"`
+	ToolResultMeta json.RawMessage `json:"tool_result_meta"`
 }
 
 // ParseLine interprets one line of stream-json. It never fails:
@@ -137,25 +179,74 @@ func ParseLine(line []byte) Line {
 			return Line{}
 		}
 		return Line{Result: &r}
-	case ev.Type == "user" && (bytes.Contains(line, []byte(noSuchTool)) || bytes.Contains(line, []byte(notGranted)) ||
-		bytes.Contains(line, []byte("is not connected"))):
-		// The cheap Contains check above keeps the common case (large tool
-		// results that are fine) from being decoded twice.
-		var l Line
-		for _, text := range resultTexts(ev.Message) {
-			if name, ok := nameAfter(text, noSuchTool+":"); ok {
-				l.ToolsUnavailable = append(l.ToolsUnavailable, name)
-			}
-			if name, ok := nameAfter(text, notGranted); ok {
-				l.ToolsNotGranted = append(l.ToolsNotGranted, name)
-			}
-			if m := notConnectedRe.FindStringSubmatch(text); m != nil {
-				l.NotConnected = append(l.NotConnected, m[1])
-			}
+	case ev.Type == "assistant" && bytes.Contains(line, []byte(`"tool_use"`)):
+		return Line{ToolUses: toolUses(ev.Message)}
+	case ev.Type == "user" && (bytes.Contains(line, []byte(`"tool_result"`)) || len(ev.ToolResultMeta) > 0):
+		var meta []ResultMeta
+		if len(ev.ToolResultMeta) > 0 {
+			decodeLenient(ev.ToolResultMeta, &meta)
 		}
-		return l
+		return Line{ToolResults: toolResults(ev.Message), ResultMeta: meta}
 	}
 	return Line{}
+}
+
+// toolUses returns the calls of MCP tools in an assistant message.
+func toolUses(message json.RawMessage) []ToolUse {
+	var msg struct {
+		Content []struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"content"`
+	}
+	if !decodeLenient(message, &msg) {
+		return nil
+	}
+	var out []ToolUse
+	for _, b := range msg.Content {
+		if b.Type == "tool_use" && b.ID != "" && jobs.ToolServer(b.Name) != "" {
+			out = append(out, ToolUse{ID: b.ID, Name: b.Name})
+		}
+	}
+	return out
+}
+
+// toolResults returns the tool_result blocks of a user message. Only a
+// block marked is_error is read for the CLI's texts.
+func toolResults(message json.RawMessage) []ToolResult {
+	var msg struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if !decodeLenient(message, &msg) {
+		return nil
+	}
+	var blocks []struct {
+		Type      string          `json:"type"`
+		ToolUseID string          `json:"tool_use_id"`
+		IsError   bool            `json:"is_error"`
+		Content   json.RawMessage `json:"content"`
+	}
+	if !decodeLenient(msg.Content, &blocks) {
+		return nil
+	}
+	var out []ToolResult
+	for _, b := range blocks {
+		if b.Type != "tool_result" {
+			continue
+		}
+		r := ToolResult{ID: b.ToolUseID, IsError: b.IsError}
+		if b.IsError {
+			whole := strings.Join(blockTexts(b.Content), "\n")
+			if c, ok := healthcheck.ClientText(whole); ok {
+				r.Client = &c
+				whole = c.Text
+			}
+			r.Text = text.OneLine(whole, maxErrorText)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // decodeLenient decodes data into v and reports whether it was a JSON
@@ -166,31 +257,6 @@ func decodeLenient(data []byte, v any) bool {
 	err := json.Unmarshal(data, v)
 	var typeErr *json.UnmarshalTypeError
 	return err == nil || errors.As(err, &typeErr)
-}
-
-// resultTexts returns the texts of the tool_result blocks in a user
-// message.
-func resultTexts(message json.RawMessage) []string {
-	var msg struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if !decodeLenient(message, &msg) {
-		return nil
-	}
-	var blocks []struct {
-		Type    string          `json:"type"`
-		Content json.RawMessage `json:"content"`
-	}
-	if !decodeLenient(msg.Content, &blocks) {
-		return nil
-	}
-	var texts []string
-	for _, b := range blocks {
-		if b.Type == "tool_result" {
-			texts = append(texts, blockTexts(b.Content)...)
-		}
-	}
-	return texts
 }
 
 // blockTexts returns the text of a tool_result's content, which is either
@@ -214,29 +280,6 @@ func blockTexts(content json.RawMessage) []string {
 		}
 	}
 	return out
-}
-
-// nameAfter finds marker ("No such tool available:") in text and returns
-// the tool name after it. Claude Code's tool names (mcp__server__tool included)
-// use only letters, digits, '_' and '-'; the CLI may follow the name with
-// a hint sentence (". X is not available inside subagents…") or the
-// closing </tool_use_error>, which this cuts off.
-func nameAfter(text, marker string) (string, bool) {
-	_, rest, ok := strings.Cut(text, marker)
-	if !ok {
-		return "", false
-	}
-	rest = strings.TrimLeft(rest, " ")
-	end := strings.IndexFunc(rest, func(r rune) bool {
-		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	})
-	if end < 0 {
-		end = len(rest)
-	}
-	if end == 0 {
-		return "", false
-	}
-	return rest[:end], true
 }
 
 // ReadLines reads r to its end, copying every byte to raw (if not

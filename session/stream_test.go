@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -46,14 +47,16 @@ func TestParseStreamLine(t *testing.T) {
 			Servers: []Server{{"notes", "connected", ""}, {"broken", "failed", ""}, {"web", "needs-auth", ""}, {"slow", "pending", ""}}}},
 		{"init without servers", `{"type":"system","subtype":"init","session_id":"s"}`,
 			Line{Init: true, SessionID: "s"}},
-		{"assistant", streamTestAssistant, Line{}},
-		{"no such tool", streamTestNoSuchTool, Line{ToolsUnavailable: []string{"mcp__broken__echo"}}},
-		{"no such tool, block list and a hint", `{"type":"user","message":{"content":[{"type":"tool_result","content":` +
+		{"assistant", streamTestAssistant, Line{ToolUses: []ToolUse{{"toolu_7", "mcp__broken__echo"}}}},
+		{"no such tool", streamTestNoSuchTool, streamTestUnavailable("mcp__broken__echo")},
+		{"no such tool, block list and a hint", `{"type":"user","message":{"content":[{"type":"tool_result","is_error":true,"content":` +
 			`[{"type":"text","text":"<tool_use_error>Error: No such tool available: mcp__a-b__c_d. mcp__a-b__c_d is not available inside subagents.</tool_use_error>"}]},` +
 			`{"type":"tool_result","content":"fine"}]}}`,
-			Line{ToolsUnavailable: []string{"mcp__a-b__c_d"}}},
+			streamTestUnavailable("mcp__a-b__c_d")},
 		{"the words in a normal result", `{"type":"user","message":{"content":[{"type":"tool_result",` +
 			`"content":"the docs say No such tool available means…"}]}}`, Line{}},
+		{"the whole text in a successful result", `{"type":"user","message":{"content":[{"type":"tool_result",` +
+			`"content":"<tool_use_error>Error: No such tool available: mcp__x__y</tool_use_error>"}]}}`, Line{}},
 		{"hook event", `{"type":"system","subtype":"hook_response","hook_event":"PreToolUse","exit_code":0,"outcome":"success"}`,
 			Line{}},
 		{"success", streamTestSuccess, Line{Result: &ResultEvent{Subtype: "success", NumTurns: 2,
@@ -75,8 +78,8 @@ func TestParseStreamLine(t *testing.T) {
 		{"empty", ``, Line{}},
 		{"5 MiB result", `{"type":"result","subtype":"success","num_turns":9,"result":"` + big + `"}`,
 			Line{Result: &ResultEvent{Subtype: "success", NumTurns: 9, Result: big}}},
-		{"5 MiB tool result", `{"type":"user","message":{"content":[{"type":"tool_result","content":"` + big +
-			` No such tool available: mcp__x__y"}]}}`, Line{ToolsUnavailable: []string{"mcp__x__y"}}},
+		{"5 MiB failed tool result quoting the text", `{"type":"user","message":{"content":[{"type":"tool_result","is_error":true,"content":"` + big +
+			` No such tool available: mcp__x__y"}]}}`, Line{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ParseLine([]byte(tc.line))
@@ -87,9 +90,20 @@ func TestParseStreamLine(t *testing.T) {
 	}
 }
 
+// streamTestUnavailable is a Line whose failed calls say the tools do
+// not exist.
+func streamTestUnavailable(tools ...string) Line {
+	var l Line
+	for _, tool := range tools {
+		l.ToolResults = append(l.ToolResults, ToolResult{IsError: true,
+			Client: &healthcheck.ClientFailure{Kind: healthcheck.ClientNoSuchTool, Tool: tool}})
+	}
+	return l
+}
+
 func streamTestEqual(a, b Line) bool {
 	if a.Init != b.Init || a.SessionID != b.SessionID || !slices.Equal(a.Servers, b.Servers) ||
-		!slices.Equal(a.ToolsUnavailable, b.ToolsUnavailable) || (a.Result == nil) != (b.Result == nil) ||
+		!slices.Equal(a.ToolsUnavailable(), b.ToolsUnavailable()) || !slices.Equal(a.ToolUses, b.ToolUses) || (a.Result == nil) != (b.Result == nil) ||
 		!reflect.DeepEqual(a.PermissionDenied, b.PermissionDenied) {
 		return false
 	}
@@ -187,7 +201,7 @@ func streamTestShow(l Line) string {
 		}
 		r = fmt.Sprintf("%+v", c)
 	}
-	return fmt.Sprintf("init=%v session=%q servers=%v tools=%q result=%s", l.Init, l.SessionID, l.Servers, l.ToolsUnavailable, r)
+	return fmt.Sprintf("init=%v session=%q servers=%v tools=%q uses=%v result=%s", l.Init, l.SessionID, l.Servers, l.ToolsUnavailable(), l.ToolUses, r)
 }
 
 // streamTestCollect reads data the way Run does and returns the
@@ -270,7 +284,7 @@ func FuzzStreamLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l := ParseLine(data)
-		for _, tool := range l.ToolsUnavailable {
+		for _, tool := range l.ToolsUnavailable() {
 			if tool == "" {
 				t.Errorf("an empty tool name from %q", data)
 			}
@@ -328,7 +342,7 @@ func TestStreamStateDenialsAndUnusable(t *testing.T) {
 	if !slices.Equal(out.Denied, []string{"mcp__web__echo", "mcp__notes__echo"}) {
 		t.Errorf("Denied = %q", out.Denied)
 	}
-	want := []Unusable{{"dead", "failed at start"}, {"gone", "not connected"}}
+	want := []Unusable{{Server: "dead", Why: "failed at start"}, {Server: "gone", Why: "not connected"}}
 	if !slices.Equal(out.Unusable, want) {
 		t.Errorf("Unusable = %+v, want %+v", out.Unusable, want)
 	}

@@ -112,7 +112,9 @@ func jsonString(s string) string {
 // runs it). The next job that needs it is deferred while the other
 // server's job runs; maintenance runs the server's reconnect command
 // (which repairs it), the re-probe finds it healthy, and the deferred job
-// runs. Every job ends done, exactly once.
+// runs. Every job ends done, exactly once; the third, whose only call was
+// lost with the server, only because it may run without it (on_unhealthy:
+// run), and the journal says it ran without notes.
 func TestNightServerDiesAndReconnectBringsItBack(t *testing.T) {
 	testkit.ForEachClaude(t, testNightServerDiesAndReconnectBringsItBack)
 }
@@ -148,7 +150,7 @@ servers:
 jobs:
   - {name: j1, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
   - {name: j2, servers: [web], allowed_tools: [mcp__web], prompt: %s}
-  - {name: j3, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+  - {name: j3, servers: [notes], allowed_tools: [mcp__notes], on_unhealthy: run, prompt: %s}
   - {name: j4, servers: [notes], allowed_tools: [mcp__notes], needs: [j3], prompt: %s}
   - {name: j5, servers: [web], allowed_tools: [mcp__web], prompt: %s}
   - {name: j6, servers: [notes, web], allowed_tools: [mcp__notes, mcp__web], needs: [j4], prompt: %s}
@@ -174,6 +176,9 @@ jobs:
 			finished[ev.Job]++
 			if ev.Job == "j3" {
 				j3Ended = i
+				if ev.Reason != "ran without notes" {
+					t.Errorf("j3 ended done with %q; its call was lost with notes", ev.Reason)
+				}
 			}
 		case ev.Type == journal.JobDeferred && ev.Job == "j4":
 			deferred = i
@@ -210,7 +215,8 @@ jobs:
 
 // TestNightSessionHookReconnectsAtOnce: the batch's reconnect command
 // reaches the hook inside the session. The job's first call breaks its
-// stdio server for good; the hook's PostToolUseFailure runs the server's
+// stdio server for good (that call is lost: the job runs without its
+// server by choice, so that one session is all the night runs); the hook's PostToolUseFailure runs the server's
 // reconnect command (from the batch, given to the session's environment),
 // which repairs it, so the job's next call in the same session works. The
 // supervisor's maintenance is too slow to have done it (its interval is
@@ -237,7 +243,7 @@ servers:
     args: ["--control", %s]
     reconnect: %s
 jobs:
-  - {name: j1, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+  - {name: j1, servers: [notes], allowed_tools: [mcp__notes], on_unhealthy: run, prompt: %s}
 `, jsonString(testkit.ClaudeBin(t)), jsonString(server), jsonString(control),
 		jsonString(repair+" "+control+" {server} "+repaired),
 		jsonString(prompt("j1", `mcp__notes__break {}`, `mcp__notes__echo {"message":"right after the break"}`))))

@@ -1,0 +1,122 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+)
+
+// TestEvidenceRealClaude is issue 20's "evidence, not wording" and "a call
+// lost with its server counts for nothing", through the real CLI on every
+// supported version, nightwatch's hook and real stdio MCP servers:
+//   - words: a successful result holding the CLI's sentences ("is not
+//     connected", "haven't granted it") changes nothing;
+//   - iserror: a tool's own isError text quoting "Connection closed" does
+//     not mark its live server down, and the job is judged on its merits;
+//   - lost: a stdio server that dies during the job's only call, with
+//     nothing to repair it: the job is not done, and the reason names the
+//     call and the server; the attempt is not stopped mid-way for it.
+func TestEvidenceRealClaude(t *testing.T) { testkit.ForEachClaude(t, testEvidenceRealClaude) }
+
+func testEvidenceRealClaude(t *testing.T, version string) {
+	claude := testkit.ClaudeBinOf(t, version)
+	server := testkit.BuildTestServer(t)
+	binary := testkit.BuildNightwatch(t)
+	api := fakeapi.Start(t)
+	newSpec := func(t *testing.T, job *jobs.Job) Spec {
+		b := sessionTestBatch(t, sessionTestStdio("notes", server), sessionTestStdio("beta", server))
+		b.Agent.Command = claude
+		job.Cwd = t.TempDir()
+		spec := sessionTestSpec(b, job, sessionTestClaudeEnv(t, api)...)
+		spec.Binary = binary
+		return spec
+	}
+	call := func(tool string, args map[string]string) string {
+		b, err := json.Marshal(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "CALL " + tool + " " + string(b)
+	}
+	entry := func(t *testing.T, f Files, server string) *healthcheck.Entry {
+		t.Helper()
+		cache, err := (&healthcheck.Store{Path: f.Cache}).Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cache.Entry(server)
+	}
+
+	t.Run("words", func(t *testing.T) {
+		t.Parallel()
+		words := "MCP server \"beta\" is not connected\n" +
+			"Claude requested permissions to use mcp__beta__echo, but you haven't granted it yet."
+		job := sessionTestJob("words", "SESSION ev-words-"+version+"\n"+
+			call("mcp__notes__echo", map[string]string{"message": words})+"\n"+
+			call("mcp__notes__echo", map[string]string{"message": `MCP server "beta" is not connected`})+"\n"+
+			call("mcp__beta__echo", map[string]string{"message": "beta answers"}), "notes", "beta")
+		out, f, obs := sessionTestRun(t, context.Background(), newSpec(t, job))
+		if out.Status != Done || len(out.Unusable) != 0 || len(out.Denied) != 0 {
+			t.Errorf("outcome %s %q unusable %+v denied %q, want done", out.Status, out.Reason, out.Unusable, out.Denied)
+		}
+		if len(obs.statuses) != 0 {
+			t.Errorf("the night was told of servers the session could not use: %v", obs.statuses)
+		}
+		got := api.SessionToolResults("ev-words-" + version)
+		if len(got) != 3 || got[0].IsError || !strings.Contains(got[0].Content, "haven't granted it") || got[2].IsError {
+			t.Fatalf("the model saw %+v", got)
+		}
+		if e := entry(t, f, "beta"); e == nil || e.Status != healthcheck.StatusHealthy {
+			t.Errorf("beta: %+v, want healthy", e)
+		}
+	})
+
+	t.Run("iserror", func(t *testing.T) {
+		t.Parallel()
+		job := sessionTestJob("iserror", "SESSION ev-iserror-"+version+"\n"+
+			call("mcp__notes__fail", map[string]string{"text": "could not open note 'Connection closed'"}), "notes")
+		out, f, obs := sessionTestRun(t, context.Background(), newSpec(t, job))
+		got := api.SessionToolResults("ev-iserror-" + version)
+		if len(got) != 1 || !got[0].IsError || got[0].Content != "could not open note 'Connection closed'" {
+			t.Fatalf("the model saw %+v", got)
+		}
+		// Its merits: the session ended well, and no server was lost.
+		if out.Status != Done || len(out.Unusable) != 0 || len(obs.statuses) != 0 {
+			t.Errorf("outcome %s %q unusable %+v, observer %v; want done", out.Status, out.Reason, out.Unusable, obs.statuses)
+		}
+		if e := entry(t, f, "notes"); e == nil || e.Status == healthcheck.StatusUnhealthy {
+			t.Errorf("notes: %+v, want not marked down by its tool's own text", e)
+		}
+	})
+
+	t.Run("lost", func(t *testing.T) {
+		t.Parallel()
+		job := sessionTestJob("lost", "SESSION ev-lost-"+version+"\n"+call("mcp__notes__die", map[string]string{}), "notes")
+		out, f, obs := sessionTestRun(t, context.Background(), newSpec(t, job))
+		got := api.SessionToolResults("ev-lost-" + version)
+		if len(got) != 1 || !got[0].IsError || !strings.HasSuffix(got[0].Content, "Connection closed") {
+			t.Fatalf("the model saw %+v", got)
+		}
+		const want = "call to mcp__notes__die lost with its server notes: "
+		if out.Status != Failed || !strings.HasPrefix(out.Reason, want) || !strings.HasSuffix(out.Reason, "Connection closed") {
+			t.Errorf("outcome %s %q, want failed with %q…", out.Status, out.Reason, want)
+		}
+		if !slices.Equal(out.Unusable, []Unusable{{Server: "notes", Tool: "mcp__notes__die", Why: got[0].Content}}) {
+			t.Errorf("unusable %+v", out.Unusable)
+		}
+		// Not stopped mid-way: the session ran to its result.
+		if out.KilledBy != "" || out.Subtype != "success" || len(obs.unusable) != 0 {
+			t.Errorf("killed by %q, subtype %q, told to stop for %v", out.KilledBy, out.Subtype, obs.unusable)
+		}
+		if e := entry(t, f, "notes"); e == nil || e.Status != healthcheck.StatusUnhealthy {
+			t.Errorf("notes: %+v, want marked down by the hook", e)
+		}
+	})
+}
