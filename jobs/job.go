@@ -104,6 +104,7 @@ func (l *loader) job(b *Batch, i int, n *yaml.Node) (*Job, jobRefs) {
 	l.jobSettings(f, field, &s)
 	j.Timeout, j.StallTimeout, j.Retries, j.OnUnhealthy, j.MCPTimeout = s.Timeout, s.StallTimeout, s.Retries, s.OnUnhealthy, s.MCPTimeout
 	j.Verify = s.Verify
+	l.checkStall(b, j, f, field)
 
 	if p, ok := f["allowed_tools"]; ok {
 		tools := l.strList(p.val, field+".allowed_tools", true)

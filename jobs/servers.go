@@ -21,7 +21,7 @@ var (
 	serverFields = []string{
 		"type", "command", "args", "env", "url", "headers",
 		"timeout", "alwaysLoad", "oauth", "headersHelper",
-		"requires_env", "reconnect", // nightwatch's own, never written to the MCP config
+		"requires_env", "reconnect", "max_hold", // nightwatch's own, never written to the MCP config
 	}
 )
 
@@ -101,6 +101,11 @@ func (l *loader) server(p pair) *Server {
 	srv := &Server{Name: name, Line: p.line()}
 	if q, ok := f["reconnect"]; ok {
 		srv.Reconnect, _, _ = l.str(q.val, field+".reconnect")
+	}
+	if q, ok := f["max_hold"]; ok {
+		if v, ok := l.maxHold(q.val, field+".max_hold"); ok {
+			srv.MaxHold = &v
+		}
 	}
 	var required []requiredVar
 	if q, ok := f["requires_env"]; ok {

@@ -228,6 +228,13 @@ func serverLine(s Server) string {
 	if s.BlockedCalls > 0 {
 		out += "; " + plural(s.BlockedCalls, "call") + " blocked"
 	}
+	if len(s.Holds) > 0 {
+		held := make([]string, len(s.Holds))
+		for i, h := range s.Holds {
+			held[i] = fmt.Sprintf("%s %s %s", clock(h.At), roundSeconds(h.Seconds), strings.ReplaceAll(h.Outcome, "-", " "))
+		}
+		out += "; " + plural(len(s.Holds), "call") + " held (" + strings.Join(held, ", ") + ")"
+	}
 	switch {
 	case s.Status != "" && s.StatusFrom == "cache":
 		out += " · now " + s.Status
@@ -300,4 +307,9 @@ func cell(s string) string {
 	s = strings.ReplaceAll(s, `\`, `\\`)
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// roundSeconds writes a hold's length: "12s", "2m0s".
+func roundSeconds(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
 }

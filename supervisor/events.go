@@ -19,6 +19,24 @@ func (n *night) absorb(events []healthcheck.Event, host string) {
 				By: string(ev.By), Code: ev.Code, Reason: ev.Reason, Host: host})
 		case healthcheck.EventBlocked:
 			n.append(journal.Event{Type: journal.CallBlocked, Time: ev.Time, Server: ev.Server, Tool: ev.Tool, Host: host})
+		case healthcheck.EventHeld:
+			n.append(journal.Event{Type: journal.CallHeld, Time: ev.Time, Server: ev.Server, Tool: ev.Tool,
+				Code: ev.Code, Outcome: heldOutcome(ev.Outcome), Seconds: ev.HeldSeconds, Host: host})
 		}
 	}
+}
+
+// heldOutcome is a hold's outcome in the journal's words.
+func heldOutcome(o string) string {
+	switch o {
+	case healthcheck.HoldAnswered:
+		return journal.HeldAnswered
+	case healthcheck.HoldGaveUp:
+		return journal.HeldGaveUp
+	case healthcheck.HoldDenied:
+		return journal.HeldDenied
+	case healthcheck.HoldCancelled:
+		return journal.HeldCancelled
+	}
+	return o
 }
