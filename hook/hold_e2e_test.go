@@ -2,14 +2,9 @@ package hook_test
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"net"
-	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,110 +19,6 @@ import (
 // waits in PreToolUse and is answered; a server that does not come back is
 // denied after the hold, saying so; a rate-limited or auth-refused one is
 // denied at once.
-
-// restartable is a Streamable HTTP MCP server (go-sdk) on a fixed port that
-// the test takes down and starts again on the same port, each time as a new
-// server that knows none of the old MCP sessions, as a restarted process.
-type restartable struct {
-	t    *testing.T
-	addr string
-	mu   sync.Mutex
-	srv  *http.Server
-	// downAfter, when > 0, takes the server down once it has answered
-	// that many tools/call requests (the listener closes before the
-	// answer leaves, so the next connection is refused).
-	downAfter int
-	calls     int
-	starts    int
-}
-
-func newRestartable(t *testing.T) *restartable {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &restartable{t: t, addr: ln.Addr().String()}
-	r.serve(ln)
-	t.Cleanup(func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.srv != nil {
-			_ = r.srv.Close()
-		}
-	})
-	return r
-}
-
-func (r *restartable) url() string { return "http://" + r.addr + mcpserver.StreamablePath }
-
-func (r *restartable) serve(ln net.Listener) {
-	inner := mcpserver.NewHTTPHandler(mcpserver.HTTPOptions{})
-	srv := &http.Server{}
-	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := readBody(req)
-		var msg struct{ Method string }
-		_ = json.Unmarshal(body, &msg)
-		inner.ServeHTTP(w, req)
-		if msg.Method != "tools/call" {
-			return
-		}
-		r.mu.Lock()
-		r.calls++
-		down := r.downAfter > 0 && r.calls == r.downAfter && r.srv == srv
-		if down {
-			r.srv = nil
-		}
-		r.mu.Unlock()
-		if down {
-			if f, ok := w.(http.Flusher); ok {
-				f.Flush()
-			}
-			_ = ln.Close() // no new connection from here on
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = srv.Shutdown(ctx) // the answer leaves, then the old connections close
-			}()
-		}
-	})
-	r.mu.Lock()
-	r.srv = srv
-	r.starts++
-	r.mu.Unlock()
-	go func() { _ = srv.Serve(ln) }()
-}
-
-// start brings the server back on the same port.
-func (r *restartable) start() {
-	r.t.Helper()
-	var ln net.Listener
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if ln, err = net.Listen("tcp", r.addr); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			r.t.Errorf("cannot listen on %s again: %v", r.addr, err)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	r.serve(ln)
-}
-
-func readBody(req *http.Request) ([]byte, error) {
-	var buf bytes.Buffer
-	if req.Body == nil {
-		return nil, nil
-	}
-	_, err := buf.ReadFrom(req.Body)
-	req.Body = ioNopCloser{bytes.NewReader(buf.Bytes())}
-	return buf.Bytes(), err
-}
-
-type ioNopCloser struct{ *bytes.Reader }
-
-func (ioNopCloser) Close() error { return nil }
 
 // events reads the night's events file.
 func (n *night) eventLines() []healthcheck.Event {
@@ -194,11 +85,10 @@ func hasContext(r fakeapi.ToolResult, event, text string) bool {
 // is sent.
 func TestClaudeHoldHTTPServerRestarted(t *testing.T) {
 	testkit.ForEachClaude(t, func(t *testing.T, version string) {
-		srv := newRestartable(t)
-		srv.downAfter = 1
-		n := newNight(t, version, map[string]any{"web": map[string]any{"type": "http", "url": srv.url()}}, true,
+		srv := mcpserver.StartRestartable(t, 1)
+		n := newNight(t, version, map[string]any{"web": map[string]any{"type": "http", "url": srv.URL()}}, true,
 			"--ttl", "1ms", "--max-hold", "4m")
-		restarted := n.whenHolding("web", srv.start)
+		restarted := n.whenHolding("web", srv.Start)
 		got := n.session("held",
 			`mcp__web__echo {"message":"first"}`,
 			`mcp__web__echo {"message":"while it restarts"}`,
@@ -210,10 +100,7 @@ func TestClaudeHoldHTTPServerRestarted(t *testing.T) {
 		if !hasContext(got[1], "PreToolUse", `MCP server "web" was down; this call waited`) {
 			t.Errorf("the model was not told the server came back: %q", got[1].HookContext)
 		}
-		srv.mu.Lock()
-		starts := srv.starts
-		srv.mu.Unlock()
-		if starts != 2 {
+		if starts := srv.Starts(); starts != 2 {
 			t.Errorf("the server was started %d times, want 2 (the held call reached the restarted one)", starts)
 		}
 		held := n.eventsOf(healthcheck.EventHeld)
@@ -238,11 +125,10 @@ func TestClaudeHoldHTTPServerRestarted(t *testing.T) {
 // once the server is back.
 func TestClaudeHoldAfterFirstConnectionFailure(t *testing.T) {
 	testkit.ForEachClaude(t, func(t *testing.T, version string) {
-		srv := newRestartable(t)
-		srv.downAfter = 1
-		n := newNight(t, version, map[string]any{"web": map[string]any{"type": "http", "url": srv.url()}}, true,
+		srv := mcpserver.StartRestartable(t, 1)
+		n := newNight(t, version, map[string]any{"web": map[string]any{"type": "http", "url": srv.URL()}}, true,
 			"--max-hold", "4m")
-		restarted := n.whenHolding("web", srv.start)
+		restarted := n.whenHolding("web", srv.Start)
 		got := n.session("first-failure",
 			`mcp__web__echo {"message":"first"}`,
 			`mcp__web__echo {"message":"meets it down"}`,
@@ -272,9 +158,8 @@ func TestClaudeHoldAfterFirstConnectionFailure(t *testing.T) {
 // waited; the next call is denied at once (one hold per outage).
 func TestClaudeHoldGivesUp(t *testing.T) {
 	testkit.ForEachClaude(t, func(t *testing.T, version string) {
-		srv := newRestartable(t)
-		srv.downAfter = 1
-		n := newNight(t, version, map[string]any{"web": map[string]any{"type": "http", "url": srv.url()}}, true,
+		srv := mcpserver.StartRestartable(t, 1)
+		n := newNight(t, version, map[string]any{"web": map[string]any{"type": "http", "url": srv.URL()}}, true,
 			"--ttl", "1ms", "--max-hold", "3s")
 		got := n.session("gives-up",
 			`mcp__web__echo {"message":"first"}`,
