@@ -22,7 +22,7 @@ var nightwatchHook = regexp.MustCompile(`(^|[/\s"'])nightwatch["']?\s+hook\b`)
 const nodeHook = "mcp-health-check.js"
 
 const hookFix = `add to the "hooks" object of %s, for each of PreToolUse, PostToolUse and PostToolUseFailure:
-  [{"matcher": "mcp__.*", "hooks": [{"type": "command", "command": "/absolute/path/to/nightwatch hook", "timeout": 60}]}]`
+  [{"matcher": "mcp__.*", "hooks": [{"type": "command", "command": "/absolute/path/to/nightwatch hook", "timeout": 180}]}]`
 
 // hooks checks that sessions will run nightwatch's hook, once, for every
 // MCP tool.

@@ -63,6 +63,10 @@ type Checker struct {
 	// "Connection closed"), and such a failure must never open a server
 	// that is fine, on this host or, through shared health, on every host.
 	NoWitness func() string
+	// MaxHold is how long a call to server may be held waiting for it to
+	// come back (HoldFor); nil or 0 never holds: only the hook, which
+	// decides for a real call, holds one.
+	MaxHold func(server string) time.Duration
 }
 
 // Options are the Checker's collaborators for New; every zero field gets
@@ -92,6 +96,8 @@ type Options struct {
 	Peers Peers
 	// NoWitness: see Checker.NoWitness (the hook sets it).
 	NoWitness func() string
+	// MaxHold: see Checker.MaxHold (the hook sets it).
+	MaxHold func(server string) time.Duration
 }
 
 // DefaultProbeWait is how long a hook waits for another hook's probe of
@@ -115,6 +121,7 @@ func New(store *Store, settings Settings, opts Options) *Checker {
 		StartsTrials:  opts.StartsTrials,
 		Peers:         opts.Peers,
 		NoWitness:     opts.NoWitness,
+		MaxHold:       opts.MaxHold,
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -153,7 +160,11 @@ type Decision struct {
 	// not check it (no definition of the server, a transport it cannot
 	// probe): its result is still watched (passive health).
 	Unchecked bool
-	Note      string
+	// Hold, for a call that is not allowed, is how long it may wait for
+	// the server to come back instead of being denied at once (HoldFor):
+	// the server is being repaired or is likely back soon.
+	Hold time.Duration
+	Note string
 }
 
 func (c *Checker) now() time.Time {
@@ -212,7 +223,7 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 	case GateAllow:
 		return Decision{Allow: true, Server: server, Entry: e}
 	case GateBlock:
-		return Decision{Allow: false, Server: server, Entry: e}
+		return Decision{Allow: false, Server: server, Entry: e, Hold: c.probeableHold(server, e, lookup)}
 	case GateTrial:
 		return c.trial(ctx, server)
 	}
@@ -233,7 +244,11 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 	// Another hook may have probed while this one waited for the lock.
 	switch g, e := c.Gate(server); g {
 	case GateAllow, GateBlock:
-		return Decision{Allow: g == GateAllow, Server: server, Entry: e}
+		d := Decision{Allow: g == GateAllow, Server: server, Entry: e}
+		if !d.Allow {
+			d.Hold = c.probeableHold(server, e, lookup)
+		}
+		return d
 	case GateTrial:
 		return c.trial(ctx, server)
 	}
@@ -382,7 +397,7 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 		stamp(&n, srv, res)
 		return n
 	}, Event{By: by, Verdict: string(res.Verdict), Code: string(code), Reason: reason})
-	return Decision{Allow: false, Server: server, Entry: e, Probed: true}
+	return Decision{Allow: false, Server: server, Entry: e, Probed: true, Hold: c.HoldFor(server, e)}
 }
 
 // announceDown announces that server is down before its verdict is

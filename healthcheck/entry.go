@@ -114,6 +114,11 @@ type Entry struct {
 	// WitnessProbe (a handshake sees it; a healthy probe clears it) or
 	// WitnessCalls (only real calls see it; only a trial call clears it).
 	Witness Witness `json:"witness,omitempty"`
+	// HoldGaveUpAt is when a call held for this outage waited its whole
+	// hold and the server did not come back: later calls are denied at
+	// once until the outage ends, so a server that stays down costs one
+	// hold, not one per call.
+	HoldGaveUpAt Millis `json:"holdGaveUpAt,omitempty"`
 
 	// articleCode is the lastFailureCode read from the file, kept so that a
 	// hand-written 403 is not rewritten as 401.

@@ -24,6 +24,25 @@ const (
 	EventServerStarted   = "server-started"
 	EventServerRestarted = "server-restarted"
 	EventServerLost      = "server-lost"
+	// EventHolding: a hook started to hold a call for a server that is
+	// down but being repaired; EventHeld: the hold ended (Outcome,
+	// HeldSeconds). Both count as the session's output for the night's
+	// stall timer: 2.1.197 prints nothing while a hook runs.
+	EventHolding = "holding"
+	EventHeld    = "held"
+)
+
+// The outcomes of a hold (Event.Outcome).
+const (
+	// HoldAnswered: the server came back and the call went ahead.
+	HoldAnswered = "answered"
+	// HoldGaveUp: the hold ran out and the call was denied.
+	HoldGaveUp = "gave-up"
+	// HoldDenied: the server's failure changed to one no hold waits for
+	// (rate-limited, auth) and the call was denied.
+	HoldDenied = "denied"
+	// HoldCancelled: the hook was stopped while holding.
+	HoldCancelled = "cancelled"
 )
 
 // GuardRestarted opens the JSON-RPC error exec-server (package
@@ -59,6 +78,12 @@ type Event struct {
 	Attempt int    `json:"attempt,omitempty"`
 	Start   int    `json:"start,omitempty"`
 	PID     int    `json:"pid,omitempty"`
+	// Outcome and HeldSeconds are a held call's (EventHeld).
+	Outcome     string  `json:"outcome,omitempty"`
+	HeldSeconds float64 `json:"heldSeconds,omitempty"`
+	// Dir is the attempt folder of the night's session whose hook wrote
+	// a hold (NIGHTWATCH_SESSION_DIR), so that its stall timer counts it.
+	Dir string `json:"dir,omitempty"`
 }
 
 // EventLog appends events as JSON lines. A zero Path writes nothing.

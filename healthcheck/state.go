@@ -258,6 +258,7 @@ func (s Settings) MarkHealthy(prev *Entry, now time.Time, restoredBy string) Ent
 	e.NextRetryAt = ms
 	e.UnhealthySince = 0
 	e.TrialAt = 0
+	e.HoldGaveUpAt = 0
 	e.Witness = WitnessProbe
 	if wasUnhealthy || restoredBy == RestoredByPassive {
 		e.ConsecutiveFailures = 0
@@ -302,6 +303,7 @@ func (s Settings) MarkUnhealthy(prev *Entry, now time.Time, f Failure) Entry {
 	ms := MillisOf(now)
 	if prev == nil || prev.Status != StatusUnhealthy || e.UnhealthySince == 0 {
 		e.UnhealthySince = ms
+		e.HoldGaveUpAt = 0
 	}
 	e.Status = StatusUnhealthy
 	e.CheckedAt = ms

@@ -142,6 +142,7 @@ func newHandler(env Env, p *Payload) *handler {
 		// A session nightwatch is stopping, or whose owner died, is no
 		// witness: what its calls fail with is the stop, not the server.
 		NoWitness: func() string { return sessionstop.Why(env.Getenv) },
+		MaxHold:   func(server string) time.Duration { return k.MaxHoldFor(server, env.Getenv, h.say) },
 	})
 	return h
 }
@@ -207,6 +208,13 @@ func (h *handler) handle(ctx context.Context) int {
 			ev = ev.Str("not_recorded", cl.NotWitness)
 		}
 		ev.Msg("call failed")
+		// The next call to this server will be held for it: the model is
+		// told so, or it takes the failure for the server's last word.
+		if e != nil && cl.MarksUnhealthy && srv != nil {
+			if hold := h.checker.HoldFor(server, e); hold > 0 {
+				h.addContext(PostToolUseFailure, RepairContext(server, hold))
+			}
+		}
 	}
 	// Post events record state; their exit code has no effect on a call
 	// that already happened.
@@ -224,8 +232,21 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 		h.say(fmt.Sprintf("nightwatch: %q comes from the session's --mcp-config; name the same file in %s so nightwatch can probe it",
 			server, knobs.EnvMCPConfig[0]))
 	}
+	var held *holdResult
+	if !d.Allow && d.Hold > 0 && !h.env.Knobs.FailOpen.V {
+		r := h.hold(ctx, server, tool, d)
+		held, d = &r, r.d
+		if d.Note != "" {
+			h.say("nightwatch: " + d.Note)
+		}
+	}
 	if d.Allow {
 		h.log.Info().Str("server", server).Str("tool", tool).Bool("probed", d.Probed).Bool("trial", d.Trial).Msg("allow")
+		if held != nil {
+			// No permission decision: "allow" would grant a tool that
+			// --allowedTools does not list (reference §1.5).
+			h.addContext(PreToolUse, BackContext(server, held.waited))
+		}
 		return ExitAllow
 	}
 	if d.Entry == nil {
@@ -234,6 +255,9 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 		d.Entry = &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, LastError: "its health could not be saved"}
 	}
 	msg := BlockMessage(server, d.Entry, h.now())
+	if held != nil {
+		msg = HeldMessage(server, d.Entry, h.now(), held.waited)
+	}
 	if fo := h.env.Knobs.FailOpen; fo.V {
 		h.say(fmt.Sprintf("nightwatch: FAIL-OPEN (%s) lets this call to unhealthy server %q through; it would have been blocked: %s", fo.Source, server, msg))
 		h.log.Warn().Str("server", server).Str("tool", tool).Msg("fail-open: allowed a call to an unhealthy server")

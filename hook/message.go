@@ -67,3 +67,34 @@ func roundWait(d time.Duration) string {
 	}
 	return d.Round(time.Second).String()
 }
+
+// HeldMessage is BlockMessage for a call that was held waited seconds for
+// its server, which did not come back: the model reads that nightwatch
+// waited, so it does not wait again itself.
+func HeldMessage(server string, e *healthcheck.Entry, now time.Time, waited time.Duration) string {
+	msg := BlockMessage(server, e, now)
+	held := fmt.Sprintf(", did not come back while this call waited %s for it", roundWait(waited))
+	at := strings.Index(msg, ", so this call was blocked on purpose")
+	if at < 0 {
+		return msg
+	}
+	return msg[:at] + held + msg[at:]
+}
+
+// BackContext is what the model reads after a held call went ahead: the
+// server was down and is back, and what it handed out before may be gone.
+func BackContext(server string, waited time.Duration) string {
+	return fmt.Sprintf("nightwatch: MCP server %q was down; this call waited %s for it and it is back. "+
+		"If it restarted, ids, handles and sessions it returned before may be gone: get them again rather than reuse them.",
+		server, roundWait(waited))
+}
+
+// RepairContext is what the model reads after a call failed because its
+// server went down, when nightwatch holds the next call for it: call it
+// again rather than give up, and do not trust what it handed out before.
+func RepairContext(server string, maxHold time.Duration) string {
+	return fmt.Sprintf("nightwatch: MCP server %q went down during this call and is being restarted or waited for. "+
+		"The next call to its tools (mcp__%s__*) will wait for it, up to %s, so make the call again rather than give up on it. "+
+		"Ids and handles it returned before may be gone; whether this call took effect is unknown.",
+		server, mcpconfig.NormalizeName(server), roundWait(maxHold))
+}

@@ -52,6 +52,9 @@ func TestReconnectBringsServerBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	env["NIGHTWATCH_RECONNECT_NOTES"] = "false"
+	// Denied at once, not held: this is the reconnect's message (holds
+	// are TestHold*'s).
+	env["NIGHTWATCH_MAX_HOLD"] = "0"
 	env["NIGHTWATCH_STATE_PATH"] = filepath.Join(dir, "cache2.json")
 	r = invoke(t, in, env)
 	if r.code != 2 || !strings.Contains(r.stdout, "reconnect failed") {

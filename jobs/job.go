@@ -109,6 +109,7 @@ func (l *loader) job(b *Batch, i int, n *yaml.Node) (*Job, jobRefs) {
 	j.Timeout, j.StallTimeout, j.Retries, j.OnUnhealthy, j.MCPTimeout = s.Timeout, s.StallTimeout, s.Retries, s.OnUnhealthy, s.MCPTimeout
 	j.Verify = s.Verify
 	j.SideEffects = s.SideEffects
+	l.checkStall(b, j, f, field)
 
 	if p, ok := f["allowed_tools"]; ok {
 		tools := l.strList(p.val, field+".allowed_tools", true)

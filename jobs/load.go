@@ -19,6 +19,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
@@ -67,6 +68,7 @@ func DefaultHealth() Health {
 		// decide alike.
 		ReconnectTimeout: 5 * time.Second,
 		FailureThreshold: 3,
+		MaxHold:          healthcheck.DefaultMaxHold,
 	}
 }
 
@@ -732,7 +734,12 @@ func (l *loader) health(b *Batch, f map[string]pair) {
 		return
 	}
 	hf := l.fields(p.val, "health", "ttl", "backoff", "max_backoff", "probe_timeout", "prewarm_timeout",
-		"reconnect_timeout", "failure_threshold")
+		"reconnect_timeout", "failure_threshold", "max_hold")
+	if q, ok := hf["max_hold"]; ok {
+		if v, ok := l.maxHold(q.val, "health.max_hold"); ok {
+			b.Health.MaxHold, b.Health.MaxHoldSet = v, true
+		}
+	}
 	for _, d := range []struct {
 		key string
 		dst *time.Duration

@@ -173,7 +173,7 @@ func TestLoadFull(t *testing.T) {
 	})
 	check("Defaults", b.Defaults, JobDefaults{Timeout: 30 * time.Minute, StallTimeout: 5 * time.Minute, Retries: 2, OnUnhealthy: Skip, MCPTimeout: 45 * time.Second, MaxDefer: 2 * time.Hour, SideEffects: Once})
 	check("Health", b.Health, Health{TTL: time.Minute, Backoff: 10 * time.Second, MaxBackoff: 5 * time.Minute, ProbeTimeout: 3 * time.Second, PrewarmTimeout: 90 * time.Second,
-		ReconnectTimeout: 20 * time.Second, FailureThreshold: 4})
+		ReconnectTimeout: 20 * time.Second, FailureThreshold: 4, MaxHold: 2 * time.Minute})
 
 	if len(b.Servers) != 3 {
 		t.Fatalf("%d servers, want 3", len(b.Servers))

@@ -24,7 +24,7 @@ var (
 	serverFields = []string{
 		"type", "command", "args", "env", "url", "headers",
 		"timeout", "alwaysLoad", "oauth", "headersHelper",
-		"requires_env", "reconnect", // nightwatch's own, never written to the MCP config
+		"requires_env", "reconnect", "max_hold", // nightwatch's own, never written to the MCP config
 	}
 )
 
@@ -113,6 +113,11 @@ func (l *loader) server(p pair) *Server {
 		if syntax := reconnect.ShellSyntax(srv.Reconnect); len(syntax) > 0 {
 			l.warn(line, field+".reconnect", "relies on shell syntax (%s), and nightwatch runs no shell: write it as sh -c %s",
 				strings.Join(syntax, " "), text.ShellQuote(srv.Reconnect))
+		}
+	}
+	if q, ok := f["max_hold"]; ok {
+		if v, ok := l.maxHold(q.val, field+".max_hold"); ok {
+			srv.MaxHold = &v
 		}
 	}
 	var required []requiredVar

@@ -152,6 +152,13 @@ type Health struct {
 	// FailureThreshold is how many failed calls in a row that name a
 	// server or upstream condition open a server (passive health).
 	FailureThreshold int
+	// MaxHold is how long a session's hook holds a call to a server that
+	// is down but being repaired before it denies it (max_hold, default
+	// 2m, at most 5m; 0 never holds). A server's own max_hold overrides it.
+	MaxHold time.Duration
+	// MaxHoldSet says the batch wrote max_hold: a stall_timeout it could
+	// outlast is then an error; the default gives way to a short one.
+	MaxHoldSet bool
 }
 
 // Server is one MCP server of the batch.
@@ -166,6 +173,8 @@ type Server struct {
 	RequiresEnv []string
 	// Reconnect is the reconnect command line (run without a shell).
 	Reconnect string
+	// MaxHold is the server's own max_hold; nil: the batch's.
+	MaxHold *time.Duration
 	// Line is where the server is defined, for messages.
 	Line int
 }

@@ -55,6 +55,9 @@ const (
 	// Attempt of Job (Reason why): the attempt is stopped and the job
 	// waits for the server, as for a server lost at the session's start.
 	ServerLost Type = "server-lost"
+	// CallHeld: a hook held a call of Tool to Server that was down but
+	// being repaired, for Seconds, with Outcome (HeldAnswered, …).
+	CallHeld Type = "call-held"
 	// Maintenance: the supervisor's Action on Server between jobs.
 	Maintenance Type = "maintenance"
 	// ServerFinal: Server's state (Status, Code, Reason) at the end of the
@@ -94,7 +97,7 @@ const (
 
 // Types is every type this release writes.
 var Types = []Type{RunStarted, RunResumed, JobStarted, SessionProcess, JobDeferred, JobRetried,
-	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, ServerRestarted, ServerLost, Maintenance, NightPaused, NightResumed, NightStopped,
+	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, CallHeld, ServerRestarted, ServerLost, Maintenance, NightPaused, NightResumed, NightStopped,
 	ServerFinal, RunClosed, RunFinished, NotifyFailed, SideEffect, TaskLost}
 
 // Status is a job's end (done, failed, skipped) or a server's state
@@ -113,6 +116,20 @@ const (
 const (
 	RestartedByNightwatch = "nightwatch"
 	RestartedByClaude     = "claude-code"
+)
+
+// The outcomes of a held call (call-held's Outcome).
+const (
+	// HeldAnswered: the server came back and the call went ahead.
+	HeldAnswered = "answered"
+	// HeldGaveUp: the server did not come back within the hold; the call
+	// was denied.
+	HeldGaveUp = "gave-up"
+	// HeldDenied: the server's failure became one no hold waits for (a
+	// rate limit, a refused login); the call was denied.
+	HeldDenied = "denied"
+	// HeldCancelled: the hook was stopped while it held the call.
+	HeldCancelled = "cancelled"
 )
 
 // Action is what a maintenance event did.
@@ -196,6 +213,9 @@ type Event struct {
 	Batch     string `json:"batch,omitempty"`
 	BatchFile string `json:"batchFile,omitempty"`
 	PID       int    `json:"pid,omitempty"`
+	// Outcome and Seconds are a held call's (call-held).
+	Outcome string  `json:"outcome,omitempty"`
+	Seconds float64 `json:"seconds,omitempty"`
 	// Host is the cluster host that ran the attempt (its worker), or that
 	// coordinated the night (run-started, run-resumed); "" on one host.
 	Host string `json:"host,omitempty"`

@@ -29,7 +29,7 @@ func TestLegacyJournalReadsIntoFields(t *testing.T) {
 			continue
 		case NightPaused, NightResumed, NightStopped, RunClosed: // newer too (issue 11)
 			continue
-		case SideEffect, TaskLost, ServerRestarted, ServerLost: // newer too (issue 20)
+		case SideEffect, TaskLost, ServerRestarted, ServerLost, CallHeld: // newer too (issue 20)
 			continue
 		}
 		if len(byType[typ]) == 0 {

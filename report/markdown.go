@@ -265,6 +265,13 @@ func serverLine(s Server) string {
 	if s.BlockedCalls > 0 {
 		out += "; " + plural(s.BlockedCalls, "call") + " blocked"
 	}
+	if len(s.Holds) > 0 {
+		held := make([]string, len(s.Holds))
+		for i, h := range s.Holds {
+			held[i] = fmt.Sprintf("%s %s %s", clock(h.At), roundSeconds(h.Seconds), strings.ReplaceAll(h.Outcome, "-", " "))
+		}
+		out += "; " + plural(len(s.Holds), "call") + " held (" + strings.Join(held, ", ") + ")"
+	}
 	switch {
 	case s.Status != "" && s.StatusFrom == "cache":
 		out += " · now " + s.Status
@@ -381,4 +388,9 @@ func restartNote(j Job) string {
 		note += "lost mid-session: " + strings.Join(j.Lost, ", ")
 	}
 	return note
+}
+
+// roundSeconds writes a hold's length: "12s", "2m0s".
+func roundSeconds(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
 }

@@ -141,6 +141,9 @@ type Server struct {
 	Name         string   `json:"name"`
 	Outages      []Outage `json:"outages,omitempty"`
 	BlockedCalls int      `json:"blockedCalls"`
+	// Holds are the calls its sessions' hooks held while it was down
+	// but being repaired, one per held call.
+	Holds []Hold `json:"holds,omitempty"`
 	// Status is the server's state at the end of the night (healthy,
 	// unhealthy, "" unknown), from the journal's server-final lines; for
 	// a journal of an older release without them, from the cache.
@@ -148,6 +151,15 @@ type Server struct {
 	// StatusFrom says where Status came from: "night" (the journal) or
 	// "cache" (read when the report was made).
 	StatusFrom string `json:"statusFrom,omitempty"`
+}
+
+// Hold is one call held for a server: when it ended, how long it waited
+// and how (answered, gave-up, denied, cancelled).
+type Hold struct {
+	At      time.Time `json:"at"`
+	Tool    string    `json:"tool,omitempty"`
+	Seconds float64   `json:"seconds"`
+	Outcome string    `json:"outcome"`
 }
 
 // Pause is one stretch the night waited on the model's API.
@@ -371,6 +383,9 @@ func fromEvents(events []journal.Event) *Night {
 		case journal.ServerLost:
 			j := b.job(ev.Job)
 			j.Lost = addNew(j.Lost, ev.Server)
+		case journal.CallHeld:
+			s := b.server(ev.Server)
+			s.Holds = append(s.Holds, Hold{At: ev.Time, Tool: ev.Tool, Seconds: ev.Seconds, Outcome: ev.Outcome})
 		case journal.Maintenance:
 			b.maintenance(ev)
 		case journal.ServerFinal:

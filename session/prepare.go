@@ -71,7 +71,7 @@ func Prepare(spec Spec) (Files, error) {
 	}
 
 	command := hookCommand(spec, f)
-	settings, err := json.MarshalIndent(newSettings(command), "", "  ")
+	settings, err := json.MarshalIndent(newSettings(command, hookTimeout(b, job)), "", "  ")
 	if err != nil {
 		return Files{}, fmt.Errorf("job %s: encode settings: %w", job.Name, err)
 	}
@@ -273,7 +273,7 @@ func hookCommand(spec Spec, f Files) string {
 	s := h.Settings()
 	args := []string{spec.Binary, "hook", "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
 		"--ttl", s.TTL.String(), "--backoff", s.Backoff.String(), "--max-backoff", s.MaxBackoff.String(),
-		"--failure-threshold", strconv.Itoa(s.FailureThreshold)}
+		"--failure-threshold", strconv.Itoa(s.FailureThreshold), "--max-hold", spec.Batch.HoldOf(spec.Job, nil).String()}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
@@ -311,15 +311,41 @@ type hookHandler struct {
 	Type    string `json:"type"`
 	Command string `json:"command"`
 	Timeout int    `json:"timeout"`
+	// OnFailure "block" makes Claude Code 2.1.332 deny the call when the
+	// hook does not answer in time, instead of sending it unchecked to a
+	// server the hook was holding it from (2.1.197 ignores the key).
+	OnFailure string `json:"onFailure,omitempty"`
 }
 
-func newSettings(command string) settings {
+func newSettings(command string, timeout int) settings {
 	s := settings{Hooks: map[string][]hookMatcher{}}
 	for _, ev := range hookEvents {
-		s.Hooks[ev] = []hookMatcher{{Matcher: "mcp__.*",
-			Hooks: []hookHandler{{Type: "command", Command: command, Timeout: hookTimeoutSeconds}}}}
+		hh := hookHandler{Type: "command", Command: command, Timeout: timeout}
+		if ev == "PreToolUse" {
+			hh.OnFailure = "block"
+		}
+		s.Hooks[ev] = []hookMatcher{{Matcher: "mcp__.*", Hooks: []hookHandler{hh}}}
 	}
 	return s
+}
+
+// hookTimeout is the hook's timeout in the session's settings, in seconds:
+// long enough for the longest hold of the job's calls, the probe that ends
+// it, a reconnect and the wait for another hook's probe, so that the
+// hook's own bound always ends a hold first (a CLI timeout sends the call
+// to the dead server). Never above maxHookTimeout.
+func hookTimeout(b *jobs.Batch, job *jobs.Job) int {
+	probe := b.Health.ProbeTimeout
+	if probe <= 0 {
+		probe = jobs.DefaultHealth().ProbeTimeout
+	}
+	rc := b.Health.ReconnectTimeout
+	if rc <= 0 {
+		rc = jobs.DefaultHealth().ReconnectTimeout
+	}
+	d := b.LongestHold(job) + 3*probe + 2*rc + hookTimeoutMargin
+	secs := max(int((d+time.Second-1)/time.Second), hookTimeoutSeconds)
+	return min(secs, maxHookTimeout)
 }
 
 // checkSettings reads the settings file back and checks the hook is

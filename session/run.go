@@ -161,6 +161,10 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	// drains it. Through a pipe (not an *os.File), exec's WaitDelay also
 	// bounds a grandchild that keeps stdout open after Claude exited.
 	pr, pw := io.Pipe()
+	// A hook holding a call prints nothing on 2.1.197; its holding and
+	// held lines in the events file are the session's output meanwhile.
+	holds := &holdLines{tail: healthcheck.EventTail{Path: f.Events}, dir: f.Dir}
+	holds.tail.SkipToEnd()
 	var lastOutput atomic.Int64
 	lastOutput.Store(monoNow())
 	cmd.Stdout = pw
@@ -191,7 +195,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	}()
 	watchDone := make(chan struct{})
 	if stall := spec.Job.StallTimeout; stall > 0 {
-		go watchStall(runCtx, watchDone, stall, &lastOutput, func() { stop(errStall) })
+		go watchStall(runCtx, watchDone, stall, &lastOutput, holds.latest, func() { stop(errStall) })
 	}
 
 	waitErr := proc.Wait(cmd)
@@ -251,7 +255,7 @@ func monoNow() int64 { return int64(time.Since(monoStart)) }
 // watchStall ends the session when no stream output arrived for stall,
 // measured on the monotonic clock (last holds monoNow stamps). It
 // sleeps until the earliest moment a stall is possible, not on a fixed tick.
-func watchStall(ctx context.Context, done <-chan struct{}, stall time.Duration, last *atomic.Int64, kill func()) {
+func watchStall(ctx context.Context, done <-chan struct{}, stall time.Duration, last *atomic.Int64, held func() (time.Time, bool), kill func()) {
 	t := time.NewTimer(stall)
 	defer t.Stop()
 	for {
@@ -262,6 +266,18 @@ func watchStall(ctx context.Context, done <-chan struct{}, stall time.Duration, 
 			return
 		case <-t.C:
 			idle := time.Duration(monoNow() - last.Load())
+			if idle >= stall && held != nil {
+				if at, ok := held(); ok {
+					// The hook's wall-clock stamp, turned into the
+					// monotonic clock's: how long ago it was written.
+					now := monoNow()
+					mono := now - int64(max(time.Since(at), 0))
+					if mono > last.Load() {
+						last.Store(mono)
+					}
+					idle = time.Duration(now - last.Load())
+				}
+			}
 			if idle >= stall {
 				kill()
 				return
@@ -269,6 +285,24 @@ func watchStall(ctx context.Context, done <-chan struct{}, stall time.Duration, 
 			t.Reset(stall - idle)
 		}
 	}
+}
+
+// holdLines reads the holding and held lines the hooks of one session
+// (its attempt folder, dir) appended to the batch's events file.
+type holdLines struct {
+	tail healthcheck.EventTail
+	dir  string
+}
+
+// latest is the time of the newest such line since the last look.
+func (h *holdLines) latest() (time.Time, bool) {
+	var at time.Time
+	for _, ev := range h.tail.Next() {
+		if (ev.Kind == healthcheck.EventHolding || ev.Kind == healthcheck.EventHeld) && ev.Dir == h.dir && ev.Time.After(at) {
+			at = ev.Time
+		}
+	}
+	return at, !at.IsZero()
 }
 
 // activityReader records when output last arrived, partial lines included.

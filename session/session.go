@@ -29,9 +29,18 @@ import (
 // SIGKILL. Claude Code uses it to close its MCP servers.
 const grace = 5 * time.Second
 
-// hookTimeoutSeconds bounds one run of nightwatch's hook inside Claude
-// Code. A probe is bounded by --probe-timeout well below it.
+// hookTimeoutSeconds is the least timeout of nightwatch's hook inside
+// Claude Code; a job whose calls may be held gets more (hookTimeout).
 const hookTimeoutSeconds = 60
+
+// hookTimeoutMargin is what the hook's timeout adds to the longest hold,
+// probe and reconnect, for a hook started on a busy machine.
+const hookTimeoutMargin = 30 * time.Second
+
+// maxHookTimeout is the longest hook timeout Claude Code 2.1.197 keeps:
+// over 2^31 ms its timer overflows and cancels the hook at once (reference
+// claude-code-in-flight §1.2).
+const maxHookTimeout = 2147483
 
 // promptArgMax is the longest prompt passed as an argument. Linux refuses
 // any single argument over 128 KiB (MAX_ARG_STRLEN) with E2BIG; longer
@@ -204,6 +213,10 @@ func commandEnviron(spec Spec, dir string) []string {
 		over[knobs.EnvEvents[0]] = statedir.Events(spec.Batch.StateDir)
 	}
 	for _, srv := range spec.Batch.ServersOf(spec.Job) {
+		// A server's own hold bound travels like its reconnect command.
+		if key := reconnect.EnvKey(srv.Name); key != "" && srv.MaxHold != nil {
+			over[knobs.EnvMaxHoldPrefix+key] = srv.MaxHold.String()
+		}
 		if srv.Reconnect == "" {
 			continue
 		}

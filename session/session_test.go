@@ -40,7 +40,7 @@ func sessionTestBatch(t *testing.T, servers ...*jobs.Server) *jobs.Batch {
 		Env:         map[string]string{},
 		Agent:       jobs.Agent{Command: "/bin/false"},
 		Health: jobs.Health{TTL: 2 * time.Minute, Backoff: 2 * time.Second, MaxBackoff: time.Minute,
-			ProbeTimeout: 5 * time.Second},
+			ProbeTimeout: 5 * time.Second, MaxHold: 40 * time.Second},
 		Servers: servers,
 	}
 }
@@ -125,6 +125,7 @@ func TestPrepareSessionWritesCheckedFiles(t *testing.T) {
 			Hooks   []struct {
 				Type, Command string
 				Timeout       int
+				OnFailure     string
 			}
 		}
 	}
@@ -135,15 +136,22 @@ func TestPrepareSessionWritesCheckedFiles(t *testing.T) {
 	var command string
 	for _, ev := range []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"} {
 		m := settings.Hooks[ev]
+		// The hold (40 s), three probes (5 s), two reconnects (the
+		// default 5 s) and a margin of 30 s: the hook's own bound ends a
+		// hold before Claude Code's timeout lets the call through.
 		if len(m) != 1 || m[0].Matcher != "mcp__.*" || len(m[0].Hooks) != 1 || m[0].Hooks[0].Type != "command" ||
-			m[0].Hooks[0].Timeout != 60 {
+			m[0].Hooks[0].Timeout != 95 {
 			t.Fatalf("%s hook = %+v", ev, m)
+		}
+		// If that bound is ever missed, 2.1.332 denies the call.
+		if wantBlock := ev == "PreToolUse"; (m[0].Hooks[0].OnFailure == "block") != wantBlock {
+			t.Errorf("%s hook onFailure = %q", ev, m[0].Hooks[0].OnFailure)
 		}
 		command = m[0].Hooks[0].Command
 	}
 	got := sessionTestSplit(t, command)
 	want := []string{spec.Binary, "hook", "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
-		"--ttl", "2m0s", "--backoff", "2s", "--max-backoff", "1m0s", "--failure-threshold", "3", "--probe-timeout", "5s"}
+		"--ttl", "2m0s", "--backoff", "2s", "--max-backoff", "1m0s", "--failure-threshold", "3", "--max-hold", "40s", "--probe-timeout", "5s"}
 	if !slices.Equal(got, want) {
 		t.Errorf("the shell splits the hook command into\n%q\nwant\n%q", got, want)
 	}

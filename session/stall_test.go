@@ -2,10 +2,13 @@ package session
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 )
 
 // The stall watchdog measures idle time on the monotonic clock: its stamps
@@ -25,7 +28,7 @@ func TestStallWatchdogUsesTheMonotonicClock(t *testing.T) {
 	killed := make(chan time.Duration, 1)
 	done := make(chan struct{})
 	defer close(done)
-	go watchStall(context.Background(), done, stall, &last, func() { killed <- time.Duration(monoNow() - last.Load()) })
+	go watchStall(context.Background(), done, stall, &last, nil, func() { killed <- time.Duration(monoNow() - last.Load()) })
 	// Output every 50 ms for a second. The writer notes the longest its
 	// output went quiet (the gap still open included) each time it looks:
 	// a kill while that stayed under the stall is a watchdog that does not
@@ -61,5 +64,51 @@ func TestStallWatchdogUsesTheMonotonicClock(t *testing.T) {
 	// what it reads now: a wall-clock stamp lies decades ahead of monoNow.
 	if d := time.Duration(monoNow() - last.Load()); d < 0 {
 		t.Errorf("idle %s: the stamps are not monotonic offsets", d)
+	}
+}
+
+// A hook holding a call writes a holding line to the batch's events file
+// and nothing to the stream (2.1.197): the watchdog counts this session's
+// lines as output, and only this session's. Before: a hold longer than
+// stall_timeout killed the session as stalled.
+func TestStallWatchdogCountsHoldLines(t *testing.T) {
+	dir := t.TempDir()
+	events := &healthcheck.EventLog{Path: filepath.Join(dir, "events.jsonl")}
+	holds := &holdLines{tail: healthcheck.EventTail{Path: events.Path}, dir: dir}
+	holds.tail.SkipToEnd()
+	const stall = 300 * time.Millisecond
+	var last atomic.Int64
+	last.Store(monoNow())
+	killed := make(chan time.Time, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go watchStall(context.Background(), done, stall, &last, holds.latest, func() { killed <- time.Now() })
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		events.Append(healthcheck.Event{Time: time.Now(), Kind: healthcheck.EventHolding, Server: "notes", Dir: dir})
+		// Another session's hold is not this one's output.
+		events.Append(healthcheck.Event{Time: time.Now(), Kind: healthcheck.EventHolding, Server: "notes", Dir: dir + "-other"})
+		select {
+		case <-killed:
+			t.Fatal("a session whose hook was holding a call was killed as stalled")
+		default:
+		}
+	}
+	// Only the other session's lines from here on: this one stalls.
+	stopOther := make(chan struct{})
+	defer close(stopOther)
+	go func() {
+		for {
+			select {
+			case <-stopOther:
+				return
+			case <-time.After(50 * time.Millisecond):
+				events.Append(healthcheck.Event{Time: time.Now(), Kind: healthcheck.EventHeld, Server: "notes", Dir: dir + "-other"})
+			}
+		}
+	}()
+	select {
+	case <-killed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a quiet session was never killed")
 	}
 }

@@ -27,6 +27,9 @@ func (n *night) absorb(events []healthcheck.Event, host string) {
 			if ev.Run == n.runID && ev.Job != "" {
 				n.absorbGuard(ev, host)
 			}
+		case healthcheck.EventHeld:
+			n.append(journal.Event{Type: journal.CallHeld, Time: ev.Time, Server: ev.Server, Tool: ev.Tool,
+				Code: ev.Code, Outcome: heldOutcome(ev.Outcome), Seconds: ev.HeldSeconds, Host: host})
 		}
 	}
 }
@@ -70,4 +73,19 @@ func (n *night) absorbGuard(ev healthcheck.Event, host string) {
 		n.observe(context.Background(), session.Observation{Kind: session.SawUnusable, Job: ev.Job, Attempt: ev.Attempt,
 			Host: host, Server: ev.Server, Why: "lost mid-session: " + ev.Reason})
 	}
+}
+
+// heldOutcome is a hold's outcome in the journal's words.
+func heldOutcome(o string) string {
+	switch o {
+	case healthcheck.HoldAnswered:
+		return journal.HeldAnswered
+	case healthcheck.HoldGaveUp:
+		return journal.HeldGaveUp
+	case healthcheck.HoldDenied:
+		return journal.HeldDenied
+	case healthcheck.HoldCancelled:
+		return journal.HeldCancelled
+	}
+	return o
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 )
 
@@ -33,6 +34,7 @@ headless Claude Code sessions still gets its work done when a server dies at 2 a
 type knobFlags struct {
 	state, config, log, events                           string
 	ttl, backoff, maxBackoff, probeTimeout, reconnectTmo time.Duration
+	maxHold                                              time.Duration
 	failOpen                                             bool
 	failureThreshold                                     int
 }
@@ -48,6 +50,7 @@ func addKnobFlags(cmd *cobra.Command, f *knobFlags, hookOnly bool) {
 	fs.IntVar(&f.failureThreshold, "failure-threshold", 0, "failed calls in a row naming a server or upstream condition (5xx, 429, overloaded, refused, timed out) that open a server (NIGHTWATCH_FAILURE_THRESHOLD; default 3)")
 	if hookOnly {
 		fs.DurationVar(&f.reconnectTmo, "reconnect-timeout", 0, "bound of one reconnect command (NIGHTWATCH_RECONNECT_TIMEOUT; default 5s)")
+		fs.DurationVar(&f.maxHold, "max-hold", 0, "how long a call to a server that is down but being repaired waits for it before it is denied; 0 never holds (NIGHTWATCH_MAX_HOLD; default 2m, at most 5m)")
 		fs.BoolVar(&f.failOpen, "fail-open", false, "let calls to unhealthy servers through, saying so each time; for debugging only (NIGHTWATCH_FAIL_OPEN)")
 		fs.StringVar(&f.log, "log", "", "append JSON log lines to this file (NIGHTWATCH_LOG)")
 		fs.StringVar(&f.events, "events", "", "append one JSON line per blocked call and state change (NIGHTWATCH_EVENTS)")
@@ -106,6 +109,13 @@ func loadKnobs(cmd *cobra.Command, f *knobFlags) knobs.Knobs {
 			k.Problems = append(k.Problems, fmt.Sprintf("--failure-threshold must be at least 1; using %d", k.FailureThreshold.V))
 		} else {
 			k.FailureThreshold.Set(f.failureThreshold, "--failure-threshold")
+		}
+	}
+	if fs.Changed("max-hold") {
+		if f.maxHold < 0 || f.maxHold > healthcheck.MaxMaxHold {
+			k.Problems = append(k.Problems, fmt.Sprintf("--max-hold must be between 0 and %s; using %s", healthcheck.MaxMaxHold, k.MaxHold.V))
+		} else {
+			k.MaxHold.Set(f.maxHold, "--max-hold")
 		}
 	}
 	if fs.Changed("fail-open") {

@@ -29,7 +29,11 @@ type Knobs struct {
 	// its own MCP_TIMEOUT (milliseconds), which a hook inside a session
 	// inherits.
 	ClientStartup Value[time.Duration]
-	FailOpen      Value[bool]
+	// MaxHold is how long the hook holds a call to a server that is down
+	// but being repaired before it denies it (0: never hold); a server's
+	// own NIGHTWATCH_MAX_HOLD_<SERVER> overrides it (MaxHoldFor).
+	MaxHold  Value[time.Duration]
+	FailOpen Value[bool]
 	// MCPConfig is the raw path list of NIGHTWATCH_MCP_CONFIG; empty means
 	// search the way Claude Code does.
 	MCPConfig  Value[string]
@@ -62,6 +66,9 @@ var (
 	EnvProbeTimeout     = []string{"NIGHTWATCH_PROBE_TIMEOUT", "ECC_MCP_HEALTH_TIMEOUT_MS"}
 	EnvReconnectTimeout = []string{"NIGHTWATCH_RECONNECT_TIMEOUT", "ECC_MCP_RECONNECT_TIMEOUT_MS"}
 	EnvFailOpen         = []string{"NIGHTWATCH_FAIL_OPEN", "ECC_MCP_HEALTH_FAIL_OPEN"}
+	// EnvMaxHold has no alias: the article denied at once. A server's own
+	// is EnvMaxHoldPrefix + its reconnect.EnvKey.
+	EnvMaxHold = []string{"NIGHTWATCH_MAX_HOLD"}
 	// EnvFailureThreshold has no alias: the article had no passive
 	// detection.
 	EnvFailureThreshold = []string{"NIGHTWATCH_FAILURE_THRESHOLD"}
@@ -92,6 +99,7 @@ func FromEnv(getenv Getenv, home string) Knobs {
 		ReconnectTimeout: Value[time.Duration]{5 * time.Second, "default"},
 		FailureThreshold: Value[int]{healthcheck.DefaultFailureThreshold, "default"},
 		ClientStartup:    Value[time.Duration]{healthcheck.DefaultClientStartup, "default"},
+		MaxHold:          Value[time.Duration]{healthcheck.DefaultMaxHold, "default"},
 		FailOpen:         Value[bool]{false, "default"},
 		MCPConfig:        Value[string]{"", "default"},
 		LogPath:          Value[string]{"", "default"},
@@ -111,6 +119,13 @@ func FromEnv(getenv Getenv, home string) Knobs {
 	k.duration(getenv, EnvProbeTimeout, &k.ProbeTimeout)
 	k.duration(getenv, EnvReconnectTimeout, &k.ReconnectTimeout)
 	k.duration(getenv, EnvClientStartup, &k.ClientStartup)
+	if name, v, ok := first(getenv, EnvMaxHold); ok {
+		if d, err := ParseMaxHold(v); err != nil {
+			k.Problems = append(k.Problems, fmt.Sprintf("%s=%q: %v; using %s", name, v, err, k.MaxHold.V))
+		} else {
+			k.MaxHold.Set(d, name)
+		}
+	}
 	if name, v, ok := first(getenv, EnvFailureThreshold); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
@@ -188,6 +203,22 @@ func ParseDuration(v string) (time.Duration, error) {
 	}
 	if d <= 0 || d > 24*time.Hour {
 		return 0, fmt.Errorf("must be between 1 ms and 24 h")
+	}
+	return d, nil
+}
+
+// ParseMaxHold reads a hold bound: a duration as ParseDuration reads it,
+// or 0 (never hold), at most healthcheck.MaxMaxHold.
+func ParseMaxHold(v string) (time.Duration, error) {
+	if d, err := time.ParseDuration(strings.TrimSpace(v)); strings.TrimSpace(v) == "0" || (err == nil && d == 0) {
+		return 0, nil
+	}
+	d, err := ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		return 0, err
+	}
+	if d > healthcheck.MaxMaxHold {
+		return 0, fmt.Errorf("must be at most %s (0 never holds)", healthcheck.MaxMaxHold)
 	}
 	return d, nil
 }

@@ -1,9 +1,39 @@
 package knobs
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+	"github.com/nightwatch-dev/nightwatch/reconnect"
 )
+
+// EnvMaxHoldPrefix starts a server's own hold bound:
+// NIGHTWATCH_MAX_HOLD_<KEY>, KEY as in its reconnect variable.
+const EnvMaxHoldPrefix = "NIGHTWATCH_MAX_HOLD_"
+
+// MaxHoldFor is how long a call to server may be held: the server's own
+// variable, else MaxHold. A value it cannot read is said through warn and
+// MaxHold is used.
+func (k Knobs) MaxHoldFor(server string, getenv Getenv, warn func(string)) time.Duration {
+	key := reconnect.EnvKey(server)
+	if key == "" || getenv == nil {
+		return k.MaxHold.V
+	}
+	v, ok := getenv(EnvMaxHoldPrefix + key)
+	if !ok || v == "" {
+		return k.MaxHold.V
+	}
+	d, err := ParseMaxHold(v)
+	if err != nil {
+		if warn != nil {
+			warn(fmt.Sprintf("nightwatch: %s%s=%q: %v; using %s", EnvMaxHoldPrefix, key, v, err, k.MaxHold.V))
+		}
+		return k.MaxHold.V
+	}
+	return d
+}
 
 // Settings are the state machine's numbers from these knobs.
 func (k Knobs) Settings() healthcheck.Settings {

@@ -1,0 +1,189 @@
+package healthcheck
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+// Hold, don't deny: a call to a server that is down but being repaired, or
+// likely back soon, waits in its PreToolUse hook for the server instead of
+// being denied (reference claude-code-in-flight §1). The call has not been
+// sent, so holding it can never run it twice. This file is the rule and the
+// re-probe the hook's wait is made of; the wait itself is the hook's.
+
+// DefaultMaxHold is how long a call is held by default, and MaxMaxHold the
+// most a setting may ask for: both supported CLIs let a hook run 600 s
+// without a timeout field, and a longer hold would outlast the night's
+// stall timer and the model's patience alike.
+const (
+	DefaultMaxHold = 2 * time.Minute
+	MaxMaxHold     = 5 * time.Minute
+)
+
+// HoldInterval is the most a holding hook waits between two probes.
+const HoldInterval = 5 * time.Second
+
+// Holdable says whether a server down for this class of failure may come
+// back by itself or by a restart within a hold: its process or connection
+// is gone (transport), it said it cannot serve now (unavailable), it forgot
+// the session (session-expired) or it hung (timeout). A rate-limited server
+// comes back when its quota does, and a server that refuses the
+// credentials when someone fixes them: calls to those are denied at once.
+func Holdable(code FailureCode) bool {
+	switch code {
+	case CodeTransport, CodeUnavailable, CodeSessionExpired, CodeTimeout:
+		return true
+	}
+	return false
+}
+
+// HoldFor is how long a call to the server of e may be held at now (0: deny
+// it at once). A call is held when the outage is one a probe sees end
+// (WitnessProbe: a hold ends on a healthy probe, and an outage only calls
+// can see is ended by a trial call, which a held call is not), of a class a
+// restart can fix (Holdable), no hold of this outage has already waited in
+// vain, and the server is being repaired (a reconnect command is
+// configured, and ran or runs when the outage was seen) or its next retry
+// is due within the hold.
+func HoldFor(e *Entry, now time.Time, maxHold time.Duration, repairing bool) time.Duration {
+	switch {
+	case maxHold <= 0, e == nil, e.Status != StatusUnhealthy, e.Witness != WitnessProbe,
+		!Holdable(e.LastFailureCode), e.HoldGaveUpAt != 0:
+		return 0
+	case repairing, e.NextRetryAt.Time().Sub(now) <= maxHold:
+		return maxHold
+	}
+	return 0
+}
+
+// HoldFor is the hold of a call to server whose entry is e, by HoldFor with
+// the server's own max hold and whether it has a reconnect command.
+func (c *Checker) HoldFor(server string, e *Entry) time.Duration {
+	if c.MaxHold == nil {
+		return 0
+	}
+	repairing := c.Reconnect != nil && c.HaveReconnect != nil && c.HaveReconnect(server)
+	return HoldFor(e, c.now(), c.MaxHold(server), repairing)
+}
+
+// probeableHold is HoldFor for a server a probe can see come back: one
+// nightwatch has a definition of, with a probe to ask it.
+func (c *Checker) probeableHold(server string, e *Entry, lookup func() *mcpconfig.Server) time.Duration {
+	h := c.HoldFor(server, e)
+	if h == 0 || c.Probe == nil || lookup == nil || lookup() == nil {
+		return 0
+	}
+	return h
+}
+
+// Recheck is one look at a held server: the verdict of another process's
+// probe if one came in since the holder last looked (seen is the CheckedAt
+// it saw), else one probe of its own, one per server at a time (the probe
+// lock: concurrent holders wait for its verdict). A healthy probe ends the
+// outage and allows the call; a failed one is recorded without counting a
+// new failure (a hold probes every few seconds, and each failure would
+// double the backoff) and says how much longer the call may be held.
+func (c *Checker) Recheck(ctx context.Context, server string, seen Millis, lookup func() *mcpconfig.Server) Decision {
+	wait := c.ProbeWait
+	if wait <= 0 {
+		wait = DefaultProbeWait
+	}
+	lock, ok, err := c.Store.AcquireProbe(ctx, server, wait)
+	if err == nil && ok {
+		defer lock.Release()
+	}
+	e := c.read().Entry(server)
+	if e == nil || e.Status != StatusUnhealthy {
+		return Decision{Allow: true, Server: server, Entry: e}
+	}
+	if e.CheckedAt > seen {
+		return Decision{Allow: false, Server: server, Entry: e, Hold: c.HoldFor(server, e)}
+	}
+	var srv *mcpconfig.Server
+	if lookup != nil {
+		srv = lookup()
+	}
+	if srv == nil || c.Probe == nil {
+		return Decision{Allow: false, Server: server, Entry: e}
+	}
+	res := c.Probe(ctx, srv)
+	if res.Verdict == probe.Unsupported {
+		return Decision{Allow: true, Server: server, Unchecked: true, Probed: true, Entry: e,
+			Note: fmt.Sprintf("MCP server %q: %s; it has passive health only (its calls are watched)", server, res.Reason)}
+	}
+	if Reachable(srv, res) {
+		after := c.record(server, func(p *Entry, now time.Time) Entry {
+			n := c.Settings.ProbeHealthy(p, now, RestoredByProbe)
+			stamp(&n, srv, res)
+			return n
+		}, Event{By: ByProbe, Verdict: string(res.Verdict)})
+		return Decision{Allow: after.Status == StatusHealthy, Server: server, Entry: after, Probed: true,
+			Hold: c.HoldFor(server, after)}
+	}
+	code := CodeOfVerdict(res.Verdict)
+	if slowStart(srv, res, c.Settings.withDefaults().ClientStartup) {
+		code = e.LastFailureCode // slow to start is no new class
+	}
+	after := c.record(server, func(p *Entry, now time.Time) Entry {
+		n := c.Settings.StillDown(p, now, Failure{Code: code, Reason: res.Reason})
+		stamp(&n, srv, res)
+		return n
+	}, Event{By: ByProbe, Verdict: string(res.Verdict), Code: string(code), Reason: res.Reason})
+	return Decision{Allow: false, Server: server, Entry: after, Probed: true, Hold: c.HoldFor(server, after)}
+}
+
+// GiveUpHold records that a call held for server waited its whole hold and
+// the server did not come back: the outage counts one more failure (the
+// next backoff), and no later call waits for it again (HoldGaveUpAt). It
+// returns the entry the call is denied with.
+func (c *Checker) GiveUpHold(server string) *Entry {
+	var after Entry
+	err := c.update(func(f *File) error {
+		prev := f.Entry(server)
+		if prev == nil || prev.Status != StatusUnhealthy {
+			if prev != nil {
+				after = *prev
+			}
+			return nil
+		}
+		after = c.Settings.GiveUpHold(*prev, c.now())
+		f.Servers[server] = &after
+		return nil
+	})
+	if err != nil {
+		c.warn(fmt.Sprintf("nightwatch: cannot save the end of the hold of %s: %v", server, err))
+	}
+	return &after
+}
+
+// StillDown records another failed look at a server that is already down,
+// without counting it: the class and reason may change (a held server that
+// now answers 429 is no longer held), the backoff does not.
+func (s Settings) StillDown(prev *Entry, now time.Time, f Failure) Entry {
+	if prev == nil || prev.Status != StatusUnhealthy {
+		return s.MarkUnhealthy(prev, now, f)
+	}
+	e := *prev
+	e.CheckedAt = MillisOf(now)
+	e.LastError = f.Reason
+	if f.Code != "" && f.Code != e.LastFailureCode {
+		e.LastFailureCode = f.Code
+		e.articleCode = ""
+	}
+	if f.RetryAfter > 0 {
+		e.NextRetryAt = MillisOf(now.Add(min(f.RetryAfter, s.withDefaults().MaxRetryAfter)))
+	}
+	return e
+}
+
+// GiveUpHold is the end of a hold the server did not come back in: one
+// more failure with its backoff, and HoldGaveUpAt set.
+func (s Settings) GiveUpHold(prev Entry, now time.Time) Entry {
+	e := s.MarkUnhealthy(&prev, now, Failure{Code: prev.LastFailureCode, Reason: prev.LastError, Witness: prev.Witness})
+	e.HoldGaveUpAt = MillisOf(now)
+	return e
+}

@@ -1,0 +1,110 @@
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
+	"github.com/nightwatch-dev/nightwatch/mcpconfig"
+)
+
+// holdResult is how a hold ended.
+type holdResult struct {
+	d       healthcheck.Decision
+	outcome string
+	waited  time.Duration
+}
+
+// hold keeps a call to a server that is down but being repaired waiting
+// (reference claude-code-in-flight §1): it re-probes every
+// min(backoff, HoldInterval), one probe per server at a time across hooks
+// (Checker.Recheck), until the server answers or d.Hold has passed. The
+// wait is measured on the monotonic clock. A `holding` and a `held` line
+// go to the events file, so the night's stall timer counts the hold as
+// the session's output and the journal gets one line per hold.
+func (h *handler) hold(ctx context.Context, server, tool string, d healthcheck.Decision) holdResult {
+	start := time.Now()
+	deadline := start.Add(d.Hold)
+	interval := min(h.checker.Settings.Backoff, healthcheck.HoldInterval)
+	if interval <= 0 {
+		interval = healthcheck.HoldInterval
+	}
+	dir, _ := h.env.Getenv(sessionstop.DirEnv)
+	code := ""
+	if d.Entry != nil {
+		code = string(d.Entry.LastFailureCode)
+	}
+	h.checker.Events.Append(healthcheck.Event{Time: h.now(), Kind: healthcheck.EventHolding, Session: h.p.SessionID,
+		Server: server, Tool: h.p.ToolName, Code: code, Until: h.now().Add(d.Hold), Dir: dir})
+	h.say(fmt.Sprintf("nightwatch: MCP server %q is down (%s) but may be back soon; holding this call up to %s for it",
+		server, condition(healthcheck.FailureCode(code)), d.Hold))
+	h.log.Info().Str("server", server).Str("tool", tool).Dur("max", d.Hold).Msg("holding")
+
+	lookup := func() *mcpconfig.Server { return h.lookup(server) }
+	res := holdResult{d: d, outcome: healthcheck.HoldGaveUp}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		wait := min(interval, time.Until(deadline))
+		if wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				res.outcome = healthcheck.HoldCancelled
+				return h.endHold(server, tool, start, dir, res)
+			case <-timer.C:
+			}
+		}
+		seen := healthcheck.Millis(0)
+		if res.d.Entry != nil {
+			seen = res.d.Entry.CheckedAt
+		}
+		next := h.checker.Recheck(ctx, server, seen, lookup)
+		if next.Entry == nil {
+			next.Entry = res.d.Entry
+		}
+		res.d = next
+		switch {
+		case next.Allow:
+			res.outcome = healthcheck.HoldAnswered
+			return h.endHold(server, tool, start, dir, res)
+		case next.Hold == 0:
+			res.outcome = healthcheck.HoldDenied
+			return h.endHold(server, tool, start, dir, res)
+		case !time.Now().Before(deadline):
+			res.d.Entry = h.checker.GiveUpHold(server)
+			return h.endHold(server, tool, start, dir, res)
+		}
+	}
+}
+
+func (h *handler) endHold(server, tool string, start time.Time, dir string, res holdResult) holdResult {
+	res.waited = time.Since(start)
+	code := ""
+	if res.d.Entry != nil {
+		code = string(res.d.Entry.LastFailureCode)
+	}
+	h.checker.Events.Append(healthcheck.Event{Time: h.now(), Kind: healthcheck.EventHeld, Session: h.p.SessionID,
+		Server: server, Tool: h.p.ToolName, Code: code, Outcome: res.outcome,
+		HeldSeconds: res.waited.Round(100 * time.Millisecond).Seconds(), Dir: dir})
+	h.log.Info().Str("server", server).Str("tool", tool).Str("outcome", res.outcome).Dur("waited", res.waited).Msg("held")
+	return res
+}
+
+// addContext prints the one line of context the model reads after the
+// call (hookSpecificOutput.additionalContext; reference
+// claude-code-in-flight §4: never decision "block", which shows the model
+// the hook's command line, and never systemMessage, which does not reach
+// it). 2.1.197 puts it in a <system-reminder> after the result, 2.1.332 in
+// a system message.
+func (h *handler) addContext(event, text string) {
+	out, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{
+		"hookEventName":     event,
+		"additionalContext": text,
+	}})
+	fmt.Fprintln(h.env.Stdout, string(out))
+}
