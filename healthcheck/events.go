@@ -13,6 +13,10 @@ import (
 // Event kinds written to the events file.
 const (
 	EventBlocked = "blocked"
+	// EventRepeatRefused: the hook refused a call that an earlier attempt
+	// of the job already made successfully (package effects); the work is
+	// done, the call is neither a permission denial nor lost.
+	EventRepeatRefused = "repeat-refused"
 	EventState   = "state"
 	EventTrial   = "trial"
 	// The guard of a session's stdio server (exec-server, package

@@ -71,6 +71,10 @@ func (h *handler) repeatDenied(server, tool string) (code int, denied bool) {
 		return ExitAllow, false
 	}
 	msg := effects.DenyReason(earlier)
+	// The session's judge must not read this refusal as a permission rule's
+	// denial or as a call lost with its server: it says which call it was.
+	h.checker.Events.Append(healthcheck.Event{Time: h.now(), Kind: healthcheck.EventRepeatRefused,
+		Session: h.p.SessionID, ToolUseID: h.p.ToolUseID, Server: server, Tool: h.p.ToolName})
 	h.log.Info().Str("server", server).Str("tool", tool).Int("earlier_attempt", earlier.Attempt).Msg("repeat of a side effect refused")
 	out, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{
 		"hookEventName":            PreToolUse,

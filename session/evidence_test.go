@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
@@ -341,5 +342,29 @@ func TestDenialsFromStructure(t *testing.T) {
 				t.Errorf("Denied = %q, want %q", out.Denied, tt.want)
 			}
 		})
+	}
+}
+
+// TestRefusedRepeatIsNeitherDeniedNorLost: a call the hook refused as a
+// repeat of a side effect an earlier attempt made is in the result's
+// permission_denials, but it is nightwatch's own refusal of work already
+// done: no permission denial, no call lost with its server, the job done.
+// (Found by the chaos night: a retry after a SIGKILLed supervisor failed
+// for good as "permission denied".)
+func TestRefusedRepeatIsNeitherDeniedNorLost(t *testing.T) {
+	const refusal = `nightwatch: mcp__search__query already succeeded in attempt 1 of this job with the same input; treat it as done`
+	b, job := evidenceBatch()
+	st := &streamState{obs: &evidenceObserver{}, job: job, batch: b}
+	st.blocked, st.refused = blockedCalls([]healthcheck.Event{
+		{Kind: healthcheck.EventRepeatRefused, Session: "s", ToolUseID: "toolu_1", Server: "search", Tool: "mcp__search__query"},
+	}, "s")
+	for _, l := range []string{evidenceInit, evidenceUse("toolu_1", "mcp__search__query"), evidenceResult("toolu_1", refusal, true), denialsOf("toolu_1")} {
+		st.line([]byte(l))
+	}
+	out := Outcome{}
+	st.fill(&out)
+	judge(&out, st.result, job, nil, "")
+	if out.Status != Done || len(out.Denied) != 0 || len(out.Unusable) != 0 {
+		t.Errorf("judged %s %q, denied %q, unusable %+v; want done", out.Status, out.Reason, out.Denied, out.Unusable)
 	}
 }

@@ -103,6 +103,9 @@ type streamState struct {
 	// (from its events file, when the session ended): not a denial by a
 	// permission rule.
 	blocked map[string]bool
+	// refused are the calls it refused as repeats of a side effect an
+	// earlier attempt made: done before, neither denied nor lost.
+	refused map[string]bool
 	// rawResult is the result line as parsed JSON, and rateLimits the
 	// rate_limit_event lines: what modelapi.Classify reads.
 	rawResult  map[string]any
@@ -324,6 +327,9 @@ func (s *streamState) deniedTools() []string {
 	for id := range s.blocked {
 		byHook[id] = true
 	}
+	for id := range s.refused {
+		byHook[id] = true
+	}
 	for _, d := range s.denied {
 		if d.DecisionReasonType == "hook" && d.ToolUseID != "" {
 			byHook[d.ToolUseID] = true
@@ -400,15 +406,23 @@ func (s *streamState) answeredAfter(i int) bool {
 }
 
 // blockedCalls are the tool_use_ids of the calls nightwatch's hook blocked
-// in session, from the events its hooks appended.
-func blockedCalls(events []healthcheck.Event, session string) map[string]bool {
-	ids := map[string]bool{}
+// in session (its server was down), and those it refused as repeats of a
+// side effect an earlier attempt already made, from the events its hooks
+// appended.
+func blockedCalls(events []healthcheck.Event, session string) (blocked, refused map[string]bool) {
+	blocked, refused = map[string]bool{}, map[string]bool{}
 	for _, ev := range events {
-		if ev.Kind == healthcheck.EventBlocked && ev.ToolUseID != "" && (session == "" || ev.Session == "" || ev.Session == session) {
-			ids[ev.ToolUseID] = true
+		if ev.ToolUseID == "" || session != "" && ev.Session != "" && ev.Session != session {
+			continue
+		}
+		switch ev.Kind {
+		case healthcheck.EventBlocked:
+			blocked[ev.ToolUseID] = true
+		case healthcheck.EventRepeatRefused:
+			refused[ev.ToolUseID] = true
 		}
 	}
-	return ids
+	return blocked, refused
 }
 
 // judge decides done or failed. The exit code alone is not enough

@@ -222,7 +222,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 		}
 	}
 	if f.Events != "" {
-		st.blocked = blockedCalls(hookEvents.Next(), st.sessionID)
+		st.blocked, st.refused = blockedCalls(hookEvents.Next(), st.sessionID)
 	}
 	st.fill(out)
 	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))
