@@ -17,8 +17,8 @@ const (
 	// of the job already made successfully (package effects); the work is
 	// done, the call is neither a permission denial nor lost.
 	EventRepeatRefused = "repeat-refused"
-	EventState   = "state"
-	EventTrial   = "trial"
+	EventState         = "state"
+	EventTrial         = "trial"
 	// The guard of a session's stdio server (exec-server, package
 	// serverguard) writes these, with the attempt's Run, Job and Attempt:
 	// each start of the server's process (Start counts them within one
