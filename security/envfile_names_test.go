@@ -39,9 +39,17 @@ func testHookKnowsEveryEnvFileValue(t *testing.T, version string) {
 	alpha := filepath.Join(dir, "alpha-server")
 	// The hook's probe: parent nightwatch, command line "... hook".
 	writeFile(t, alpha, fmt.Sprintf(`#!/bin/sh
-parent=$(cat /proc/$PPID/comm 2>/dev/null)
+pp=$PPID
+parent=$(cat /proc/$pp/comm 2>/dev/null)
+# A session's or a probe's exec-server guards the server as its parent:
+# who started that exec-server says who started the server.
+if [ "$parent" = nightwatch ] && tr '\0' ' ' < /proc/$pp/cmdline | grep -q ' exec-server '; then
+  pp=$(cut -d' ' -f4 /proc/$pp/stat)
+  parent=$(cat /proc/$pp/comm 2>/dev/null)
+  [ "$parent" = nightwatch ] || parent=session
+fi
 if [ "$parent" = nightwatch ]; then
-  if tr '\0' ' ' < /proc/$PPID/cmdline | grep -q ' hook'; then
+  if tr '\0' ' ' < /proc/$pp/cmdline | grep -q ' hook'; then
     echo "config region path is %s" >&2
   else
     echo "preflight crash" >&2
@@ -58,7 +66,7 @@ state_dir: ./state
 env_file: ./night.env
 agent: {command: %q}
 defaults: {timeout: 2m, retries: 0, on_unhealthy: run}
-health: {backoff: 20ms, max_backoff: 40ms, probe_timeout: 5s, prewarm_timeout: 10s}
+health: {backoff: 20ms, max_backoff: 40ms, probe_timeout: 5s, prewarm_timeout: 10s, max_hold: 0s}   # the deny reason is what is checked, not a hold
 servers:
   alpha: {command: %q}
 jobs:

@@ -46,6 +46,10 @@ func (e *hookEnv) environ() []string {
 		"NIGHTWATCH_EVENTS=" + e.Events,
 		"NIGHTWATCH_LOG=" + e.Log,
 		"NIGHTWATCH_PROBE_TIMEOUT=3s",
+		// These attacks are about what the hook decides and says; a hold
+		// (up to two minutes of re-probing a server that is down) would
+		// only delay the same verdict. Holds are tested in package hook.
+		"NIGHTWATCH_MAX_HOLD=0",
 	}
 	if e.Config != "" {
 		env = append(env, "NIGHTWATCH_MCP_CONFIG="+e.Config)

@@ -90,8 +90,17 @@ func testNightSecretsStayWithTheirOwner(t *testing.T, version string) {
 	}))
 	t.Cleanup(web.Close)
 
-	// Who started the server: nightwatch (a probe) or Claude Code.
-	parent := `parent=$(cat /proc/$PPID/comm 2>/dev/null)`
+	// Who started the server: nightwatch (a probe) or Claude Code (through
+	// the session's exec-server, which guards the server as its parent).
+	parent := `pp=$PPID
+parent=$(cat /proc/$pp/comm 2>/dev/null)
+# A session's or a probe's exec-server guards the server as its parent:
+# who started that exec-server says who started the server.
+if [ "$parent" = nightwatch ] && tr '\0' ' ' < /proc/$pp/cmdline | grep -q ' exec-server '; then
+  pp=$(cut -d' ' -f4 /proc/$pp/stat)
+  parent=$(cat /proc/$pp/comm 2>/dev/null)
+  [ "$parent" = nightwatch ] || parent=session
+fi`
 	alpha := filepath.Join(dir, "alpha-server")
 	writeFile(t, alpha, fmt.Sprintf(`#!/bin/sh
 %s
@@ -122,7 +131,7 @@ state_dir: ./state
 env_file: ./night.env
 agent: {command: %q}
 defaults: {timeout: 2m, retries: 0, on_unhealthy: run}
-health: {backoff: 1s, max_backoff: 2s, probe_timeout: 5s, prewarm_timeout: 10s}
+health: {backoff: 1s, max_backoff: 2s, probe_timeout: 5s, prewarm_timeout: 10s, max_hold: 0s}   # the deny reason is what is checked, not a hold
 servers:
   alpha: {command: %q, env: {ALPHA_API_KEY: "${ALPHA_API_KEY}"}}
   beta: {command: %q, env: {BETA_API_KEY: "${BETA_API_KEY}"}}
