@@ -229,22 +229,7 @@ func ClientText(text string) (ClientFailure, bool) {
 		t = strings.TrimPrefix(strings.TrimSpace(inner), "Error: ")
 	}
 	whole := t
-	rpcCode, errno := "", ""
-	for {
-		if m := mcpErrorPrefix().FindStringSubmatch(t); m != nil && rpcCode == "" {
-			rpcCode, t = m[1], t[len(m[0]):]
-			continue
-		}
-		if rest, ok := strings.CutPrefix(t, "Streamable HTTP error: "); ok {
-			t = rest
-			continue
-		}
-		if m := errnoPrefix().FindStringSubmatch(t); m != nil && errno == "" {
-			errno, t = m[1], t[len(m[0]):]
-			continue
-		}
-		break
-	}
+	t, rpcCode, _ := cutPrefixes(t)
 	for _, p := range clientPatterns {
 		m := p.re().FindStringSubmatch(t)
 		if m == nil {
@@ -297,22 +282,7 @@ func Classify(text string, transport mcpconfig.Transport) Classification {
 		cl.JSONRPC = cf.rpcCode != ""
 		return cl
 	}
-	rpcCode, errno := "", ""
-	for {
-		if m := mcpErrorPrefix().FindStringSubmatch(t); m != nil && rpcCode == "" {
-			rpcCode, t = m[1], t[len(m[0]):]
-			continue
-		}
-		if rest, ok := strings.CutPrefix(t, "Streamable HTTP error: "); ok {
-			t = rest
-			continue
-		}
-		if m := errnoPrefix().FindStringSubmatch(t); m != nil && errno == "" {
-			errno, t = m[1], t[len(m[0]):]
-			continue
-		}
-		break
-	}
+	t, rpcCode, errno := cutPrefixes(t)
 	cl := classifyRest(t, rpcCode, errno)
 	cl.JSONRPC = rpcCode != ""
 	return cl
@@ -365,4 +335,25 @@ func byPattern(s string) (FailureCode, bool) {
 		return CodeTransport, true
 	}
 	return "", false
+}
+
+// cutPrefixes takes off what the client puts before a failure's own text:
+// "MCP error <code>: " (the JSON-RPC code), "Streamable HTTP error: " and an
+// errno ("ECONNREFUSED: "), in any order, each once.
+func cutPrefixes(t string) (rest, rpcCode, errno string) {
+	for {
+		if m := mcpErrorPrefix().FindStringSubmatch(t); m != nil && rpcCode == "" {
+			rpcCode, t = m[1], t[len(m[0]):]
+			continue
+		}
+		if r, ok := strings.CutPrefix(t, "Streamable HTTP error: "); ok {
+			t = r
+			continue
+		}
+		if m := errnoPrefix().FindStringSubmatch(t); m != nil && errno == "" {
+			errno, t = m[1], t[len(m[0]):]
+			continue
+		}
+		return t, rpcCode, errno
+	}
 }
