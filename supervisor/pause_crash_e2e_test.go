@@ -48,11 +48,11 @@ func TestNightPauseSurvivesASIGKILL(t *testing.T) {
 		}
 		log := func() string { s, _ := os.ReadFile(filepath.Join(f.dir, "run.log")); return string(s) }
 
-		// The reset is 30 s after the first session meets the limit, however
+		// The reset is 15 s after the first session meets the limit, however
 		// long a busy machine's preflight took (the kill comes well before
 		// it), and the limit is over by then.
-		limit := fakeapi.UsageLimitIn(fakeapi.FiveHour, 30*time.Second)
-		limit.For, limit.ForFromFirst = 29*time.Second, true
+		limit := fakeapi.UsageLimitIn(fakeapi.FiveHour, 15*time.Second)
+		limit.For, limit.ForFromFirst = 14*time.Second, true
 		f.api.Inject(limit)
 		first := run()
 		// Wait for the pause, then kill the supervisor in it.

@@ -13,7 +13,9 @@ import (
 
 // TestNightDeafResumeRunsFresh is issue 20's "a resume that converges" on
 // every supported version. The job's first attempt records a line, then
-// stalls until its timeout kills it: the retry resumes its session. The
+// stalls until the stall watchdog kills it (silence, not a whole-session
+// timeout, so a slow start on a busy machine cannot cut the first attempt
+// short): the retry resumes its session. The
 // server cannot start under a resumed session (its wrapper refuses when its
 // Claude Code was started with --resume, as a server whose backend is held
 // by a leftover would), although nightwatch's probe before the resume finds
@@ -51,7 +53,7 @@ name: resume
 state_dir: ./state
 max_parallel: 1
 agent: {command: %s}
-defaults: {timeout: 45s, stall_timeout: 3m, retries: 2, max_defer: 2m}
+defaults: {timeout: 3m, stall_timeout: 20s, retries: 2, max_defer: 2m}
 health: {ttl: 10m, backoff: 1s, max_backoff: 2s, probe_timeout: 5s, prewarm_timeout: 20s}
 servers:
   files: {command: %s}
