@@ -65,6 +65,7 @@ func (c *Counter) add(sql string) {
 	c.mu.Unlock()
 }
 
+// TraceQueryStart counts one statement (pgx.QueryTracer).
 func (c *Counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.add(d.SQL)
 	return ctx
@@ -76,6 +77,9 @@ func (c *Counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceB
 	return ctx
 }
 
-func (c *Counter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) { c.add(d.SQL) }
+// TraceBatchQuery counts one statement of a batch (pgx.BatchTracer).
+func (c *Counter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	c.add(d.SQL)
+}
 
 func (c *Counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
