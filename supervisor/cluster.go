@@ -251,6 +251,9 @@ func (n *night) adoptInFlight(ctx context.Context, rp journal.RunState) error {
 			continue
 		}
 		n.plan.adopt(job, attempt, n.now())
+		if state == "queued" {
+			n.plan.queuedOnCluster(job, attempt)
+		}
 		n.log.Info().Str("job", job).Int("attempt", attempt).Str("state", state).Msg("the attempt goes on in the cluster")
 	}
 	return n.cluster.exec.Start(ctx)
