@@ -517,8 +517,8 @@ func testClusterResumeRunsOnTheSessionsHost(t *testing.T, version string) {
 		// The stall must come after the session started (its init and the
 		// tool call), even on a loaded machine: then it is an attempt
 		// that ended after real work, whose retry resumes the session.
-		fmt.Fprintf(&jobsYAML, "  - {name: %s, servers: [web], allowed_tools: [mcp__web], stall_timeout: 12s, retries: 1, prompt: %s}\n",
-			j, script(j, `mcp__web__slow {"ms":40000}`))
+		fmt.Fprintf(&jobsYAML, "  - {name: %s, servers: [web], allowed_tools: [mcp__web], stall_timeout: 25s, retries: 1, prompt: %s}\n",
+			j, script(j, `mcp__web__slow {"ms":60000}`))
 	}
 	f.writeBatch(version, jobsYAML.String())
 	f.start("host-a", "worker", f.batch)

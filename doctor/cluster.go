@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -75,14 +77,14 @@ func (e *env) cluster(ctx context.Context) []Check {
 	out = append(out, schemaCheck(have, clusterdb.Version(), river, b.File))
 	if have == 0 {
 		// No nightwatch_workers table yet: no worker ever started.
-		return append(out, workerChecks(nil, nil, b.File, b.Cluster.RescueAfter)...)
+		return append(out, workerChecks(nil, nil, b.File, b.MaxParallel, b.Cluster.RescueAfter)...)
 	}
 	ws, ages, err := db.Workers(cctx)
 	if err != nil {
 		return append(out, Check{ID: clusterWorkersID, Title: "cluster workers", Level: Fail,
 			Detail: "cannot list the workers: " + oneLine(redactDSN(err.Error(), dsn)), Fix: "run `nightwatch run " + b.File + "` once to migrate the schema"})
 	}
-	out = append(out, workerChecks(ws, ages, b.File, b.Cluster.RescueAfter)...)
+	out = append(out, workerChecks(ws, ages, b.File, b.MaxParallel, b.Cluster.RescueAfter)...)
 	return append(out, pinChecks(b, ws, ages)...)
 }
 
@@ -169,8 +171,8 @@ func fresh(age time.Duration) bool { return age < clusterdb.StaleAfter }
 // workerChecks judges the workers' heartbeats (ages by the database's
 // clock): one ok per running worker, one warning per worker that stopped
 // beating without stopping cleanly, the cleanly stopped ones in one line,
-// and a warning when none runs.
-func workerChecks(ws []clusterdb.Worker, ages []time.Duration, file string, rescueAfter time.Duration) []Check {
+// and a warning when none runs. maxParallel is the batch's.
+func workerChecks(ws []clusterdb.Worker, ages []time.Duration, file string, maxParallel int, rescueAfter time.Duration) []Check {
 	var out []Check
 	add := func(l Level, detail, fix string) {
 		out = append(out, Check{ID: clusterWorkersID, Title: "cluster workers", Level: l, Detail: detail, Fix: fix})
@@ -192,7 +194,7 @@ func workerChecks(ws []clusterdb.Worker, ages []time.Duration, file string, resc
 			add(OK, fmt.Sprintf("worker %s on host %s runs: labels %s, max_parallel %d, heard from %s ago",
 				w.ID, w.Host, labelList(w), w.MaxParallel, ago(age)), "")
 		default:
-			fix := fmt.Sprintf("start it again on %s: `nightwatch worker %s`", w.Host, file)
+			fix := fmt.Sprintf("start it again on %s: `%s`", w.Host, workerCommand(w, file, maxParallel))
 			if rescueAfter > 0 {
 				fix += fmt.Sprintf("; River rescues an attempt it was running once that attempt has run for rescue_after (%s), and the night counts it once, as a crash", rescueAfter)
 			}
@@ -206,6 +208,30 @@ func workerChecks(ws []clusterdb.Worker, ages []time.Duration, file string, resc
 		add(Warn, "no worker runs now: no attempt of the night can start", start)
 	}
 	return out
+}
+
+// workerCommand is the command that starts worker w again as it ran: its
+// host name (so that the new worker ends the sessions the dead one left on
+// that host, and jobs pinned to the name still find it), its --label
+// flags, and its --max-parallel when it was not the batch's.
+func workerCommand(w clusterdb.Worker, file string, maxParallel int) string {
+	args := []string{"nightwatch", "worker", shellWord(file), "--host", shellWord(w.Host)}
+	for _, l := range workerLabels(w)[1:] {
+		args = append(args, "--label", shellWord(l))
+	}
+	if w.MaxParallel > 0 && w.MaxParallel != maxParallel {
+		args = append(args, "--max-parallel", strconv.Itoa(w.MaxParallel))
+	}
+	return strings.Join(args, " ")
+}
+
+// shellWord is s as one word of a shell command: quoted only when it
+// needs to be.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@=+,") == "" {
+		return s
+	}
+	return text.ShellQuote(s)
 }
 
 // labelList is a worker's labels as hosts: matches them: its host name
@@ -245,7 +271,7 @@ func pinChecks(b *jobs.Batch, ws []clusterdb.Worker, ages []time.Duration) []Che
 			continue
 		}
 		pinned++
-		var live, gone []string
+		var live, gone, restart []string
 		for i, w := range ws {
 			if !carries(w, j.Hosts) {
 				continue
@@ -253,6 +279,9 @@ func pinChecks(b *jobs.Batch, ws []clusterdb.Worker, ages []time.Duration) []Che
 			if w.StoppedAt.IsZero() && fresh(ages[i]) {
 				live = append(live, w.Host)
 			} else {
+				if !slices.Contains(gone, w.Host) {
+					restart = append(restart, fmt.Sprintf("`%s` on %s", workerCommand(w, b.File, b.MaxParallel), w.Host))
+				}
 				gone = append(gone, w.Host)
 			}
 		}
@@ -263,7 +292,7 @@ func pinChecks(b *jobs.Batch, ws []clusterdb.Worker, ages []time.Duration) []Che
 		case len(gone) > 0:
 			out = append(out, Check{ID: clusterPinsID, Title: "jobs pinned to hosts", Level: Warn,
 				Detail: fmt.Sprintf("%s: only workers that are not running carry them (on %s): it waits until one starts", at, strings.Join(dedup(gone), ", ")),
-				Fix:    fmt.Sprintf("start `nightwatch worker %s` on %s", b.File, strings.Join(dedup(gone), " or "))})
+				Fix:    "start " + strings.Join(restart, " or ")})
 		default:
 			out = append(out, Check{ID: clusterPinsID, Title: "jobs pinned to hosts", Level: Warn,
 				Detail: fmt.Sprintf("%s: no worker the cluster knows carries one of those labels: it waits until one starts", at),

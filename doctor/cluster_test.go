@@ -82,7 +82,7 @@ func TestWorkerChecks(t *testing.T) {
 			{OK, "1 stopped cleanly"}, {Warn, "no worker runs now"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := workerChecks(tc.ws, tc.ages, "night.yaml", 50*time.Minute)
+			got := workerChecks(tc.ws, tc.ages, "night.yaml", 2, 50*time.Minute)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %d checks, want %d:\n%s", len(got), len(tc.want), dump(got))
 			}
@@ -96,6 +96,38 @@ func TestWorkerChecks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// doctor's fix for a worker that died starts it again as it ran: its host
+// name, every --label, and its --max-parallel when not the batch's; the
+// same command in the fix of a pinned job whose only carriers are gone.
+func TestRestartCommandKeepsTheWorkersFlags(t *testing.T) {
+	stale := 3 * clusterdb.StaleAfter
+	for _, tc := range []struct {
+		name string
+		w    clusterdb.Worker
+		want string
+	}{
+		{"labels", clusterdb.Worker{ID: "a", Host: "mini", Labels: []string{"mini", "mac", "arm"}, MaxParallel: 2},
+			"start it again on mini: `nightwatch worker night.yaml --host mini --label mac --label arm`"},
+		{"its own max-parallel", clusterdb.Worker{ID: "b", Host: "box", Labels: []string{"box"}, MaxParallel: 5},
+			"start it again on box: `nightwatch worker night.yaml --host box --max-parallel 5`"},
+		{"quoted", clusterdb.Worker{ID: "c", Host: "Jo's Mac", Labels: []string{"Jo's Mac", "gpu 1"}, MaxParallel: 2},
+			`start it again on Jo's Mac: ` + "`" + `nightwatch worker night.yaml --host 'Jo'\''s Mac' --label 'gpu 1'` + "`"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := workerChecks([]clusterdb.Worker{tc.w}, []time.Duration{stale}, "night.yaml", 2, 0)
+			if len(got) == 0 || got[0].Level != Warn || got[0].Fix != tc.want {
+				t.Fatalf("got:\n%s\nwant the fix %q", dump(got), tc.want)
+			}
+		})
+	}
+	b := &jobs.Batch{File: "night.yaml", MaxParallel: 2, Jobs: []*jobs.Job{{Name: "ios", Hosts: []string{"mac"}, Line: 3}}}
+	w := clusterdb.Worker{ID: "a", Host: "mini", Labels: []string{"mini", "mac"}, MaxParallel: 2}
+	got := pinChecks(b, []clusterdb.Worker{w}, []time.Duration{stale})
+	if want := "start `nightwatch worker night.yaml --host mini --label mac` on mini"; len(got) != 1 || got[0].Fix != want {
+		t.Fatalf("got:\n%s\nwant the fix %q", dump(got), want)
 	}
 }
 

@@ -220,11 +220,16 @@ func (n *night) newClusterRun(ctx context.Context) (bool, error) {
 	return false, n.cluster.exec.Start(ctx)
 }
 
-// mirror writes a journal line to the shared journal. It outlives a
-// stopped night's context: the lines of its end still go.
+// mirror writes a journal line to the shared journal: through the
+// executor once there is one (it writes the lines with the next enqueue),
+// directly before. It outlives a stopped night's context: the lines of its
+// end still go.
 func (n *night) mirror(ctx context.Context) func(journal.Event) error {
 	ctx = context.WithoutCancel(ctx)
 	return func(ev journal.Event) error {
+		if n.cluster.exec != nil {
+			return n.cluster.exec.Mirror(n.cluster.host, ev)
+		}
 		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
 		return n.cluster.db.AppendJournal(wctx, n.cluster.host, ev)
@@ -246,6 +251,9 @@ func (n *night) adoptInFlight(ctx context.Context, rp journal.RunState) error {
 			continue
 		}
 		n.plan.adopt(job, attempt, n.now())
+		if state == "queued" {
+			n.plan.queuedOnCluster(job, attempt)
+		}
 		n.log.Info().Str("job", job).Int("attempt", attempt).Str("state", state).Msg("the attempt goes on in the cluster")
 	}
 	return n.cluster.exec.Start(ctx)

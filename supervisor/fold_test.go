@@ -538,3 +538,39 @@ func TestResumeWordsCarryNoOutsideText(t *testing.T) {
 		}
 	}
 }
+
+// On a cluster, an attempt the coordinator queued is shown waiting for a
+// worker (one carrying its labels, for a pinned job) until a worker says
+// it runs it; then it runs on that worker's host. On one host an attempt
+// runs from its start.
+func TestQueuedAttemptIsNotShownRunning(t *testing.T) {
+	pinned := func(j *jobs.Job) { j.Hosts = []string{"mac", "arm"} }
+	for _, tc := range []struct {
+		name             string
+		queued           []string // the attempts the loop queued on a cluster
+		ranOn            string   // the host whose worker runs ios, if any
+		running, waiting []string
+	}{
+		{"queued on a cluster", []string{"ios", "any"}, "", nil, []string{
+			"ios: attempt 1 queued for 0s, waiting for a worker carrying mac or arm",
+			"any: attempt 1 queued for 0s, waiting for a worker"}},
+		{"taken by a worker", []string{"ios", "any"}, "mini", []string{"ios (attempt 1 on mini, 0s)"},
+			[]string{"any: attempt 1 queued for 0s, waiting for a worker"}},
+		{"on one host", nil, "", []string{"ios (attempt 1, 0s)", "any (attempt 1, 0s)"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlan(planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("ios", pinned), planJob("any", nil)), planT0, time.Minute)
+			for _, job := range []string{"ios", "any"} {
+				p.apply(journal.Event{Type: journal.JobStarted, Job: job, Attempt: 1, Time: planT0})
+			}
+			for _, job := range tc.queued {
+				p.queuedOnCluster(job, 1)
+			}
+			p.runsOn("ios", 1, tc.ranOn)
+			got := p.progress(planT0)
+			if !slices.Equal(got.Running, tc.running) || !slices.Equal(got.Waiting, tc.waiting) {
+				t.Errorf("running %q, waiting %q; want running %q, waiting %q", got.Running, got.Waiting, tc.running, tc.waiting)
+			}
+		})
+	}
+}

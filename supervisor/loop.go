@@ -288,7 +288,13 @@ func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, fai
 	if len(hosts) > 0 {
 		e = e.Strs("hosts", hosts)
 	}
-	e.Msg("started")
+	if n.cluster != nil {
+		// In the cluster's queue until a worker takes it.
+		n.plan.queuedOnCluster(a.job, a.attempt)
+		e.Msg("queued")
+	} else {
+		e.Msg("started")
+	}
 	return evAttemptEnded{}, false
 }
 
@@ -306,6 +312,7 @@ func (n *night) observe(ctx context.Context, o session.Observation) {
 		n.absorb(o.Events, o.Host)
 	case session.SawProcess:
 		n.append(n.processEvent(o))
+		n.plan.runsOn(o.Job, o.Attempt, o.Host)
 	case session.SawMissingTool:
 		n.append(journal.Event{Type: journal.ToolUnavailable, Job: o.Job, Attempt: o.Attempt, Tool: o.Tool, Host: o.Host})
 		n.log.Warn().Str("job", o.Job).Str("tool", o.Tool).Msg("the model called a tool the session does not have")

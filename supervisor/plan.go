@@ -95,6 +95,12 @@ type jobPlan struct {
 	reason        string // why it failed or was skipped
 	last          *session.Outcome
 	startedAt     time.Time
+	// queued: the running attempt went to a cluster's queue and no
+	// worker has said it runs it yet (its session's process); ranOn is
+	// the host whose worker does. What the progress shows, not the job's
+	// fate: set by the loop (queuedOnCluster, runsOn), never recorded.
+	queued bool
+	ranOn  string
 	// bounces are attempts stopped because a server was unusable: they do
 	// not count against retries.
 	bounces int
@@ -599,6 +605,22 @@ func (p *plan) serversWaitedFor() map[string]bool {
 	return out
 }
 
+// queuedOnCluster says that job's running attempt waits in a cluster's
+// queue for a worker.
+func (p *plan) queuedOnCluster(job string, attempt int) {
+	if jp := p.jobs[job]; jp != nil && jp.phase == phaseRunning && jp.attempts == attempt {
+		jp.queued, jp.ranOn = true, ""
+	}
+}
+
+// runsOn says that a worker on host runs job's attempt (its session's
+// process started there).
+func (p *plan) runsOn(job string, attempt int, host string) {
+	if jp := p.jobs[job]; jp != nil && jp.phase == phaseRunning && jp.attempts == attempt && host != "" {
+		jp.queued, jp.ranOn = false, host
+	}
+}
+
 // progress is the night at now.
 func (p *plan) progress(now time.Time) Progress {
 	pr := Progress{Total: len(p.order)}
@@ -606,8 +628,20 @@ func (p *plan) progress(now time.Time) Progress {
 		jp := p.jobs[name]
 		switch jp.phase {
 		case phaseRunning:
-			pr.Running = append(pr.Running, fmt.Sprintf("%s (attempt %d, %s)", name, jp.attempts,
-				now.Sub(jp.startedAt).Round(time.Second)))
+			took := now.Sub(jp.startedAt).Round(time.Second)
+			switch {
+			case jp.queued:
+				// In a cluster's queue: waiting for a worker, not running.
+				who := "a worker"
+				if len(jp.job.Hosts) > 0 {
+					who = "a worker carrying " + strings.Join(jp.job.Hosts, " or ")
+				}
+				pr.Waiting = append(pr.Waiting, fmt.Sprintf("%s: attempt %d queued for %s, waiting for %s", name, jp.attempts, took, who))
+			case jp.ranOn != "":
+				pr.Running = append(pr.Running, fmt.Sprintf("%s (attempt %d on %s, %s)", name, jp.attempts, jp.ranOn, took))
+			default:
+				pr.Running = append(pr.Running, fmt.Sprintf("%s (attempt %d, %s)", name, jp.attempts, took))
+			}
 		case phaseDeferred:
 			pr.Waiting = append(pr.Waiting, name+": "+jp.deferring)
 		case phaseDone:

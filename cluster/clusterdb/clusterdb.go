@@ -77,6 +77,9 @@ func Open(ctx context.Context, dsn, batch string) (*DB, error) {
 	}
 	cfg.MaxConns = 8
 	cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	if c := counter.Load(); c != nil {
+		cfg.ConnConfig.Tracer = c
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the cluster's Postgres at %s: %v", where(cfg), redact.String(err.Error(), dsn))

@@ -26,6 +26,44 @@ func (db *DB) AppendJournal(ctx context.Context, host string, ev journal.Event) 
 	return nil
 }
 
+// AppendJournalMany adds evs to the shared journal, in order, in one
+// statement.
+func (db *DB) AppendJournalMany(ctx context.Context, host string, evs []journal.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	runs, lines, err := JournalRows(evs)
+	if err != nil {
+		return err
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO nightwatch_journal (batch, run_id, host, event) `+JournalRowsSQL("$1", "$2", "$3", "$4"),
+		db.Batch, host, runs, lines); err != nil {
+		return fmt.Errorf("the shared journal: %w", err)
+	}
+	return nil
+}
+
+// JournalRows are evs as a statement adds them to nightwatch_journal
+// (JournalRowsSQL): each event's run and its line.
+func JournalRows(evs []journal.Event) (runs, lines []string, err error) {
+	for _, ev := range evs {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode %s event: %w", ev.Type, err)
+		}
+		runs, lines = append(runs, ev.Run), append(lines, string(b))
+	}
+	return runs, lines, nil
+}
+
+// JournalRowsSQL is the SELECT that gives INSERT INTO nightwatch_journal
+// (batch, run_id, host, event) its rows, in order, from the parameters
+// that hold the batch, the host, and JournalRows' runs and lines.
+func JournalRowsSQL(batch, host, runs, lines string) string {
+	return "SELECT " + batch + ", r.run, " + host + ", r.line::jsonb FROM unnest(" + runs + "::text[], " + lines +
+		"::text[]) WITH ORDINALITY AS r(run, line, n) ORDER BY r.n"
+}
+
 // RunEvents are the events of run runID, in the order they were appended.
 func (db *DB) RunEvents(ctx context.Context, runID string) ([]journal.Event, error) {
 	rows, err := db.Pool.Query(ctx, "SELECT event FROM nightwatch_journal WHERE batch = $1 AND run_id = $2 ORDER BY id", db.Batch, runID)

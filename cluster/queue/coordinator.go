@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
+	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -39,7 +40,25 @@ type Coordinator struct {
 	recovered   time.Time
 	serverStart time.Time
 	capacity    int // the last Capacity read
+	// checkedAt is when Poll last looked for crashed attempts (monotonic).
+	checkedAt time.Time
+	// live are the live workers as read at liveAt (liveMu: the night's
+	// loop and the pump both ask).
+	liveMu sync.Mutex
+	live   []clusterdb.Worker
+	liveAt time.Time
 }
+
+// liveFor is how long a read of the live workers serves pickLabel and
+// Live: a worker that just started waits at most that long for its first
+// pinned job, and enqueuing costs no read of the workers.
+const liveFor = time.Second
+
+// insertNotifyEvery bounds how often the coordinator's River client tells
+// the workers that a queue has new attempts (River's insert notification,
+// limited per queue by the client's FetchCooldown, 100 ms by default):
+// at River's minimum, every attempt enqueued wakes the workers at once.
+const insertNotifyEvery = time.Millisecond
 
 // readGap is the longest the coordinator may go between two whole reads of
 // the database (Poll runs twice a second) before it counts a gap of its
@@ -49,7 +68,7 @@ const readGap = 2 * HeartbeatEvery
 // NewCoordinator is run's coordinator on db (an insert-only River client:
 // it takes no jobs and never leads River's maintenance).
 func NewCoordinator(db *clusterdb.DB, run string) (*Coordinator, error) {
-	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{})
+	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{FetchCooldown: insertNotifyEvery})
 	if err != nil {
 		return nil, fmt.Errorf("River: %w", err)
 	}
@@ -60,30 +79,54 @@ func NewCoordinator(db *clusterdb.DB, run string) (*Coordinator, error) {
 // job pinned to several labels goes to the first one a live worker
 // carries. Enqueuing the same attempt again does nothing.
 func (c *Coordinator) Enqueue(ctx context.Context, a AttemptArgs, hosts []string) error {
+	_, err := c.EnqueueJournaled(ctx, a, hosts, "", nil)
+	return err
+}
+
+// EnqueueJournaled is Enqueue that also adds lines, written on host, to
+// the shared journal in the same transaction (and statement): the
+// attempt's job-started line becomes visible with its River job, never
+// after. journaled says whether the lines were written (not when the
+// attempt was enqueued before: the transaction is rolled back).
+func (c *Coordinator) EnqueueJournaled(ctx context.Context, a AttemptArgs, hosts []string, host string, lines []journal.Event) (journaled bool, err error) {
+	runs, texts, err := clusterdb.JournalRows(lines)
+	if err != nil {
+		return false, err
+	}
 	a.Batch, a.Run = c.DB.Batch, c.Run
 	queue := QueueName(c.DB.Batch, "")
 	if len(hosts) > 0 {
 		queue = QueueName(c.DB.Batch, c.pickLabel(ctx, hosts))
 	}
-	return pgx.BeginFunc(ctx, c.DB.Pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO nightwatch_attempts (batch, run_id, job, attempt) VALUES ($1, $2, $3, $4)
-			ON CONFLICT DO NOTHING`, c.DB.Batch, c.Run, a.Job, a.Attempt)
-		if err != nil {
-			return fmt.Errorf("enqueue attempt %d of %s: %w", a.Attempt, a.Job, err)
-		}
-		if tag.RowsAffected() == 0 {
-			return nil // enqueued before (a coordinator restarted)
-		}
+	// River's job first, then the attempt's row that names it, in one
+	// transaction: an attempt enqueued before (a coordinator restarted)
+	// has its row, and the transaction, River's insert with it, is
+	// rolled back.
+	err = pgx.BeginFunc(ctx, c.DB.Pool, func(tx pgx.Tx) error {
 		res, err := c.river.InsertTx(ctx, tx, a, &river.InsertOpts{Queue: queue, MaxAttempts: 1,
 			UniqueOpts: river.UniqueOpts{ByArgs: true}})
 		if err != nil {
 			return fmt.Errorf("enqueue attempt %d of %s in River: %w", a.Attempt, a.Job, err)
 		}
-		_, err = tx.Exec(ctx, `UPDATE nightwatch_attempts SET river_job_id = $5 WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
-			c.DB.Batch, c.Run, a.Job, a.Attempt, res.Job.ID)
-		return err
+		tag, err := tx.Exec(ctx, `WITH j AS (INSERT INTO nightwatch_journal (batch, run_id, host, event) `+
+			clusterdb.JournalRowsSQL("$1", "$6", "$7", "$8")+`)
+			INSERT INTO nightwatch_attempts (batch, run_id, job, attempt, river_job_id) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT DO NOTHING`, c.DB.Batch, c.Run, a.Job, a.Attempt, res.Job.ID, host, runs, texts)
+		if err != nil {
+			return fmt.Errorf("enqueue attempt %d of %s: %w", a.Attempt, a.Job, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return errEnqueuedBefore
+		}
+		return nil
 	})
+	if errors.Is(err, errEnqueuedBefore) {
+		return false, nil
+	}
+	return err == nil, err
 }
+
+var errEnqueuedBefore = errors.New("enqueued before")
 
 // Live reports whether a live worker carries label (a host name is one).
 func (c *Coordinator) Live(ctx context.Context, label string) bool {
@@ -91,9 +134,14 @@ func (c *Coordinator) Live(ctx context.Context, label string) bool {
 }
 
 func (c *Coordinator) liveLabel(ctx context.Context, labels []string) string {
-	ws, err := c.liveWorkers(ctx)
-	if err != nil {
-		return ""
+	c.liveMu.Lock()
+	ws, at := c.live, c.liveAt
+	c.liveMu.Unlock()
+	if at.IsZero() || time.Since(at) >= liveFor {
+		var err error
+		if ws, err = c.liveWorkers(ctx); err != nil {
+			return ""
+		}
 	}
 	for _, l := range labels {
 		for _, w := range ws {
@@ -125,6 +173,9 @@ func (c *Coordinator) liveWorkers(ctx context.Context) ([]clusterdb.Worker, erro
 			live = append(live, w)
 		}
 	}
+	c.liveMu.Lock()
+	c.live, c.liveAt = live, time.Now()
+	c.liveMu.Unlock()
 	return live, nil
 }
 
@@ -171,24 +222,29 @@ func (c *Coordinator) Abandon(ctx context.Context, job string, attempt int, reas
 		session.Outcome{Status: session.Failed, ExitCode: -1, KilledBy: killedBy, Reason: reason})
 }
 
-// endIf ends attempt k with out if it is still in state; its River job is
-// cancelled so that no worker starts it.
+// endIf ends attempt k with out if it is still in state, and finishes its
+// River job in the same statement: cancelled, so that no worker starts
+// it, and so that River (and River UI) no longer shows as running an
+// attempt the night has concluded. River's own JobCancel only asks a
+// running job's worker to stop, and the worker of an attempt ended here
+// is dead or taken for dead: nobody would answer until River's rescuer,
+// rescue_after later. A worker still alive stops the session itself
+// (watchAbandons), and River's completion of a job no longer running
+// changes nothing.
 func (c *Coordinator) endIf(ctx context.Context, k attemptKey, state string, out session.Outcome) error {
 	b, _ := json.Marshal(out.Redacted())
-	var riverID *int64
-	err := c.DB.Pool.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'ended', ended_by = 'coordinator', outcome = $6, ended_at = now()
-		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = $5 RETURNING river_job_id`,
-		c.DB.Batch, k.run, k.job, k.attempt, state, b).Scan(&riverID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
+	var ended bool
+	err := c.DB.Pool.QueryRow(ctx, `WITH a AS (
+			UPDATE nightwatch_attempts SET state = 'ended', ended_by = 'coordinator', outcome = $6, ended_at = now()
+			WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = $5 RETURNING river_job_id),
+		j AS (
+			UPDATE river_job SET state = 'cancelled', finalized_at = now(),
+				metadata = metadata || jsonb_build_object('cancel_attempted_at', now(), 'nightwatch', $7::text)
+			WHERE id = (SELECT river_job_id FROM a) AND finalized_at IS NULL)
+		SELECT EXISTS (SELECT 1 FROM a)`,
+		c.DB.Batch, k.run, k.job, k.attempt, state, b, "ended by the coordinator: "+out.Reason).Scan(&ended)
 	if err != nil {
 		return fmt.Errorf("end attempt %d of %s: %w", k.attempt, k.job, err)
-	}
-	if riverID != nil {
-		if _, err := c.river.JobCancel(ctx, *riverID); err != nil && !errors.Is(err, river.ErrNotFound) {
-			return fmt.Errorf("cancel attempt %d of %s in River: %w", k.attempt, k.job, err)
-		}
 	}
 	return nil
 }
@@ -198,65 +254,93 @@ func (c *Coordinator) endIf(ctx context.Context, k attemptKey, state string, out
 // worker died (workerDead) or whose River job River rescued or lost ends
 // here as a crash.
 func (c *Coordinator) Poll(ctx context.Context) ([]session.Observation, []session.Ended, error) {
+	return c.poll(ctx, true)
+}
+
+// Reports is Poll without its look for crashed attempts (three reads of
+// the workers, the attempts and River's jobs): what the pump reads when a
+// worker's notification wakes it, between two Polls.
+func (c *Coordinator) Reports(ctx context.Context) ([]session.Observation, []session.Ended, error) {
+	return c.poll(ctx, false)
+}
+
+func (c *Coordinator) poll(ctx context.Context, crashes bool) ([]session.Observation, []session.Ended, error) {
+	if !crashes {
+		seen, ends, err := c.reports(ctx)
+		if err != nil {
+			c.readFailed = true
+		}
+		return seen, ends, err
+	}
 	now := time.Now()
 	if c.readFailed || !c.lastRead.IsZero() && now.Sub(c.lastRead) > readGap {
 		c.recover(now) // the gap ends with this look, if it reads
 	}
 	c.readFailed = true
-	seen, ends, err := c.poll(ctx)
+	if err := c.endCrashed(ctx); err != nil {
+		return nil, nil, err
+	}
+	c.checkedAt = time.Now()
+	seen, ends, err := c.reports(ctx)
 	if err == nil {
 		c.readFailed, c.lastRead = false, time.Now()
 	}
 	return seen, ends, err
 }
 
-func (c *Coordinator) poll(ctx context.Context) ([]session.Observation, []session.Ended, error) {
-	if err := c.endCrashed(ctx); err != nil {
-		return nil, nil, err
-	}
-	// Ends first, then observations: a worker writes an attempt's
-	// observations before its end, so every end read here has its
-	// observations visible below.
-	rows, err := c.DB.Pool.Query(ctx, `SELECT job, attempt, outcome, COALESCE(host, '') FROM nightwatch_attempts
-		WHERE batch = $1 AND run_id = $2 AND state = 'ended' ORDER BY ended_at`, c.DB.Batch, c.Run)
+// CheckDue says whether the pump's next look should be a whole Poll: at
+// least every crashCheckEvery, however often the workers' notifications
+// wake it.
+func (c *Coordinator) CheckDue() bool {
+	return c.checkedAt.IsZero() || time.Since(c.checkedAt) >= crashCheckEvery
+}
+
+// crashCheckEvery is how often the coordinator looks for crashed attempts:
+// a worker is taken for dead after DeadAfter at the soonest.
+const crashCheckEvery = time.Second
+
+// reports reads the attempts' ends and what the sessions saw since the
+// last look, in one statement: one snapshot, in which a worker's
+// observations, written before (or with) its attempt's end, are there
+// whenever the end is.
+func (c *Coordinator) reports(ctx context.Context) ([]session.Observation, []session.Ended, error) {
+	rows, err := c.DB.Pool.Query(ctx, `SELECT 0, 0::bigint, ended_at, job, attempt, outcome, COALESCE(host, ''), '', '', '', '', '', 0
+			FROM nightwatch_attempts WHERE batch = $1 AND run_id = $2 AND state = 'ended'
+		UNION ALL
+		SELECT 1, id, NULL, job, attempt, NULL, host, kind, server, status, tool, why, pgid
+			FROM nightwatch_observations WHERE batch = $1 AND run_id = $2 AND id > $3
+		ORDER BY 1, 3, 2`, c.DB.Batch, c.Run, c.lastObs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the attempts' ends: %w", err)
+		return nil, nil, fmt.Errorf("read the workers' reports: %w", err)
 	}
+	defer rows.Close()
 	var ends []session.Ended
+	var seen []session.Observation
+	lastObs := c.lastObs
 	for rows.Next() {
-		var e session.Ended
-		var b []byte
-		if err := rows.Scan(&e.Job, &e.Attempt, &b, &e.Host); err != nil {
-			rows.Close()
+		var src int
+		var id int64
+		var at *time.Time
+		var job, host, kind, server, status, tool, why string
+		var attempt, pgid int
+		var outcome []byte
+		if err := rows.Scan(&src, &id, &at, &job, &attempt, &outcome, &host, &kind, &server, &status, &tool, &why, &pgid); err != nil {
 			return nil, nil, err
 		}
-		k := attemptKey{c.Run, e.Job, e.Attempt}
-		if c.delivered[k] {
+		if src == 0 {
+			e := session.Ended{Job: job, Attempt: attempt, Host: host}
+			if c.delivered[attemptKey{c.Run, job, attempt}] {
+				continue
+			}
+			if err := json.Unmarshal(outcome, &e.Outcome); err != nil {
+				e.Outcome = session.Outcome{Status: session.Failed, ExitCode: -1, Reason: "the outcome written by host " + host + " cannot be read: " + err.Error()}
+			}
+			ends = append(ends, e)
 			continue
 		}
-		if err := json.Unmarshal(b, &e.Outcome); err != nil {
-			e.Outcome = session.Outcome{Status: session.Failed, ExitCode: -1, Reason: "the outcome written by host " + e.Host + " cannot be read: " + err.Error()}
-		}
-		ends = append(ends, e)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	orows, err := c.DB.Pool.Query(ctx, `SELECT id, job, attempt, kind, server, status, tool, why, pgid, host FROM nightwatch_observations
-		WHERE batch = $1 AND run_id = $2 AND id > $3 ORDER BY id`, c.DB.Batch, c.Run, c.lastObs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read what the sessions saw: %w", err)
-	}
-	defer orows.Close()
-	var seen []session.Observation
-	for orows.Next() {
-		var o session.Observation
-		var id int64
-		if err := orows.Scan(&id, &o.Job, &o.Attempt, &o.Kind, &o.Server, &o.Status, &o.Tool, &o.Why, &o.PGID, &o.Host); err != nil {
-			return nil, nil, err
-		}
-		c.lastObs = id
+		lastObs = id
+		o := session.Observation{Job: job, Attempt: attempt, Kind: session.ObservationKind(kind), Server: server,
+			Status: session.ServerStatus(status), Tool: tool, Why: why, PGID: pgid, Host: host}
 		if o.Kind == session.SawHookEvents {
 			// Why holds the hooks' events as JSON (observer.add).
 			if json.Unmarshal([]byte(o.Why), &o.Events) != nil || len(o.Events) == 0 {
@@ -266,9 +350,10 @@ func (c *Coordinator) poll(ctx context.Context) ([]session.Observation, []sessio
 		}
 		seen = append(seen, o)
 	}
-	if err := orows.Err(); err != nil {
-		return nil, nil, err
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read the workers' reports: %w", err)
 	}
+	c.lastObs = lastObs
 	for _, e := range ends {
 		c.delivered[attemptKey{c.Run, e.Job, e.Attempt}] = true
 	}
@@ -335,25 +420,22 @@ func (c *Coordinator) recover(at time.Time) {
 // worker's attempt whose River job ended is not judged before SilentAfter:
 // its worker is still delivering the end (spool.go).
 func (c *Coordinator) endCrashed(ctx context.Context) error {
-	var serverStart time.Time
-	if err := c.DB.Pool.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&serverStart); err != nil {
-		return fmt.Errorf("look for crashed attempts: %w", err)
-	}
-	if !c.serverStart.IsZero() && !serverStart.Equal(c.serverStart) {
-		c.recover(time.Now()) // the database restarted between two looks
-	}
-	c.serverStart = serverStart
-	present, err := c.DB.PresentWorkers(ctx)
-	if err != nil {
-		return fmt.Errorf("look for crashed attempts: %w", err)
-	}
-	rows, err := c.DB.Pool.Query(ctx, `SELECT a.job, a.attempt, a.state, COALESCE(a.host, ''), COALESCE(a.worker_id, ''),
-		COALESCE(j.state::text, 'missing'), COALESCE(EXTRACT(EPOCH FROM now() - j.finalized_at), 1e9)::float8,
-		k.worker_id IS NOT NULL, COALESCE(k.stopped_at IS NOT NULL, false), COALESCE(EXTRACT(EPOCH FROM now() - k.heartbeat_at), 0)::float8
-		FROM nightwatch_attempts a
-		LEFT JOIN river_job j ON j.id = a.river_job_id
-		LEFT JOIN nightwatch_workers k ON k.worker_id = a.worker_id
-		WHERE a.batch = $1 AND a.run_id = $2 AND a.state IN ('queued', 'running')`, c.DB.Batch, c.Run)
+	// One statement: the server's start time, the workers' presence
+	// connections (clusterdb.PresentWorkers) and the attempts in flight
+	// with their River jobs and workers (none: one row of NULLs).
+	rows, err := c.DB.Pool.Query(ctx, `WITH s AS (SELECT pg_postmaster_start_time() AS started,
+			ARRAY(SELECT application_name FROM pg_stat_activity WHERE application_name LIKE 'nightwatch worker %')::text[] AS present)
+		SELECT s.started, s.present, COALESCE(f.job, ''), COALESCE(f.attempt, 0), COALESCE(f.state, ''), COALESCE(f.host, ''), COALESCE(f.worker_id, ''),
+			COALESCE(f.river_state, 'missing'), COALESCE(f.river_ended, 1e9)::float8,
+			COALESCE(f.known, false), COALESCE(f.stopped, false), COALESCE(f.beat, 0)::float8
+		FROM s LEFT JOIN (
+			SELECT a.job, a.attempt, a.state, a.host, a.worker_id, j.state::text AS river_state,
+				EXTRACT(EPOCH FROM now() - j.finalized_at) AS river_ended,
+				k.worker_id IS NOT NULL AS known, k.stopped_at IS NOT NULL AS stopped, EXTRACT(EPOCH FROM now() - k.heartbeat_at) AS beat
+			FROM nightwatch_attempts a
+			LEFT JOIN river_job j ON j.id = a.river_job_id
+			LEFT JOIN nightwatch_workers k ON k.worker_id = a.worker_id
+			WHERE a.batch = $1 AND a.run_id = $2 AND a.state IN ('queued', 'running')) f ON true`, c.DB.Batch, c.Run)
 	if err != nil {
 		return fmt.Errorf("look for crashed attempts: %w", err)
 	}
@@ -364,14 +446,32 @@ func (c *Coordinator) endCrashed(ctx context.Context) error {
 	}
 	var crashes []crash
 	heard := c.heard()
+	first := true
+	present := map[string]bool{}
 	for rows.Next() {
 		var job, state, host, worker, riverState string
 		var attempt int
 		var riverEnded, beat float64
 		var wv workerView
-		if err := rows.Scan(&job, &attempt, &state, &host, &worker, &riverState, &riverEnded, &wv.known, &wv.stopped, &beat); err != nil {
+		var serverStart time.Time
+		var names []string
+		if err := rows.Scan(&serverStart, &names, &job, &attempt, &state, &host, &worker, &riverState, &riverEnded, &wv.known, &wv.stopped, &beat); err != nil {
 			rows.Close()
 			return err
+		}
+		if first {
+			first = false
+			if !c.serverStart.IsZero() && !serverStart.Equal(c.serverStart) {
+				c.recover(time.Now()) // the database restarted between two looks
+				heard = c.heard()
+			}
+			c.serverStart = serverStart
+			for _, n := range names {
+				present[n] = true
+			}
+		}
+		if job == "" {
+			continue // no attempt in flight
 		}
 		wv.heartbeat = time.Duration(beat * float64(time.Second))
 		wv.present = present[clusterdb.PresenceName(worker)]

@@ -11,6 +11,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -42,7 +43,21 @@ type Executor struct {
 
 	stopPump func()
 	pumped   chan struct{}
+
+	// The shared journal's lines the night wrote and the table does not
+	// have yet (Mirror), in order, on host (jmu): they go with the next
+	// attempt's enqueue, in its statement, or after holdFor at the latest.
+	jmu       sync.Mutex
+	held      []journal.Event
+	heldHost  string
+	heldTimer *time.Timer
+	heldErr   error // the last flush failed: the next line flushes at once
+	closed    bool
 }
+
+// holdFor is how long a line of the shared journal may wait for the next
+// enqueue to carry it; the file has it already.
+const holdFor = 250 * time.Millisecond
 
 // NewExecutor is the executor of run on db's batch b, reporting to
 // reports. Start it (Start) once the attempts it adopts are known.
@@ -93,12 +108,58 @@ func (e *Executor) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the pump and waits for it.
+// Close stops the pump, waits for it, and writes the lines of the shared
+// journal still held.
 func (e *Executor) Close() {
 	if e.stopPump != nil {
 		e.stopPump()
 		<-e.pumped
 	}
+	e.jmu.Lock()
+	defer e.jmu.Unlock()
+	e.closed = true
+	if err := e.flushLocked(); err != nil {
+		e.log.Error().Err(err).Msg("the shared journal lacks the night's last lines; the next `nightwatch run` on this host adds them from its journal file")
+	}
+}
+
+// Mirror is the night's journal's mirror on a cluster: it adds ev, written
+// on host, to the shared journal. The line waits (holdFor at most) for the
+// next attempt's enqueue, which writes it in its own statement: a night
+// writes its lines to the table without a statement of their own. An
+// error is the last flush's, when this line could not be written either:
+// the night then starts nothing more, as when the line itself fails.
+func (e *Executor) Mirror(host string, ev journal.Event) error {
+	e.jmu.Lock()
+	defer e.jmu.Unlock()
+	e.held = append(e.held, ev)
+	e.heldHost = host
+	if e.heldErr != nil || e.closed {
+		return e.flushLocked()
+	}
+	if e.heldTimer == nil {
+		e.heldTimer = time.AfterFunc(holdFor, func() {
+			e.jmu.Lock()
+			defer e.jmu.Unlock()
+			e.heldTimer = nil
+			e.heldErr = e.flushLocked()
+		})
+	}
+	return nil
+}
+
+// flushLocked writes the held lines in one statement (jmu held).
+func (e *Executor) flushLocked() error {
+	if len(e.held) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := e.coord.DB.AppendJournalMany(ctx, e.heldHost, e.held); err != nil {
+		return err
+	}
+	e.held, e.heldErr = nil, nil
+	return nil
 }
 
 // Launch enqueues attempt a for the workers, after starting (the night's
@@ -130,7 +191,17 @@ func (e *Executor) Launch(ctx context.Context, a session.Attempt, starting func(
 	e.mu.Unlock()
 	// River keeps (and River UI shows) the args: no outside text unredacted.
 	args := AttemptArgs{Job: a.Job, Attempt: a.Attempt, Feedback: redact.String(a.Feedback), Resume: a.Resume, ResumeWhy: a.ResumeWhy}
-	if err := e.coord.Enqueue(ctx, args, hosts); err != nil {
+	// The held lines of the shared journal, the attempt's job-started
+	// among them, go in the enqueue's statement.
+	e.jmu.Lock()
+	journaled, err := e.coord.EnqueueJournaled(ctx, args, hosts, e.heldHost, e.held)
+	if journaled {
+		e.held, e.heldErr = nil, nil
+	} else if err == nil {
+		err = e.flushLocked()
+	}
+	e.jmu.Unlock()
+	if err != nil {
 		e.mu.Lock()
 		delete(e.running, a.Job)
 		e.mu.Unlock()
@@ -189,7 +260,13 @@ func (e *Executor) pump(ctx context.Context) {
 	defer waiter.Close()
 	failing := false
 	for {
-		seen, ends, err := e.coord.Poll(ctx)
+		// A notification wakes the pump for the workers' reports alone;
+		// the look for crashed attempts runs every pollEvery.
+		read := e.coord.Reports
+		if e.coord.CheckDue() {
+			read = e.coord.Poll
+		}
+		seen, ends, err := read(ctx)
 		if err != nil && ctx.Err() == nil {
 			if !failing {
 				e.log.Error().Err(err).Msg("cannot read the workers' reports; retrying")

@@ -14,6 +14,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/pgtest"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -90,6 +91,11 @@ func TestCoordinatorEndsWhatItCannotHearOf(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET state = 'running', worker_id = 'w1', host = 'host-a' WHERE job = 'dead-worker'`); err != nil {
 		t.Fatal(err)
 	}
+	// As River leaves the job a worker fetched.
+	if _, err := db.Pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{w1}'
+		WHERE id = (SELECT river_job_id FROM nightwatch_attempts WHERE job = 'dead-worker')`); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Abandon(ctx, "abandoned", 1, "server x could not be used"); err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +118,40 @@ func TestCoordinatorEndsWhatItCannotHearOf(t *testing.T) {
 	}
 	if _, ends, _ = c.Poll(ctx); len(ends) != 0 {
 		t.Errorf("the crash was reported again: %+v", ends)
+	}
+	// River (and River UI) no longer shows the dead worker's attempt as
+	// running: the coordinator concluded it, so River's job is finished.
+	var finalized bool
+	if err := db.Pool.QueryRow(ctx, `SELECT j.state, j.finalized_at IS NOT NULL FROM river_job j JOIN nightwatch_attempts a ON a.river_job_id = j.id
+		WHERE a.job = 'dead-worker'`).Scan(&state, &finalized); err != nil || state != "cancelled" || !finalized {
+		t.Errorf("the dead worker's River job is %q, finalized %v (%v), want cancelled and finalized", state, finalized, err)
+	}
+}
+
+// The night's journal lines go to the shared journal in the statement
+// that enqueues the next attempt; an attempt enqueued before (a restarted
+// coordinator) writes nothing, and the lines are the caller's to write.
+func TestEnqueueCarriesTheJournalLines(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	c, err := NewCoordinator(db, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []journal.Event{{Type: journal.JobStarted, Run: "run-1", Job: "a", Attempt: 1}, {Type: journal.SessionProcess, Run: "run-1", Job: "b", Attempt: 1, PID: 7}}
+	for i, want := range []bool{true, false} {
+		journaled, err := c.EnqueueJournaled(ctx, AttemptArgs{Job: "a", Attempt: 1}, nil, "coord", lines[:2-i])
+		if err != nil || journaled != want {
+			t.Fatalf("enqueue %d: journaled %v (%v), want %v", i+1, journaled, err, want)
+		}
+	}
+	evs, err := db.RunEvents(ctx, "run-1")
+	if err != nil || len(evs) != 2 || evs[0].Type != journal.JobStarted || evs[1].PID != 7 {
+		t.Fatalf("shared journal = %+v (%v), want the two lines of the first enqueue, in order", evs, err)
+	}
+	var n int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM river_job").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d River jobs (%v), want 1", n, err)
 	}
 }
 

@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -25,7 +25,7 @@ import (
 // database is away is delivered when it answers again; one a worker left
 // when it died or stopped is delivered by the next worker of that host.
 //
-// Delivery is one transaction that changes nothing when the attempt has
+// Delivery is one statement that changes nothing when the attempt has
 // ended already, so delivering an end twice is harmless. The first end
 // recorded is the attempt's end: the worker's, or the coordinator's
 // verdict. The coordinator makes a verdict on a running attempt only when
@@ -118,10 +118,11 @@ func (w *Worker) spoolAndDeliver(e spooledEnd) error {
 	}
 }
 
-// deliver gives the database one end, in one transaction: first what the
-// session saw and could not tell while it ran, then the end, unless the
-// attempt has ended already (delivered before, or a verdict of the
-// coordinator's); then nothing changes.
+// deliver gives the database one end, in one statement: what the session
+// saw and could not tell while it ran, then the end, and the coordinator's
+// notification, unless the attempt has ended already (delivered before,
+// or a verdict of the coordinator's); then nothing changes. The row's lock
+// orders two deliveries of the same end: the second finds it ended.
 func (w *Worker) deliver(ctx context.Context, e spooledEnd) error {
 	b, err := json.Marshal(e.Outcome)
 	if err != nil {
@@ -129,32 +130,15 @@ func (w *Worker) deliver(ctx context.Context, e spooledEnd) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
+	kinds, servers, statuses, tools, whys, pgids := observationColumns(e.Seen)
 	var taken bool
-	var endedBy *string
-	err = pgx.BeginFunc(ctx, w.DB.Pool, func(tx pgx.Tx) error {
-		// The row's lock orders two deliveries of the same end.
-		var state string
-		err := tx.QueryRow(ctx, `SELECT state, ended_by FROM nightwatch_attempts
-			WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 FOR UPDATE`,
-			e.Batch, e.Run, e.Job, e.Attempt).Scan(&state, &endedBy)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // not the database's run (it was emptied): nothing to tell
-		}
-		if err != nil || state == "ended" {
-			return err
-		}
-		if err := insertObservations(ctx, tx, e.Batch, e.Run, e.Job, e.Attempt, e.Host, e.Seen); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE nightwatch_attempts SET state = 'ended', ended_by = 'worker', outcome = $5, ended_at = now(), host = $6
-			WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
-			e.Batch, e.Run, e.Job, e.Attempt, b, e.Host); err != nil {
-			return err
-		}
-		taken = true
-		_, err = tx.Exec(ctx, "SELECT pg_notify('nightwatch_attempts', $1)", e.Batch+"/"+e.Run)
-		return err
-	})
+	err = w.DB.Pool.QueryRow(ctx, `WITH a AS (
+			UPDATE nightwatch_attempts SET state = 'ended', ended_by = 'worker', outcome = $12, ended_at = now(), host = $5
+			WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state <> 'ended' RETURNING 1),
+		o AS (`+insertObservationsSQL+` WHERE EXISTS (SELECT 1 FROM a) ORDER BY o.n),
+		n AS (SELECT pg_notify('nightwatch_attempts', $13) FROM a)
+		SELECT EXISTS (SELECT 1 FROM a), (SELECT count(*) FROM n) >= 0`,
+		e.Batch, e.Run, e.Job, e.Attempt, e.Host, kinds, servers, statuses, tools, whys, pgids, b, e.Batch+"/"+e.Run).Scan(&taken, new(bool))
 	if err != nil {
 		if ctx.Err() == nil {
 			w.db.failed(err)
@@ -162,31 +146,60 @@ func (w *Worker) deliver(ctx context.Context, e spooledEnd) error {
 		return err
 	}
 	w.db.ok()
-	if !taken && endedBy != nil && *endedBy == "coordinator" {
-		w.Log.Warn().Str("job", e.Job).Int("attempt", e.Attempt).Str("status", e.Outcome.Status).
-			Msg("the coordinator had ended this attempt already (it took its worker for dead); this end is dropped")
+	if !taken {
+		// Not the database's run (it was emptied), or ended before: by
+		// the coordinator's verdict, say so.
+		var endedBy *string
+		err := w.DB.Pool.QueryRow(ctx, `SELECT ended_by FROM nightwatch_attempts WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
+			e.Batch, e.Run, e.Job, e.Attempt).Scan(&endedBy)
+		if err == nil && endedBy != nil && *endedBy == "coordinator" {
+			w.Log.Warn().Str("job", e.Job).Int("attempt", e.Attempt).Str("status", e.Outcome.Status).
+				Msg("the coordinator had ended this attempt already (it took its worker for dead); this end is dropped")
+		}
 	}
 	return nil
 }
 
-// insertObservations sends what a session saw, in order.
-func (w *Worker) insertObservations(ctx context.Context, k attemptKey, seen []spooledObservation) error {
-	return pgx.BeginFunc(ctx, w.DB.Pool, func(tx pgx.Tx) error {
-		if err := insertObservations(ctx, tx, w.DB.Batch, k.run, k.job, k.attempt, w.Host, seen); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "SELECT pg_notify('nightwatch_attempts', $1)", w.DB.Batch+"/"+k.run)
-		return err
-	})
+// insertObservationsSQL inserts, in order, the observations of attempt
+// ($1 batch, $2 run, $3 job, $4 attempt) on host $5 whose columns
+// observationColumns gives as $6 to $11; a statement adds its own WHERE
+// and ORDER BY o.n.
+const insertObservationsSQL = `INSERT INTO nightwatch_observations (batch, run_id, job, attempt, host, kind, server, status, tool, why, pgid)
+	SELECT $1, $2, $3, $4, $5, o.kind, o.server, o.status, o.tool, o.why, o.pgid
+	FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::int[]) WITH ORDINALITY AS o(kind, server, status, tool, why, pgid, n)`
+
+// observationColumns are seen as insertObservationsSQL's columns.
+func observationColumns(seen []spooledObservation) (kinds, servers, statuses, tools, whys []string, pgids []int32) {
+	for _, o := range seen {
+		kinds = append(kinds, string(o.Kind))
+		servers = append(servers, o.Server)
+		statuses = append(statuses, string(o.Status))
+		tools = append(tools, o.Tool)
+		whys = append(whys, o.Why)
+		pgids = append(pgids, int32(o.PGID))
+	}
+	return kinds, servers, statuses, tools, whys, pgids
 }
 
-func insertObservations(ctx context.Context, tx pgx.Tx, batch, run, job string, attempt int, host string, seen []spooledObservation) error {
-	for _, o := range seen {
-		if _, err := tx.Exec(ctx, `INSERT INTO nightwatch_observations (batch, run_id, job, attempt, kind, server, status, tool, why, pgid, host)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			batch, run, job, attempt, string(o.Kind), o.Server, string(o.Status), o.Tool, o.Why, o.PGID, host); err != nil {
-			return fmt.Errorf("tell the coordinator what the session of %s saw: %w", job, err)
-		}
+// insertObservations sends what a session saw, in order, in one statement;
+// notify wakes the coordinator for them. pgid, when set, is the session's
+// process group, kept with the attempt in the same statement
+// (killLeftovers).
+func (w *Worker) insertObservations(ctx context.Context, k attemptKey, seen []spooledObservation, notify bool, pgid *int) error {
+	kinds, servers, statuses, tools, whys, pgids := observationColumns(seen)
+	var setPGID, startID any
+	if pgid != nil {
+		setPGID, startID = *pgid, proc.StartID(*pgid)
+	}
+	_, err := w.DB.Pool.Exec(ctx, `WITH p AS (
+			UPDATE nightwatch_attempts SET pgid = $13, start_id = $14
+			WHERE $13::int IS NOT NULL AND batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4),
+		o AS (`+insertObservationsSQL+` ORDER BY o.n)
+		SELECT pg_notify('nightwatch_attempts', $12) WHERE $15::bool`,
+		w.DB.Batch, k.run, k.job, k.attempt, w.Host, kinds, servers, statuses, tools, whys, pgids,
+		w.DB.Batch+"/"+k.run, setPGID, startID, notify)
+	if err != nil {
+		return fmt.Errorf("tell the coordinator what the session of %s saw: %w", k.job, err)
 	}
 	return nil
 }

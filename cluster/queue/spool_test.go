@@ -245,6 +245,10 @@ func TestSpoolLeftByAWorkerIsDeliveredByTheNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitFor("the session ends", 30*time.Second, func() bool { return exists(filepath.Join(f.dir, "ended")) })
+	// The session's own end is in the spool before the worker stops (a
+	// stop while the agent is still exiting would end it "stopped").
+	spooled := statedir.SpooledEnd(f.b.StateDir, "run-1", "j", 1)
+	f.waitFor("the end is kept in the spool", 30*time.Second, func() bool { return exists(spooled) })
 	stop() // gives up on the database after spoolGrace
 	paths, _ := filepath.Glob(statedir.SpooledEnds(f.b.StateDir))
 	if len(paths) != 1 {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -52,6 +53,18 @@ const (
 	SilentAfter = FenceAfter + DeadAfter
 )
 
+// fetchCooldown is the least time between two of River's fetches of a
+// queue on a worker: River's minimum. The coordinator's insert
+// notification (insertNotifyEvery) wakes the worker, which fetches at once
+// unless it fetched less than this ago; River's default (100 ms) made every
+// attempt wait for it. A night's attempts are few and long: a fetch per
+// attempt is nothing to save.
+const fetchCooldown = time.Millisecond
+
+// fetchPollEvery is how often a worker's queues look for attempts without
+// being told: only a lost notification waits for it.
+const fetchPollEvery = time.Second
+
 // Worker runs a batch's attempts on this host.
 type Worker struct {
 	DB    *clusterdb.DB
@@ -84,6 +97,9 @@ type Worker struct {
 	// unseen are what each running attempt's session saw that did not
 	// reach the database (mu): they go with the attempt's end, in order.
 	unseen map[attemptKey][]spooledObservation
+	// process is each running attempt's session process not yet written
+	// (mu): it goes with the attempt's next write (processWait at most).
+	process map[attemptKey]*processReport
 	// delivery bounds the spool's deliveries: it ends a while after the
 	// worker's context, so a stopping worker still delivers what it can.
 	delivery context.Context
@@ -113,6 +129,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.slots = make(chan struct{}, w.MaxParallel)
 	w.running = map[attemptKey]context.CancelCauseFunc{}
 	w.unseen = map[attemptKey][]spooledObservation{}
+	w.process = map[attemptKey]*processReport{}
 	w.db.log = w.Log
 	delivery, stopDelivery := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDelivery()
@@ -142,8 +159,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		Workers:              workers,
 		JobTimeout:           -1, // session.Run enforces the job's own timeouts
 		RescueStuckJobsAfter: w.Batch.Cluster.RescueAfter,
-		FetchPollInterval:    250 * time.Millisecond,
-		FetchCooldown:        50 * time.Millisecond,
+		FetchPollInterval:    fetchPollEvery,
+		FetchCooldown:        fetchCooldown,
 		MaxAttempts:          1,
 		Logger:               nil,
 	})
@@ -221,7 +238,7 @@ func (w *Worker) heartbeat(ctx context.Context, presence *clusterdb.Presence) {
 // those it ended itself while this worker still ran them (it took the
 // worker for dead): their jobs run elsewhere now.
 func (w *Worker) watchAbandons(ctx context.Context) {
-	t := time.NewTicker(250 * time.Millisecond)
+	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
@@ -305,7 +322,7 @@ func (w *Worker) forwardNow() {
 		return
 	}
 	o := spooledObservation{Kind: session.SawHookEvents, Why: string(b)}
-	if err := w.insertObservations(context.Background(), attemptKey{run: run}, []spooledObservation{o}); err != nil {
+	if err := w.insertObservations(context.Background(), attemptKey{run: run}, []spooledObservation{o}, true, nil); err != nil {
 		w.db.failed(err)
 		w.unsentEvents = evs
 	}
@@ -392,19 +409,14 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 	a := job.Args
 	k := attemptKey{a.Run, a.Job, a.Attempt}
 
-	// The claim refreshes the worker's heartbeat in the same transaction:
+	// The claim refreshes the worker's heartbeat in the same statement:
 	// an attempt is never judged by a heartbeat older than its start (a
 	// worker just back from a database outage claims before it beats).
 	var abandon *string
-	err := pgx.BeginFunc(ctx, w.DB.Pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `UPDATE nightwatch_attempts SET state = 'running', host = $5, worker_id = $6, started_at = now()
-			WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = 'queued' RETURNING abandon`,
-			w.DB.Batch, a.Run, a.Job, a.Attempt, w.Host, w.id).Scan(&abandon); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "UPDATE nightwatch_workers SET heartbeat_at = now() WHERE worker_id = $1", w.id)
-		return err
-	})
+	err := w.DB.Pool.QueryRow(ctx, `WITH beat AS (UPDATE nightwatch_workers SET heartbeat_at = now() WHERE worker_id = $6)
+		UPDATE nightwatch_attempts SET state = 'running', host = $5, worker_id = $6, started_at = now()
+		WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state = 'queued' RETURNING abandon`,
+		w.DB.Batch, a.Run, a.Job, a.Attempt, w.Host, w.id).Scan(&abandon)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // ended already (abandoned, or taken for a crash): nothing to run
 	}
@@ -454,6 +466,11 @@ func (w *Worker) finish(k attemptKey, out session.Outcome) error {
 	w.mu.Lock()
 	seen := w.unseen[k]
 	delete(w.unseen, k)
+	if p := w.process[k]; p != nil {
+		p.timer.Stop()
+		seen = append(seen, p.obs)
+		delete(w.process, k)
+	}
 	w.mu.Unlock()
 	// The spool and the database are outside the process: redacted, as the
 	// journal is.
@@ -467,10 +484,66 @@ type observer struct {
 	k attemptKey
 }
 
+// processReport is a session's process, waiting for its attempt's next
+// write.
+type processReport struct {
+	obs   spooledObservation
+	timer *time.Timer
+}
+
+// processWait is how long a session's process waits to go with its
+// attempt's next write (an observation, or its end) rather than in a
+// statement of its own, where the session dies with its worker
+// (sessionsDieWithWorker); elsewhere it is written at once, for
+// killLeftovers.
+const processWait = time.Second
+
+// sessionsDieWithWorker: a session cannot outlive its worker here (Linux's
+// parent-death signal, proc.DieWithParent; Windows' kill-on-close Job
+// Object, whose handle the worker holds), so the next worker of the host
+// needs no process group to end it.
+var sessionsDieWithWorker = runtime.GOOS == "linux" || runtime.GOOS == "windows"
+
 // add sends one observation; one the database does not take, and every
 // later one of the attempt (their order matters), goes with the
-// attempt's end instead. The hooks' events go as JSON in why.
+// attempt's end instead. The hooks' events go as JSON in why. The
+// session's process (SawProcess) also keeps its group with the attempt,
+// for the worker that replaces a dead one on this host (killLeftovers),
+// and wakes nobody: the coordinator reads it at its next look, with the
+// attempt's end at the latest. Where sessions die with their worker it
+// waits for the attempt's next write, processWait at most: an attempt that
+// ends soon costs no statement for it.
 func (o *observer) add(s session.Observation) {
+	if s.Kind == session.SawProcess && sessionsDieWithWorker {
+		o.holdProcess(s)
+		return
+	}
+	o.send(s)
+}
+
+// holdProcess keeps the session's process for the attempt's next write,
+// and writes it after processWait if none came.
+func (o *observer) holdProcess(s session.Observation) {
+	w := o.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := &processReport{obs: spooledObservation{Kind: s.Kind, PGID: s.PGID}}
+	p.timer = time.AfterFunc(processWait, func() {
+		w.mu.Lock()
+		held := w.process[o.k] == p
+		if held {
+			delete(w.process, o.k)
+		}
+		w.mu.Unlock()
+		if held {
+			o.send(s)
+		}
+	})
+	w.process[o.k] = p
+}
+
+// send writes one observation, after the session's process when it waits.
+func (o *observer) send(s session.Observation) {
 	obs := spooledObservation{Kind: s.Kind, Server: s.Server, Status: s.Status, Tool: s.Tool, Why: s.Why, PGID: s.PGID}
 	if s.Kind == session.SawHookEvents {
 		b, err := json.Marshal(s.Events)
@@ -479,42 +552,45 @@ func (o *observer) add(s session.Observation) {
 		}
 		obs.Why = string(b)
 	}
+	var pgid *int
+	if s.Kind == session.SawProcess {
+		pgid = &s.PGID
+	}
 	w := o.w
+	batch := []spooledObservation{obs}
+	notify := s.Kind != session.SawProcess
 	w.mu.Lock()
+	if p := w.process[o.k]; p != nil {
+		p.timer.Stop()
+		delete(w.process, o.k)
+		batch = append([]spooledObservation{p.obs}, batch...)
+		pgid = &p.obs.PGID
+	}
 	behind := len(w.unseen[o.k]) > 0
 	if behind {
-		w.unseen[o.k] = append(w.unseen[o.k], obs)
+		w.unseen[o.k] = append(w.unseen[o.k], batch...)
 	}
 	w.mu.Unlock()
-	if behind {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := w.insertObservations(ctx, o.k, []spooledObservation{obs}); err != nil {
+	if behind {
+		if pgid != nil {
+			if err := w.insertObservations(ctx, o.k, nil, false, pgid); err != nil {
+				w.db.failed(err)
+			}
+		}
+		return
+	}
+	if err := w.insertObservations(ctx, o.k, batch, notify, pgid); err != nil {
 		w.db.failed(err)
 		w.mu.Lock()
-		w.unseen[o.k] = append(w.unseen[o.k], obs)
+		w.unseen[o.k] = append(w.unseen[o.k], batch...)
 		w.mu.Unlock()
 	}
 }
 
-// Observe tells the coordinator what the session saw; its process group
-// is also kept with the attempt, for the worker that replaces a dead one
-// on this host (killLeftovers).
-func (o *observer) Observe(s session.Observation) {
-	if s.Kind == session.SawProcess {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := o.w.DB.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET pgid = $5, start_id = $6
-			WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4`,
-			o.w.DB.Batch, o.k.run, o.k.job, o.k.attempt, s.PGID, proc.StartID(s.PGID))
-		cancel()
-		if err != nil {
-			o.w.db.failed(err)
-		}
-	}
-	o.add(s)
-}
+// Observe tells the coordinator what the session saw.
+func (o *observer) Observe(s session.Observation) { o.add(s) }
 
 // ServeOptions are a worker process's settings (`nightwatch worker`).
 type ServeOptions struct {
