@@ -115,6 +115,10 @@ func (f *clusterFixture) startPrepared(prepare func(*exec.Cmd, time.Duration), h
 	f.t.Helper()
 	state := filepath.Join(f.dir, "state-"+host)
 	ctx, cancel := context.WithCancel(context.Background())
+	if args[0] == "run" {
+		// A retry's pause is real waiting; the tests' retries need none.
+		args = append(append([]string{}, args...), "--retry-pause", "1s")
+	}
 	cmd := exec.CommandContext(ctx, f.bin, args...)
 	cmd.Env = append(append([]string{}, f.env...), "NW_STATE="+state, "NIGHTWATCH_HOST="+host)
 	prepare(cmd, 10*time.Second)

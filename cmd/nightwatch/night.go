@@ -162,7 +162,7 @@ func printDryRun(w io.Writer, b *jobs.Batch) error {
 
 func newRunCmd() *cobra.Command {
 	var fresh, dryRun bool
-	var maintenance time.Duration
+	var maintenance, retryPause time.Duration
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run the night: preflight, then every job of the batch",
@@ -190,7 +190,7 @@ next run resumes the night; no finished job runs again).`,
 			if err != nil {
 				return err
 			}
-			opts.Maintenance = maintenance
+			opts.Maintenance, opts.RetryPause = maintenance, retryPause
 			var reportLine string
 			opts.AfterNight = func(b *jobs.Batch, s *supervisor.NightSummary) string {
 				reportLine = morningReport(b, s)
@@ -232,6 +232,7 @@ next run resumes the night; no finished job runs again).`,
 	cmd.Flags().BoolVar(&fresh, "fresh", false, "start a new run even if the last one did not finish")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print each job's exact claude command, allowed tools, verify command, MCP config (as the session gets it) and environment names (secrets masked); run nothing")
 	cmd.Flags().DurationVar(&maintenance, "maintenance-interval", 10*time.Second, "how often unhealthy servers are re-probed while jobs wait")
+	cmd.Flags().DurationVar(&retryPause, "retry-pause", 30*time.Second, "the pause before a job's second attempt (it grows by as much for each further attempt)")
 	return cmd
 }
 
