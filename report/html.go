@@ -233,7 +233,7 @@ var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report").Funcs(template.FuncMap{
 		"clock": clock, "span": span, "notes": jobNotesFull, "server": serverLine, "pause": pauseLine,
 		"fileURL": fileURL,
-		"host": hostLine, "hosts": jobHosts,
+		"host":    hostLine, "hosts": jobHosts,
 		"f":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
 		"usd": func(v float64) string { return fmt.Sprintf("$%.2f", v) },
 	}).Parse(pageHTML))
