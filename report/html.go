@@ -277,6 +277,7 @@ svg text.pause-label { fill: #2a4f9e; font-weight: 600; }
 .next { padding-left: 20px; }
 .next li { margin: 0 0 10px; }
 .next .fix { display: block; }
+.next .cmd { display: block; background: #f3f5f7; padding: 2px 6px; border-radius: 3px; margin-top: 2px; overflow-wrap: anywhere; }
 code, pre { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 pre { background: #f3f5f7; padding: 8px 10px; border-radius: 4px; white-space: pre-wrap; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
@@ -341,7 +342,7 @@ ul.notes { margin: 0; padding-left: 16px; }
 
 {{if .Next}}<h2 id="next">What to do now</h2>
 <ol class="next">
-{{range .Next}}<li><b>{{.Job}}</b> <span class="st {{.Status}}">{{.Status}}</span> {{.Cause}}<span class="fix"><b>Fix:</b> {{.Fix}}</span></li>
+{{range .Next}}<li><b>{{.Job}}</b> <span class="st {{.Status}}">{{.Status}}</span> {{.Cause}}<span class="fix"><b>Fix:</b> {{.Fix}}</span>{{with .Command}}<code class="cmd">{{.}}</code>{{end}}</li>
 {{end}}</ol>
 {{with .Rerun}}<p>Re-run just {{range $i, $j := $.RerunJobs}}{{if $i}}, {{end}}{{$j}}{{end}} as a new night, once fixed:</p>
 <pre><code>{{.}}</code></pre>{{end}}

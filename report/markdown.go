@@ -96,6 +96,9 @@ func (n *Night) Markdown(w io.Writer) error {
 		p("\n## What to do now\n\n")
 		for _, st := range n.Next {
 			p("- **%s** (%s): %s\n  Fix: %s\n", st.Job, st.Status, text.OneLine(st.Cause, maxCause), st.Fix)
+			if st.Command != "" {
+				p("  Command: %s\n", st.Command)
+			}
 			if j := n.job(st.Job); j != nil && j.FinalMessage != "" {
 				p("  Its last session's final message: %s\n", j.FinalMessage)
 			}
@@ -277,7 +280,7 @@ func notesOf(j Job, limit int) []string {
 	if v := j.Verify; v != nil {
 		if v.OK {
 			notes = append(notes, "verified: "+strings.Join(v.Command, " "))
-		} else if !strings.Contains(j.Reason, v.Output) || v.Output == "" {
+		} else if v.Output != "" && !strings.Contains(j.Reason, v.Output) {
 			notes = append(notes, cut(fmt.Sprintf("verify failed (exit %d): %s", v.ExitCode, v.Output)))
 		}
 	}

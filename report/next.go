@@ -26,6 +26,9 @@ type Step struct {
 	Status string `json:"status"`
 	Cause  string `json:"cause"`
 	Fix    string `json:"fix"`
+	// Command is the one command that checks or does the fix, ready to
+	// paste; "" when the fix is an edit (the re-run command is Night.Rerun).
+	Command string `json:"command,omitempty"`
 	// Rerun: `nightwatch rerun` runs it again as a new night (once the
 	// fix is made). False when running it again could repeat work left
 	// running (an MCP task), or the night is not over yet.
@@ -92,13 +95,14 @@ func (n *Night) step(j Job) (Step, bool) {
 		}
 		s.Status = StatusUnverified
 		s.Cause = "it ran without " + strings.Join(j.RanWithout, ", ") + " (on_unhealthy: run): its work may lack what those servers give"
-		s.Fix = n.serverFix(j.RanWithout, file)
+		s.Fix, s.Command = n.serverFix(j.RanWithout, file)
 		return s, true
 	case string(journal.Failed), string(journal.Skipped):
 	default: // unfinished
 		if !n.Finished {
 			s.Cause = "the journal ends while it runs or waits: the night is still running, or its supervisor stopped"
-			s.Fix = "`nightwatch status " + file + "` says whether it runs; when it does not, `nightwatch run " + file + "` resumes the night (no done job runs again)"
+			s.Fix = "nightwatch status " + file + " says whether it runs; when it does not, run resumes the night (no done job runs again)"
+			s.Command = "nightwatch run " + file
 			s.Rerun = false
 			return s, true
 		}
@@ -115,13 +119,15 @@ func (n *Night) step(j Job) (Step, bool) {
 	switch {
 	case class == modelapi.InvalidCredentials || (j.Status == string(journal.Skipped) && n.Stopped != ""):
 		s.Cause = "the agent's login was refused: " + firstNonEmpty(n.Stopped, j.Reason)
-		s.Fix = "log the agent in again (`claude /login`, or a valid ANTHROPIC_API_KEY in its environment), then check it: `nightwatch doctor " + file + "`"
+		s.Fix = "log the agent in again (claude /login, or a valid ANTHROPIC_API_KEY in its environment), then check it"
+		s.Command = "nightwatch doctor " + file
 	case class == modelapi.UsageLimit || class == modelapi.RateLimit:
 		s.Cause = "the model's " + string(class) + ": " + j.Reason
 		s.Fix = "wait for the limit to reset (or raise the account's limit), then re-run it"
 	case class == modelapi.Unavailable:
 		s.Cause = "the model's API was unavailable: " + j.Reason
-		s.Fix = "re-run it once the API answers (`nightwatch doctor " + file + "` checks it)"
+		s.Fix = "re-run it once the API answers; doctor checks it"
+		s.Command = "nightwatch doctor " + file
 	case class == modelapi.MaxTurns:
 		s.Cause = "the session reached its turn limit: " + j.Reason
 		s.Fix = "give the job more turns or a smaller task (split its prompt into jobs with needs:)"
@@ -130,7 +136,8 @@ func (n *Night) step(j Job) (Step, bool) {
 		s.Fix = "split the job's prompt into smaller jobs joined by needs:"
 	case len(j.Denied) > 0:
 		s.Cause = "a permission rule denied " + strings.Join(j.Denied, ", ")
-		s.Fix = "allow them: add them to the job's allowed_tools: (`nightwatch run --dry-run " + file + "` shows what each session is allowed)"
+		s.Fix = "allow them: add them to the job's allowed_tools:; a dry run shows what each session is allowed"
+		s.Command = "nightwatch run --dry-run " + file
 	case len(j.TasksLost) > 0:
 		var tools []string
 		for _, t := range j.TasksLost {
@@ -143,17 +150,19 @@ func (n *Night) step(j Job) (Step, bool) {
 		cmd := strings.Join(j.Verify.Command, " ")
 		if j.Verify.Err != "" {
 			s.Cause = "its verify (" + cmd + ") did not run: " + j.Verify.Err
-			s.Fix = "fix the verify command (a relative path is taken from the batch file's folder); try it by hand: `" + cmd + "`"
+			s.Fix = "fix the verify command (a relative path is taken from the batch file's folder); try it by hand in the job's folder"
+			s.Command = strings.Join(shellWords(j.Verify.Command), " ")
 		} else {
 			s.Cause = fmt.Sprintf("its verify (%s) exited %d", cmd, j.Verify.ExitCode)
 			if out := strings.TrimSpace(j.Verify.Output); out != "" {
 				s.Cause += ": " + out
 			}
-			s.Fix = "look at its work and the verify's output; when the check itself is wrong, fix the verify script; try it by hand: `" + cmd + "`"
+			s.Fix = "look at its work and the verify's output; when the check itself is wrong, fix the verify script; try it by hand in the job's folder"
+			s.Command = strings.Join(shellWords(j.Verify.Command), " ")
 		}
 	case len(down) > 0:
 		s.Cause = n.serverCause(down, j.Reason)
-		s.Fix = n.serverFix(down, file)
+		s.Fix, s.Command = n.serverFix(down, file)
 	case j.Status == string(journal.Skipped):
 		s.Cause, s.Fix = j.Reason, n.skipFix(j)
 	default:
@@ -226,9 +235,8 @@ func (n *Night) serverCause(servers []string, reason string) string {
 	return cause
 }
 
-// serverFix is how to bring servers back and check them.
-func (n *Night) serverFix(servers []string, file string) string {
-	probe := "`nightwatch probe " + file + " " + strings.Join(shellWords(servers), " ") + "`"
+// serverFix is how to bring servers back, and the probe that checks them.
+func (n *Night) serverFix(servers []string, file string) (fix, command string) {
 	var noReconnect []string
 	for _, name := range servers {
 		srv := n.server(name)
@@ -242,11 +250,11 @@ func (n *Night) serverFix(servers []string, file string) string {
 			noReconnect = append(noReconnect, name)
 		}
 	}
-	fix := "bring " + strings.Join(servers, ", ") + " back (or fix its reconnect:), check with " + probe + ", then re-run the job"
+	fix = "bring " + strings.Join(servers, ", ") + " back (or fix its reconnect:), check with a probe, then re-run the job"
 	if len(noReconnect) > 0 {
 		fix += "; give " + strings.Join(noReconnect, ", ") + " a reconnect: so the night can restart it on its own"
 	}
-	return fix
+	return fix, "nightwatch probe " + file + " " + strings.Join(shellWords(servers), " ")
 }
 
 // skipFix is the fix for a job skipped for a reason of the night's: what
