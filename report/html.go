@@ -309,6 +309,7 @@ ul.notes { margin: 0; padding-left: 16px; }
 <body>
 <h1>Night {{.RunID}}{{with .Batch}} · {{.}}{{end}}</h1>
 <p class="verdict">{{.Verdict}}</p>
+{{with .Note}}<p>This night {{.}}.</p>{{end}}
 {{if not .Finished}}<p class="warn">The journal has no run-finished line: the night is still running, or the supervisor stopped.</p>{{end}}
 {{with .Timeline}}
 <div class="timeline">

@@ -88,6 +88,9 @@ func (n *Night) Markdown(w io.Writer) error {
 		p(" (%s)", n.Batch)
 	}
 	p("\n\n**%s**\n", n.Verdict())
+	if n.Note != "" {
+		p("\nThis night %s.\n", n.Note)
+	}
 	if !n.Finished {
 		p("\nThe journal has no run-finished line: the night is still running, or the supervisor stopped.\n")
 	}

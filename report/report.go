@@ -55,6 +55,9 @@ type Night struct {
 	// BatchFile is the batch file the night ran, as run-started names it:
 	// the commands of Next name it.
 	BatchFile string `json:"batchFile,omitempty"`
+	// Note is what the run-started line says of the run, e.g. that it
+	// re-runs some jobs of an earlier one; "" for a plain night.
+	Note string `json:"note,omitempty"`
 	// Next is what to do this morning: each job that failed, was skipped,
 	// did not finish or is not known good, its cause and the fix (next.go).
 	Next []Step `json:"next,omitempty"`
@@ -318,7 +321,7 @@ func fromEvents(events []journal.Event) *Night {
 		}
 		switch ev.Type {
 		case journal.RunStarted:
-			n.Batch, n.Started, n.BatchFile = ev.Batch, ev.Time, ev.BatchFile
+			n.Batch, n.Started, n.BatchFile, n.Note = ev.Batch, ev.Time, ev.BatchFile, clean(ev.Reason)
 			b.hosts.coordinated(ev.Host)
 		case journal.RunResumed:
 			b.hosts.coordinated(ev.Host)

@@ -124,6 +124,10 @@ jobs:
 	if !done["checked"] || !done["after"] || len(done) != 2 {
 		t.Errorf("the re-run's ends: %v, want checked and after done", done)
 	}
+	md, _ = nw("report", batch)
+	if !strings.Contains(md, "This night re-runs checked, after of run "+statedir.RunID(first[0])) || strings.Contains(md, "## What to do now") {
+		t.Errorf("the re-run's report should say what it re-ran, and need nothing more:\n%s", md)
+	}
 	// Nothing is left to re-run: a second rerun says so and starts nothing.
 	out, code = nw("rerun", batch)
 	if code != 0 || !strings.Contains(out, "nothing to re-run") || len(journals(t, state)) != 2 {
