@@ -178,12 +178,36 @@ func chromium(t *testing.T, browser, dir string, width, height int, args ...stri
 		"--no-first-run", "--disable-extensions", "--allow-file-access-from-files", "--user-data-dir=" + filepath.Join(dir, "profile"),
 		"--force-device-scale-factor=1", "--virtual-time-budget=3000",
 		fmt.Sprintf("--window-size=%d,%d", width, height)}, args...)
-	res, err := proc.Run(context.Background(), proc.Spec{Argv: argv, Timeout: 2 * time.Minute, MaxOutput: 16 << 20,
-		Env: append(os.Environ(), "HOME="+dir)})
+	// Its output goes to files, not pipes: a helper process Chromium
+	// leaves behind a moment holds a pipe open, and the group is killed at
+	// the end anyway (proc.Wait).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stdout, stderr := filepath.Join(dir, "chromium.out"), filepath.Join(dir, "chromium.err")
+	cmd := proc.Command(ctx, append(os.Environ(), "HOME="+dir), proc.DefaultGrace, argv[0], argv[1:]...)
+	outF, err := os.Create(stdout)
 	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, res.Stderr)
+		t.Fatal(err)
 	}
-	return string(res.Stdout)
+	defer outF.Close()
+	errF, err := os.Create(stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errF.Close()
+	cmd.Stdout, cmd.Stderr = outF, errF
+	if err := proc.Start(cmd); err != nil {
+		t.Fatalf("%s: %v", argv[0], err)
+	}
+	if err := proc.Wait(cmd); err != nil {
+		msg, _ := os.ReadFile(stderr)
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, msg)
+	}
+	out, err := os.ReadFile(stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 // findChromium is the headless browser's path; the test fails without one.
