@@ -161,7 +161,7 @@ func TestHTMLInHeadlessBrowser(t *testing.T) {
 			if l.Texts < 50 || l.MinFont < minFontPX {
 				t.Errorf("smallest text %.1f px (%s) of %d texts, want at least %d px", l.MinFont, l.MinWhere, l.Texts, minFontPX)
 			}
-			for _, want := range []string{"What to do now", reconnectWords, "nightwatch rerun", "×4", "final message"} {
+			for _, want := range []string{"What to do now", reconnectWords, "nightwatch rerun", "×4", "final message", "changed: /home/op/projects/quarterly-research"} {
 				if !strings.Contains(l.Text, want) {
 					t.Errorf("the page a reader sees lacks %q", want)
 				}
@@ -286,6 +286,10 @@ func hardNight(t *testing.T) *Night {
 			t.Fatal(err)
 		}
 		writeFile(t, filepath.Join(d, statedir.AttemptFinal), "Summarised 12 notes into digest.md.\n")
+		// The session wrote a file deep in a project: a long path to show.
+		writeFile(t, filepath.Join(d, statedir.AttemptStream),
+			`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"w1","name":"Write","input":{"file_path":"/home/op/projects/quarterly-research/notes/2026/q4/summaries/`+job+`-summary-of-everything.md"}}]}}`+"\n"+
+				`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"w1","content":"File created"}]}}`+"\n")
 		return d
 	}
 	word := strings.Repeat("x", 300)

@@ -287,6 +287,7 @@ th { white-space: nowrap; }
    than the screen: it breaks anywhere rather than widen the page. */
 .next li, td.notes, pre, .servers li, .warn li { overflow-wrap: anywhere; }
 .work a { white-space: nowrap; }
+.work a.file { white-space: normal; overflow-wrap: anywhere; }
 td.n { text-align: right; white-space: nowrap; }
 ul.notes { margin: 0; padding-left: 16px; }
 .work { font-size: 12px; }
@@ -352,7 +353,7 @@ ul.notes { margin: 0; padding-left: 16px; }
 {{if .Jobs}}<table class="jobs">
 <thead><tr><th>job</th><th>status</th>{{if .Cluster}}<th>host</th>{{end}}<th>attempts</th><th>duration</th><th>turns</th><th>cost</th><th>notes</th></tr></thead>
 <tbody>
-{{range .Jobs}}<tr><td><b>{{.Name}}</b>{{if .Folder}}<div class="work"><a href="{{fileURL .Folder}}">attempt folder</a>{{with .FinalMessage}} · <a href="{{fileURL .}}">final message</a>{{end}}</div>{{end}}</td><td><span class="st {{.Status}}">{{.Status}}</span></td>{{if $.Cluster}}<td data-label="host">{{hosts .}}</td>{{end}}<td class="n" data-label="attempts">{{.Attempts}}</td><td class="n" data-label="duration">{{span .Duration}}</td><td class="n" data-label="turns">{{.Turns}}</td><td class="n" data-label="cost">{{usd .CostUSD}}</td><td class="notes">{{with notes .}}<ul class="notes">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}</td></tr>
+{{range .Jobs}}<tr><td><b>{{.Name}}</b>{{if .Folder}}<div class="work"><a href="{{fileURL .Folder}}">attempt folder</a>{{with .FinalMessage}} · <a href="{{fileURL .}}">final message</a>{{end}}{{with .Files}}<br>changed: {{range $i, $f := .}}{{if $i}}, {{end}}<a class="file" href="{{fileURL $f}}">{{$f}}</a>{{end}}{{end}}</div>{{end}}</td><td><span class="st {{.Status}}">{{.Status}}</span></td>{{if $.Cluster}}<td data-label="host">{{hosts .}}</td>{{end}}<td class="n" data-label="attempts">{{.Attempts}}</td><td class="n" data-label="duration">{{span .Duration}}</td><td class="n" data-label="turns">{{.Turns}}</td><td class="n" data-label="cost">{{usd .CostUSD}}</td><td class="notes">{{with notes .}}<ul class="notes">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p>No job started.</p>{{end}}
 {{if .Cluster}}<h2>Hosts</h2>

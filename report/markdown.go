@@ -209,6 +209,9 @@ func workLines(js []Job) []string {
 		if j.FinalMessage != "" {
 			line += ", final message " + j.FinalMessage
 		}
+		if len(j.Files) > 0 {
+			line += ", files it changed: " + strings.Join(j.Files, ", ")
+		}
 		out = append(out, line)
 	}
 	return out

@@ -24,6 +24,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 // Night is one run, as the morning report tells it.
@@ -120,6 +121,10 @@ type Job struct {
 	// final message when it exists; "" when the journal does not say.
 	Folder       string `json:"folder,omitempty"`
 	FinalMessage string `json:"finalMessage,omitempty"`
+	// Files are the files its sessions' own file tools (Write, Edit, …)
+	// changed, over all its attempts on this host, from their streams; a
+	// change made another way (a shell command, an MCP tool) is not seen.
+	Files []string `json:"files,omitempty"`
 
 	tries []attempt // for the timeline and the notes; not part of the API
 }
@@ -285,7 +290,7 @@ func (n *Night) complete(cachePath string) {
 		}
 	}
 	n.total()
-	n.linkFinals()
+	n.linkWork()
 	n.next()
 }
 
@@ -644,9 +649,10 @@ func (n *Night) addCache(path string) error {
 	return nil
 }
 
-// linkFinals sets each job's FinalMessage when its last attempt's folder
-// holds one (a cluster worker's folder is on its own host: no link).
-func (n *Night) linkFinals() {
+// linkWork sets each job's FinalMessage when its last attempt's folder
+// holds one, and the files its attempts changed, from their streams (a
+// cluster worker's folders are on its own host: no link).
+func (n *Night) linkWork() {
 	for i := range n.Jobs {
 		j := &n.Jobs[i]
 		if j.Folder == "" {
@@ -655,6 +661,16 @@ func (n *Night) linkFinals() {
 		p := filepath.Join(j.Folder, statedir.AttemptFinal)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			j.FinalMessage = p
+		}
+		streams, _ := filepath.Glob(filepath.Join(filepath.Dir(j.Folder), "attempt-*", statedir.AttemptStream))
+		for _, path := range streams {
+			f, err := os.Open(path)
+			if err != nil {
+				continue
+			}
+			files, _ := session.ChangedFiles(f)
+			_ = f.Close()
+			j.Files = addNew(j.Files, files...)
 		}
 	}
 }
