@@ -106,7 +106,7 @@ func TestClusterNightHosts(t *testing.T) {
 	}
 	for _, want := range []string{
 		"<th>status</th><th>host</th><th>attempts</th>",
-		"<tr><td>triage</td><td>done</td><td>linux-1, mini</td>",
+		`<tr><td><b>triage</b></td><td><span class="st done">done</span></td><td data-label="host">linux-1, mini</td>`,
 		"<h2>Hosts</h2>",
 		"<li>linux-1: 2 attempts (1 done, 1 retried), 1h15m, $0.05: triage, digest</li>",
 		"<title>triage attempt 1 on linux-1: retried",

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -214,12 +216,24 @@ func (n *Night) HTML(w io.Writer) error {
 	}{n, n.Verdict(), n.layout(), n.cluster()})
 }
 
+// fileURL is a file:// link to a local path (an attempt's folder, its
+// final message), for a report opened on the machine that ran the night.
+// The path is escaped by net/url; html/template would refuse the scheme.
+func fileURL(path string) template.URL {
+	p := filepath.ToSlash(path)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // C:/… on Windows
+	}
+	return template.URL((&url.URL{Scheme: "file", Path: p}).String())
+}
+
 // page is parsed on first use, not when the nightwatch binary starts: the
 // hook, which never writes a report, runs before every tool call.
 var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report").Funcs(template.FuncMap{
-		"clock": clock, "span": span, "notes": jobNotes, "server": serverLine, "pause": pauseLine,
-		"host": hostLine, "hosts": jobHosts,
+		"clock": clock, "span": span, "notes": jobNotesFull, "server": serverLine, "pause": pauseLine,
+		"fileURL": fileURL,
+		"host":    hostLine, "hosts": jobHosts,
 		"f":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
 		"usd": func(v float64) string { return fmt.Sprintf("$%.2f", v) },
 	}).Parse(pageHTML))
@@ -232,11 +246,12 @@ const pageHTML = `<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Night {{.RunID}}{{with .Batch}} ({{.}}){{end}}</title>
 <style>
-body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1d232b; margin: 24px auto; max-width: 1000px; padding: 0 12px; }
+body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1d232b; margin: 24px auto; max-width: 1000px; padding: 0 12px; overflow-wrap: break-word; }
 h1 { font-size: 20px; margin: 0 0 4px; }
 h2 { font-size: 16px; margin: 24px 0 8px; }
 .verdict { font-size: 16px; font-weight: 600; margin: 4px 0 12px; }
 .warn { color: #8a5a00; }
+.timeline { overflow-x: auto; }
 svg { width: 100%; height: auto; display: block; }
 svg text { font-size: 11px; fill: #1d232b; }
 svg .tick line { stroke: #d5d9df; }
@@ -251,21 +266,54 @@ svg text.pause-label { fill: #2a4f9e; font-weight: 600; }
 .interrupted, .unfinished, .skipped, .stopped { fill: #8a8f98; background: #8a8f98; }
 .defer { fill: #fff; stroke: #e89a2c; stroke-width: 2; }
 .skip { fill: #8a8f98; }
-.legend { display: flex; flex-wrap: wrap; gap: 14px; margin: 8px 0 0; padding: 0; list-style: none; font-size: 13px; }
+.legend { display: flex; flex-wrap: wrap; gap: 6px 14px; margin: 8px 0 0; padding: 0; list-style: none; font-size: 13px; }
 .legend span { display: inline-block; width: 14px; height: 10px; margin-right: 5px; vertical-align: middle; border-radius: 2px; }
 .legend .band { background: #d64545; opacity: 0.3; }
 .legend .pauseband { background: #3d6fd6; opacity: 0.3; }
 .legend .dot { width: 10px; border: 2px solid #e89a2c; border-radius: 50%; background: #fff; }
+.st { display: inline-block; padding: 0 7px; border-radius: 9px; color: #fff; font-weight: 600; font-size: 12px; line-height: 18px; white-space: nowrap; }
+.st.done { background: #1f7a44; } .st.failed { background: #b93030; } .st.skipped { background: #6b7079; }
+.st.unfinished { background: #8a5a00; } .st.unverified { background: #a3560c; }
+.next { padding-left: 20px; }
+.next li { margin: 0 0 10px; }
+.next .fix { display: block; }
+.next .cmd { display: block; background: #f3f5f7; padding: 2px 6px; border-radius: 3px; margin-top: 2px; overflow-wrap: anywhere; }
+code, pre { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+pre { background: #f3f5f7; padding: 8px 10px; border-radius: 4px; white-space: pre-wrap; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
-th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #e3e6ea; vertical-align: top; overflow-wrap: anywhere; }
+th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #e3e6ea; vertical-align: top; }
+th { white-space: nowrap; }
+/* Text from the night (a verify's output, a crash) may hold a word longer
+   than the screen: it breaks anywhere rather than widen the page. */
+.next li, td.notes, pre, .servers li, .warn li { overflow-wrap: anywhere; }
+.work a { white-space: nowrap; }
+.work a.file { white-space: normal; overflow-wrap: anywhere; }
 td.n { text-align: right; white-space: nowrap; }
+ul.notes { margin: 0; padding-left: 16px; }
+.work { font-size: 12px; }
+@media (max-width: 700px) {
+  body { margin: 12px auto; }
+  /* The timeline keeps a width where its labels read (about 10 px and
+     up) and scrolls sideways in its own box; the page does not. */
+  .timeline svg { min-width: 720px; }
+  svg text { font-size: 14px; }
+  /* The jobs table becomes one card per job, every cell on its own line. */
+  table.jobs, table.jobs tbody, table.jobs tr, table.jobs td { display: block; width: auto; }
+  table.jobs thead { display: none; }
+  table.jobs tr { border: 1px solid #e3e6ea; border-radius: 6px; margin: 0 0 10px; padding: 6px 8px; }
+  table.jobs td { border: 0; padding: 2px 0; text-align: left; white-space: normal; }
+  table.jobs td.n { display: inline-block; margin-right: 14px; color: #5b626c; }
+  table.jobs td[data-label]::before { content: attr(data-label) ": "; color: #5b626c; }
+}
 </style>
 </head>
 <body>
 <h1>Night {{.RunID}}{{with .Batch}} · {{.}}{{end}}</h1>
 <p class="verdict">{{.Verdict}}</p>
+{{with .Note}}<p>This night {{.}}.</p>{{end}}
 {{if not .Finished}}<p class="warn">The journal has no run-finished line: the night is still running, or the supervisor stopped.</p>{{end}}
 {{with .Timeline}}
+<div class="timeline">
 <svg viewBox="0 0 {{f .Width}} {{f .Height}}" role="img" aria-label="Timeline of the night: jobs as bars, outages and pauses as shaded bands">
 {{$t := .}}{{range .Ticks}}<g class="tick"><line x1="{{f .X}}" x2="{{f .X}}" y1="{{f $t.RowsTop}}" y2="{{f $t.RowsBottom}}"/><text x="{{f .X}}" y="{{f $t.AxisY}}" text-anchor="middle">{{.Label}}</text></g>
 {{end}}
@@ -282,6 +330,7 @@ td.n { text-align: right; white-space: nowrap; }
 {{range .Rows}}{{range .Marks}}<circle class="{{.Class}}" cx="{{f .X}}" cy="{{f .Y}}" r="4"><title>{{.Title}}</title></circle>
 {{end}}{{end}}
 </svg>
+</div>
 {{end}}
 <ul class="legend">
 <li><span class="done"></span>done</li>
@@ -293,11 +342,18 @@ td.n { text-align: right; white-space: nowrap; }
 <li><span class="pauseband"></span>the night paused on the model's API</li>
 </ul>
 
+{{if .Next}}<h2 id="next">What to do now</h2>
+<ol class="next">
+{{range .Next}}<li><b>{{.Job}}</b> <span class="st {{.Status}}">{{.Status}}</span> {{.Cause}}<span class="fix"><b>Fix:</b> {{.Fix}}</span>{{with .Command}}<code class="cmd">{{.}}</code>{{end}}</li>
+{{end}}</ol>
+{{with .Rerun}}<p>Re-run just {{range $i, $j := $.RerunJobs}}{{if $i}}, {{end}}{{$j}}{{end}} as a new night, once fixed:</p>
+<pre><code>{{.}}</code></pre>{{end}}
+{{end}}
 <h2>Jobs</h2>
-{{if .Jobs}}<table>
+{{if .Jobs}}<table class="jobs">
 <thead><tr><th>job</th><th>status</th>{{if .Cluster}}<th>host</th>{{end}}<th>attempts</th><th>duration</th><th>turns</th><th>cost</th><th>notes</th></tr></thead>
 <tbody>
-{{range .Jobs}}<tr><td>{{.Name}}</td><td>{{.Status}}</td>{{if $.Cluster}}<td>{{hosts .}}</td>{{end}}<td class="n">{{.Attempts}}</td><td class="n">{{span .Duration}}</td><td class="n">{{.Turns}}</td><td class="n">{{usd .CostUSD}}</td><td>{{range $i, $n := notes .}}{{if $i}}; {{end}}{{$n}}{{end}}</td></tr>
+{{range .Jobs}}<tr><td><b>{{.Name}}</b>{{if .Folder}}<div class="work"><a href="{{fileURL .Folder}}">attempt folder</a>{{with .FinalMessage}} · <a href="{{fileURL .}}">final message</a>{{end}}{{with .Files}}<br>changed: {{range $i, $f := .}}{{if $i}}, {{end}}<a class="file" href="{{fileURL $f}}">{{$f}}</a>{{end}}{{end}}</div>{{end}}</td><td><span class="st {{.Status}}">{{.Status}}</span></td>{{if $.Cluster}}<td data-label="host">{{hosts .}}</td>{{end}}<td class="n" data-label="attempts">{{.Attempts}}</td><td class="n" data-label="duration">{{span .Duration}}</td><td class="n" data-label="turns">{{.Turns}}</td><td class="n" data-label="cost">{{usd .CostUSD}}</td><td class="notes">{{with notes .}}<ul class="notes">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p>No job started.</p>{{end}}
 {{if .Cluster}}<h2>Hosts</h2>
@@ -311,7 +367,7 @@ td.n { text-align: right; white-space: nowrap; }
 {{end}}</ul>{{end}}
 
 <h2>Servers</h2>
-{{if .Servers}}<ul>
+{{if .Servers}}<ul class="servers">
 {{range .Servers}}<li>{{server .}}</li>
 {{end}}</ul>{{else}}<p>No server was reported.</p>{{end}}
 

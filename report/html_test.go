@@ -44,6 +44,11 @@ func checkHTML(t *testing.T, page []byte) svgFacts {
 			for _, a := range tok.Attr {
 				attrs[strings.ToLower(a.Name.Local)] = a.Value
 				k := strings.ToLower(a.Name.Local)
+				// A link to a job's own files (file://) loads nothing
+				// until the reader follows it; any other URL is refused.
+				if name == "a" && k == "href" && strings.HasPrefix(a.Value, "file:///") {
+					continue
+				}
 				if k == "src" || k == "href" || strings.HasPrefix(k, "on") || strings.Contains(a.Value, "://") {
 					t.Errorf("<%s %s=%q>: a self-contained page loads nothing and runs nothing", name, k, a.Value)
 				}

@@ -88,8 +88,27 @@ func (n *Night) Markdown(w io.Writer) error {
 		p(" (%s)", n.Batch)
 	}
 	p("\n\n**%s**\n", n.Verdict())
+	if n.Note != "" {
+		p("\nThis night %s.\n", n.Note)
+	}
 	if !n.Finished {
 		p("\nThe journal has no run-finished line: the night is still running, or the supervisor stopped.\n")
+	}
+
+	if len(n.Next) > 0 {
+		p("\n## What to do now\n\n")
+		for _, st := range n.Next {
+			p("- **%s** (%s): %s\n  Fix: %s\n", st.Job, st.Status, text.OneLine(st.Cause, maxCause), st.Fix)
+			if st.Command != "" {
+				p("  Command: %s\n", st.Command)
+			}
+			if j := n.job(st.Job); j != nil && j.FinalMessage != "" {
+				p("  Its last session's final message: %s\n", j.FinalMessage)
+			}
+		}
+		if n.Rerun != "" {
+			p("\nRe-run just %s as a new night, once fixed: %s\n", strings.Join(n.RerunJobs(), ", "), n.Rerun)
+		}
 	}
 
 	p("\n## Jobs\n\n")
@@ -108,6 +127,13 @@ func (n *Night) Markdown(w io.Writer) error {
 		for _, j := range n.Jobs {
 			p("| %s | %s | %d | %s | %d | $%.2f | %s |\n", cell(j.Name), statusMark(j.Status), j.Attempts,
 				span(j.Duration), j.Turns, j.CostUSD, cell(strings.Join(jobNotes(j), "; ")))
+		}
+	}
+
+	if work := workLines(n.Jobs); len(work) > 0 {
+		p("\n## Each job's work\n\n")
+		for _, w := range work {
+			p("- %s\n", w)
 		}
 	}
 
@@ -168,37 +194,82 @@ func pauseLine(ps Pause) string {
 	return fmt.Sprintf("%s, %s: %s", line, ps.Class, short(ps.Reason))
 }
 
-// jobNotes says what a reader wants to know beyond the numbers: why it
-// failed or was skipped, why attempts were retried, why it waited.
-func jobNotes(j Job) []string {
+// maxCause bounds a cause in the Markdown "what to do now".
+const maxCause = 600
+
+// workLines say where each job's last attempt left its files: "a:
+// folder /…/attempt-2, final message /…/final.md".
+func workLines(js []Job) []string {
+	var out []string
+	for _, j := range js {
+		if j.Folder == "" {
+			continue
+		}
+		line := j.Name + ": folder " + j.Folder
+		if j.FinalMessage != "" {
+			line += ", final message " + j.FinalMessage
+		}
+		if len(j.Files) > 0 {
+			line += ", files it changed: " + strings.Join(j.Files, ", ")
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// maxNote bounds one note in the Markdown report's table; the HTML
+// report shows every note whole, and "what to do now" shows the cause.
+const maxNote = 300
+
+// jobNotes are a job's notes for the Markdown table, each cut at maxNote.
+func jobNotes(j Job) []string { return notesOf(j, maxNote) }
+
+// jobNotesFull are a job's notes uncut, for the HTML page, which wraps.
+func jobNotesFull(j Job) []string { return notesOf(j, 0) }
+
+// notesOf says what a reader wants to know beyond the numbers, the cause
+// first: why it failed or was skipped, then why attempts were retried and
+// why it waited. The same text said several times is said once, with ×N
+// (a job re-deferred at every maintenance pass for the same reason, a
+// retry after the same failure). limit cuts each note (0: never).
+func notesOf(j Job, limit int) []string {
+	cut := func(s string) string { return text.OneLine(s, limit) }
 	var notes []string
-	for _, a := range j.tries {
-		if (a.outcome == "retried" || a.outcome == "interrupted") && a.reason != "" {
-			notes = append(notes, fmt.Sprintf("attempt %d %s%s: %s", a.n, a.outcome, onHost(a), short(a.reason)))
-		}
-	}
-	// A job re-deferred at every maintenance pass for the same reason is
-	// one note, not one per pass: "deferred 09:09 (3 times): …".
-	for i := 0; i < len(j.Deferrals); {
-		d, n := j.Deferrals[i], 1
-		for i+n < len(j.Deferrals) && short(j.Deferrals[i+n].Reason) == short(d.Reason) {
-			n++
-		}
-		times := ""
-		if n > 1 {
-			times = fmt.Sprintf(" (%d times)", n)
-		}
-		notes = append(notes, fmt.Sprintf("deferred %s%s: %s", clock(d.At), times, short(d.Reason)))
-		i += n
-	}
 	if j.Reason != "" {
-		notes = append(notes, short(j.Reason))
+		notes = append(notes, cut(j.Reason))
+	}
+	// One note per distinct text; the count and the first time or attempt
+	// say how often and since when.
+	type fold struct {
+		n     int
+		at    int // its index in notes
+		verb  string
+		first string
+	}
+	folded := map[string]*fold{}
+	add := func(key, single, verb, first, reason string) {
+		if f, ok := folded[key]; ok {
+			f.n++
+			notes[f.at] = fmt.Sprintf("%s ×%d (first %s): %s", f.verb, f.n, f.first, reason)
+			return
+		}
+		folded[key] = &fold{n: 1, at: len(notes), verb: verb, first: first}
+		notes = append(notes, single+": "+reason)
+	}
+	for _, a := range j.tries {
+		if (a.outcome == "retried" || a.outcome == "interrupted") && a.reason != "" && a.reason != j.Reason {
+			add("try\x00"+a.outcome+onHost(a)+"\x00"+a.reason, fmt.Sprintf("attempt %d %s%s", a.n, a.outcome, onHost(a)),
+				a.outcome+onHost(a), fmt.Sprintf("attempt %d", a.n), cut(a.reason))
+		}
+	}
+	for _, d := range j.Deferrals {
+		add("defer\x00"+d.Reason, "deferred "+clock(d.At), "deferred", clock(d.At), cut(d.Reason))
 	}
 	if len(j.Denied) > 0 {
 		notes = append(notes, "denied: "+strings.Join(j.Denied, ", "))
 	}
 	if len(j.SideEffects) > 0 {
-		notes = append(notes, "side effects: "+sideEffects(j.SideEffects))
+		notes = append(notes, cut("side effects: "+sideEffects(j.SideEffects)))
 	}
 	for _, t := range j.TasksLost {
 		notes = append(notes, fmt.Sprintf("task left running by %s (attempt %d): its server answered with an MCP task nobody follows", t.Tool, t.Attempt))
@@ -215,8 +286,8 @@ func jobNotes(j Job) []string {
 	if v := j.Verify; v != nil {
 		if v.OK {
 			notes = append(notes, "verified: "+strings.Join(v.Command, " "))
-		} else {
-			notes = append(notes, fmt.Sprintf("verify failed (exit %d): %s", v.ExitCode, short(v.Output)))
+		} else if v.Output != "" && !strings.Contains(j.Reason, v.Output) {
+			notes = append(notes, cut(fmt.Sprintf("verify failed (exit %d): %s", v.ExitCode, v.Output)))
 		}
 	}
 	return notes

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"time"
@@ -20,7 +22,9 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
+	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/session"
 )
 
 // Night is one run, as the morning report tells it.
@@ -49,8 +53,22 @@ type Night struct {
 	// the journal first names them; none for a night on one host (no
 	// event has a Host).
 	Hosts []Host `json:"hosts,omitempty"`
+	// BatchFile is the batch file the night ran, as run-started names it:
+	// the commands of Next name it.
+	BatchFile string `json:"batchFile,omitempty"`
+	// Note is what the run-started line says of the run, e.g. that it
+	// re-runs some jobs of an earlier one; "" for a plain night.
+	Note string `json:"note,omitempty"`
+	// Next is what to do this morning: each job that failed, was skipped,
+	// did not finish or is not known good, its cause and the fix (next.go).
+	Next []Step `json:"next,omitempty"`
+	// Rerun is the command that re-runs the jobs of Next marked Rerun as
+	// a new night; "" when none is.
+	Rerun string `json:"rerun,omitempty"`
 
 	hasFinal bool // the journal has server-final lines
+	// batch is the batch the night ran, when the caller gave it (Advise).
+	batch *jobs.Batch
 }
 
 // Job is one job of the night, in the order the journal first names it.
@@ -95,6 +113,18 @@ type Job struct {
 	// servers exec-server could not bring back.
 	Restarts []Restart `json:"restarts,omitempty"`
 	Lost     []string  `json:"lost,omitempty"`
+	// Class is the model API's failure class of its last attempt's end
+	// (usage-limit, invalid-credentials, …); "" for none.
+	Class string `json:"class,omitempty"`
+	// Folder is its last attempt's folder (settings, stream, stderr) on
+	// the host that ran it, and FinalMessage the file with that session's
+	// final message when it exists; "" when the journal does not say.
+	Folder       string `json:"folder,omitempty"`
+	FinalMessage string `json:"finalMessage,omitempty"`
+	// Files are the files its sessions' own file tools (Write, Edit, …)
+	// changed, over all its attempts on this host, from their streams; a
+	// change made another way (a shell command, an MCP tool) is not seen.
+	Files []string `json:"files,omitempty"`
 
 	tries []attempt // for the timeline and the notes; not part of the API
 }
@@ -151,6 +181,9 @@ type Server struct {
 	// StatusFrom says where Status came from: "night" (the journal) or
 	// "cache" (read when the report was made).
 	StatusFrom string `json:"statusFrom,omitempty"`
+	// Reconnect is what its last reconnect of the night said (the
+	// command and, when it failed, why), from the maintenance lines.
+	Reconnect string `json:"reconnect,omitempty"`
 }
 
 // Hold is one call held for a server: when it ended, how long it waited
@@ -257,6 +290,8 @@ func (n *Night) complete(cachePath string) {
 		}
 	}
 	n.total()
+	n.linkWork()
+	n.next()
 }
 
 // builder keeps the state of the journal's replay.
@@ -291,7 +326,7 @@ func fromEvents(events []journal.Event) *Night {
 		}
 		switch ev.Type {
 		case journal.RunStarted:
-			n.Batch, n.Started = ev.Batch, ev.Time
+			n.Batch, n.Started, n.BatchFile, n.Note = ev.Batch, ev.Time, ev.BatchFile, clean(ev.Reason)
 			b.hosts.coordinated(ev.Host)
 		case journal.RunResumed:
 			b.hosts.coordinated(ev.Host)
@@ -330,6 +365,9 @@ func fromEvents(events []journal.Event) *Night {
 			j.tries = append(j.tries, attempt{n: ev.Attempt, from: ev.Time, outcome: StatusUnfinished, host: ev.Host})
 			b.hosts.saw(ev.Host)
 			j.Status = StatusUnfinished
+			if ev.Folder != "" {
+				j.Folder = ev.Folder
+			}
 			if ev.Allowed != nil {
 				j.Allowed = ev.Allowed
 			}
@@ -352,7 +390,7 @@ func fromEvents(events []journal.Event) *Night {
 			b.attemptFacts(j, ev)
 		case journal.JobFinished:
 			j := b.endTry(ev, string(ev.Status))
-			j.Status, j.Reason = string(ev.Status), clean(ev.Reason)
+			j.Status, j.Reason, j.Class = string(ev.Status), clean(ev.Reason), ev.Class
 			b.attemptFacts(j, ev)
 			if ev.Status == journal.Done {
 				j.RanWithout = ev.Unusable
@@ -537,6 +575,9 @@ func (b *builder) serverState(ev journal.Event) {
 // down; they tell how an outage ended when the healthy line does not.
 func (b *builder) maintenance(ev journal.Event) {
 	name := ev.Server
+	if ev.Action == journal.Reconnect && ev.Reason != "" {
+		b.server(name).Reconnect = clean(ev.Reason)
+	}
 	if _, down := b.open[name]; !down {
 		return
 	}
@@ -606,6 +647,32 @@ func (n *Night) addCache(path string) error {
 		n.Servers[i].Status, n.Servers[i].StatusFrom = string(e.Status), "cache"
 	}
 	return nil
+}
+
+// linkWork sets each job's FinalMessage when its last attempt's folder
+// holds one, and the files its attempts changed, from their streams (a
+// cluster worker's folders are on its own host: no link).
+func (n *Night) linkWork() {
+	for i := range n.Jobs {
+		j := &n.Jobs[i]
+		if j.Folder == "" {
+			continue
+		}
+		p := filepath.Join(j.Folder, statedir.AttemptFinal)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			j.FinalMessage = p
+		}
+		streams, _ := filepath.Glob(filepath.Join(filepath.Dir(j.Folder), "attempt-*", statedir.AttemptStream))
+		for _, path := range streams {
+			f, err := os.Open(path)
+			if err != nil {
+				continue
+			}
+			files, _ := session.ChangedFiles(f)
+			_ = f.Close()
+			j.Files = addNew(j.Files, files...)
+		}
+	}
 }
 
 func (n *Night) total() {

@@ -400,7 +400,7 @@ func TestJobNotesFoldRepeatedDeferrals(t *testing.T) {
 		{At: at.Add(5 * time.Second), Reason: "it needs outage, which is not done"},
 	}}
 	got := strings.Join(jobNotes(j), "; ")
-	want := "deferred 09:09 (3 times): " + down + "; deferred 09:09: it needs outage, which is not done"
+	want := "deferred ×3 (first 09:09): " + down + "; deferred 09:09: it needs outage, which is not done"
 	if got != want {
 		t.Errorf("notes = %q\nwant    %q", got, want)
 	}

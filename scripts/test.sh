@@ -50,6 +50,33 @@ die() {
 
 suite_start=$SECONDS
 
+# The HTML report's layout is tested in headless Chromium (report's
+# TestHTMLInHeadlessBrowser, at desktop and phone width). When it is missing
+# it is installed (as root, from Debian) in the background while the modules,
+# the npm packages, the static checks and the cross-builds run, so it adds
+# no time; the step "chromium" below waits for it before anything else uses
+# apt-get. If it cannot be installed, that test fails and says so.
+chromium_pid=
+have_chromium() { command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null; }
+if [ -z "${NIGHTWATCH_CHROMIUM:-}" ] && ! have_chromium; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "-- installing chromium in the background (log: $logs/chromium-install)"
+    (apt-get update && apt-get install -y --no-install-recommends chromium) >"$logs/chromium-install" 2>&1 &
+    chromium_pid=$!
+  fi
+fi
+chromium_ready() {
+  if [ -n "$chromium_pid" ]; then
+    wait "$chromium_pid" || { tail -n 20 "$logs/chromium-install"; }
+  fi
+  if [ -n "${NIGHTWATCH_CHROMIUM:-}" ] || have_chromium; then
+    echo "-- headless browser: ${NIGHTWATCH_CHROMIUM:-$(command -v chromium chromium-browser google-chrome | head -n 1)}"
+    return 0
+  fi
+  echo "!! no Chromium (not root, no apt-get, or the install failed): the HTML report's browser test will fail; install chromium or set NIGHTWATCH_CHROMIUM" >&2
+  return 1
+}
+
 step "go modules" "go mod download" go mod download || die "cannot download the Go modules; nothing else can run"
 npm_ci() { (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error); }
 step "npm packages for end-to-end tests (testdata/npm)" "(cd testdata/npm && npm ci)" npm_ci ||
@@ -94,6 +121,8 @@ cross() {
 }
 step "builds for linux, darwin and windows, amd64 and arm64; vet for darwin and windows" \
   "GOOS=<os> GOARCH=<arch> go build ./cmd/nightwatch (the failing target is above)" cross
+
+step "chromium for the HTML report's browser test (installed in the background)" "apt-get install -y chromium" chromium_ready
 
 # The cluster tests start their own PostgreSQL (internal/testkit/pgtest) on
 # loopback, as a non-root user, from the Debian packages; installed when

@@ -225,6 +225,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 		st.blocked, st.refused = blockedCalls(hookEvents.Next(), st.sessionID)
 	}
 	st.fill(out)
+	writeFinal(f.Dir, st.result)
 	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))
 	st.classify(out, time.Now())
 	if a := out.API; a != nil && a.Class != modelapi.MaxTurns && a.Class != modelapi.ContextTooLong && a.Reason != "" {

@@ -72,6 +72,9 @@ type NightOptions struct {
 	// what it returns (the morning report's path) is added to it. The
 	// commands write the report here, for `run` and `daemon` alike.
 	AfterNight func(b *jobs.Batch, s *NightSummary) string
+	// RerunOf is the run this night re-runs some jobs of (`nightwatch
+	// rerun`: the batch holds only those); its run-started line says so.
+	RerunOf string
 }
 
 // Progress is the night at one moment.
@@ -123,6 +126,10 @@ var ErrStopped = errors.New("the night was stopped before it finished; `nightwat
 // finished job again: the lines that missed the journal were kept beside
 // it, and resuming folds them back in).
 var ErrJournal = errors.New("the journal could not be written; the night started no more jobs")
+
+// ErrUnfinished is returned for a re-run (NightOptions.RerunOf) while a
+// run of the batch has not finished: that run is resumed, not re-run.
+var ErrUnfinished = errors.New("a run has not finished")
 
 type night struct {
 	b       *jobs.Batch
@@ -380,6 +387,12 @@ func (n *night) openJournal() (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		if path != "" && n.opts.RerunOf != "" {
+			// A re-run is a new night of some jobs; the unfinished one
+			// would start its jobs again or be left half done.
+			return false, fmt.Errorf("%w: run %s of batch %s: `nightwatch run %s` resumes it; re-run once it has ended",
+				ErrUnfinished, statedir.RunID(path), n.b.Name, n.b.File)
+		}
 		if path != "" {
 			j, err := journal.Open(path)
 			if err != nil {
@@ -425,7 +438,15 @@ func (n *night) newRun() (bool, error) {
 	}
 	j.Warn = n.journalWarn
 	n.journal = j
-	n.append(journal.Event{Type: journal.RunStarted, Batch: n.b.Name, BatchFile: n.b.File, PID: os.Getpid()})
+	ev := journal.Event{Type: journal.RunStarted, Batch: n.b.Name, BatchFile: n.b.File, PID: os.Getpid()}
+	if n.opts.RerunOf != "" {
+		names := make([]string, len(n.b.Jobs))
+		for i, j := range n.b.Jobs {
+			names[i] = j.Name
+		}
+		ev.Reason = "re-runs " + strings.Join(names, ", ") + " of run " + n.opts.RerunOf
+	}
+	n.append(ev)
 	return false, nil
 }
 

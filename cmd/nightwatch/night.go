@@ -191,42 +191,7 @@ next run resumes the night; no finished job runs again).`,
 				return err
 			}
 			opts.Maintenance, opts.RetryPause = maintenance, retryPause
-			var reportLine string
-			opts.AfterNight = func(b *jobs.Batch, s *supervisor.NightSummary) string {
-				reportLine = morningReport(b, s)
-				return reportLine
-			}
-			if isTerminal(os.Stderr) {
-				opts.Progress = printProgress()
-			}
-			summary, err := supervisor.RunNight(cmd.Context(), b, opts)
-			switch {
-			case errors.Is(err, supervisor.ErrLocked):
-				fmt.Fprintln(os.Stderr, "nightwatch:", err)
-				return exitCode(2)
-			case errors.Is(err, supervisor.ErrStopped):
-				fmt.Fprintln(os.Stderr, "nightwatch:", err)
-				return exitCode(1)
-			case errors.Is(err, supervisor.ErrJournal):
-				if summary != nil {
-					supervisor.PrintSummary(cmd.OutOrStdout(), summary)
-				}
-				if reportLine != "" {
-					fmt.Fprintln(cmd.OutOrStdout(), reportLine)
-				}
-				fmt.Fprintln(os.Stderr, "nightwatch: NIGHT STOPPED:", err)
-				return exitCode(3)
-			case err != nil:
-				return err
-			}
-			supervisor.PrintSummary(cmd.OutOrStdout(), summary)
-			if reportLine != "" {
-				fmt.Fprintln(cmd.OutOrStdout(), reportLine)
-			}
-			if !summary.AllDone() {
-				return exitCode(1)
-			}
-			return nil
+			return runAndReport(cmd, b, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&fresh, "fresh", false, "start a new run even if the last one did not finish")
@@ -256,4 +221,45 @@ func newDaemonCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// runAndReport runs the night of b (run, rerun), prints its summary and
+// the morning report's path, and turns the end into the exit code.
+func runAndReport(cmd *cobra.Command, b *jobs.Batch, opts supervisor.NightOptions) error {
+	var reportLine string
+	opts.AfterNight = func(b *jobs.Batch, s *supervisor.NightSummary) string {
+		reportLine = morningReport(b, s)
+		return reportLine
+	}
+	if isTerminal(os.Stderr) {
+		opts.Progress = printProgress()
+	}
+	summary, err := supervisor.RunNight(cmd.Context(), b, opts)
+	switch {
+	case errors.Is(err, supervisor.ErrLocked), errors.Is(err, supervisor.ErrUnfinished):
+		fmt.Fprintln(os.Stderr, "nightwatch:", err)
+		return exitCode(2)
+	case errors.Is(err, supervisor.ErrStopped):
+		fmt.Fprintln(os.Stderr, "nightwatch:", err)
+		return exitCode(1)
+	case errors.Is(err, supervisor.ErrJournal):
+		if summary != nil {
+			supervisor.PrintSummary(cmd.OutOrStdout(), summary)
+		}
+		if reportLine != "" {
+			fmt.Fprintln(cmd.OutOrStdout(), reportLine)
+		}
+		fmt.Fprintln(os.Stderr, "nightwatch: NIGHT STOPPED:", err)
+		return exitCode(3)
+	case err != nil:
+		return err
+	}
+	supervisor.PrintSummary(cmd.OutOrStdout(), summary)
+	if reportLine != "" {
+		fmt.Fprintln(cmd.OutOrStdout(), reportLine)
+	}
+	if !summary.AllDone() {
+		return exitCode(1)
+	}
+	return nil
 }

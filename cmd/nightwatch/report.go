@@ -53,6 +53,9 @@ reads this host's journal file instead.`,
 			if err != nil {
 				return err
 			}
+			if b != nil {
+				night.Advise(b)
+			}
 			var buf bytes.Buffer
 			if err := render(night, format, &buf); err != nil {
 				return err
@@ -133,6 +136,7 @@ func writeNightReport(b *jobs.Batch, s *supervisor.NightSummary) (string, error)
 	if err != nil {
 		return "", err
 	}
+	night.Advise(b)
 	dir := statedir.Reports(b.StateDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err

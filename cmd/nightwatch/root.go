@@ -23,7 +23,7 @@ headless Claude Code sessions still gets its work done when a server dies at 2 a
 		Version:       version,
 	}
 	root.AddCommand(newHookCmd(), newWorkerCmd(), newStatusCmd(), newResetCmd(), newProbeCmd(),
-		newPreflightCmd(), newRunCmd(), newDaemonCmd(),
+		newPreflightCmd(), newRunCmd(), newRerunCmd(), newDaemonCmd(),
 		newDoctorCmd(), newInstallCmd(false), newInstallCmd(true), newReportCmd(), newLogsCmd(),
 		newExecServerCmd())
 	return root

@@ -8,7 +8,7 @@
 //	  events.jsonl                  state changes and blocked calls, appended by the hooks
 //	  <batch>.lock, <batch>.lock.pid  the batch's run lock and its holder
 //	  runs/<run>.jsonl              the run's journal
-//	  runs/<run>/<job>/attempt-<n>/ one attempt's settings, MCP config, stream and stderr
+//	  runs/<run>/<job>/attempt-<n>/ one attempt's settings, MCP config, stream, stderr and final message
 //	  runs/<run>/<job>/effects.json the job's side-effect ledger (package effects), and its .lock
 //	  logs/<run>.log                the night's log lines
 //	  reports/                      morning reports
@@ -86,6 +86,9 @@ const (
 	AttemptMCPConfig = "mcp.json"
 	AttemptStream    = "stream.jsonl"
 	AttemptStderr    = "stderr.log"
+	// AttemptFinal is the session's final message (the result's text,
+	// redacted), for the morning report to link to.
+	AttemptFinal = "final.md"
 	// AttemptStopping is left by nightwatch before it stops the session:
 	// its hooks' failures after that are no evidence about a server
 	// (package sessionstop).
