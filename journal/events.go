@@ -180,6 +180,10 @@ type Event struct {
 	// Denied are tools of the job's own servers a permission rule refused
 	// (job-retried, job-finished).
 	Denied []string `json:"denied,omitempty"`
+	// RerunOf is the run whose jobs a re-run night (run-started) runs
+	// again, and Jobs are those jobs: a resumed re-run runs only them.
+	RerunOf string   `json:"rerunOf,omitempty"`
+	Jobs    []string `json:"jobs,omitempty"`
 	// Unusable are the job's servers the session could not use
 	// (job-deferred after an attempt, job-retried, job-finished); for a
 	// job that runs anyway (on_unhealthy: run) the servers it ran without.

@@ -247,6 +247,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	if err != nil {
 		return nil, err
 	}
+	b = n.b // a resumed re-run runs only its own jobs
 	if n.exec == nil {
 		n.exec = newLocalExecutor(b, n.runID, opts.Binary, opts.Env, n.inbox)
 	}
@@ -406,6 +407,9 @@ func (n *night) openJournal() (bool, error) {
 				n.closeRun(j, rp, why)
 				return n.newRun()
 			}
+			if err := n.keepRerunJobs(events); err != nil {
+				return false, err
+			}
 			n.journal = j
 			n.runID = j.RunID
 			n.started = rp.Started
@@ -424,6 +428,25 @@ func (n *night) openJournal() (bool, error) {
 		}
 	}
 	return n.newRun()
+}
+
+// keepRerunJobs narrows the batch to the jobs of a re-run night that is
+// being resumed: `run` after an interrupted `rerun` finishes that re-run,
+// and never starts the jobs it left out.
+func (n *night) keepRerunJobs(events []journal.Event) error {
+	for _, ev := range events {
+		if ev.Type != journal.RunStarted || len(ev.Jobs) == 0 {
+			continue
+		}
+		only, err := n.b.Only(ev.Jobs)
+		if err != nil {
+			return fmt.Errorf("resume the re-run of %s (jobs %s): %w; `nightwatch run --fresh %s` starts a new night instead",
+				ev.RerunOf, strings.Join(ev.Jobs, ", "), err, n.b.File)
+		}
+		n.b = only
+		n.log.Info().Str("rerun-of", ev.RerunOf).Strs("jobs", ev.Jobs).Msg("the unfinished run is a re-run: resuming only its jobs")
+	}
+	return nil
 }
 
 // newRun starts a new run's journal and plan.
@@ -445,6 +468,7 @@ func (n *night) newRun() (bool, error) {
 			names[i] = j.Name
 		}
 		ev.Reason = "re-runs " + strings.Join(names, ", ") + " of run " + n.opts.RerunOf
+		ev.RerunOf, ev.Jobs = n.opts.RerunOf, names
 	}
 	n.append(ev)
 	return false, nil
