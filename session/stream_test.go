@@ -48,6 +48,12 @@ func TestParseStreamLine(t *testing.T) {
 		{"init without servers", `{"type":"system","subtype":"init","session_id":"s"}`,
 			Line{Init: true, SessionID: "s"}},
 		{"assistant", streamTestAssistant, Line{ToolUses: []ToolUse{{"toolu_7", "mcp__broken__echo"}}}},
+		{"the model's answer", `{"type":"assistant","message":{"id":"msg_01","model":"claude-opus-5-5","role":"assistant",` +
+			`"content":[{"type":"text","text":"done"}]}}`, Line{ModelTurn: true}},
+		{"the CLI's API error as an answer", `{"type":"assistant","message":{"id":"0e9c","model":"<synthetic>","role":"assistant",` +
+			`"content":[{"type":"text","text":"API Error: 529 Overloaded"}]},"error":"server_error"}`, Line{}},
+		{"an answer with an error field", `{"type":"assistant","message":{"id":"msg_01","model":"claude-opus-5-5",` +
+			`"content":[{"type":"text","text":"API Error: 529"}]},"error":"overloaded"}`, Line{}},
 		{"no such tool", streamTestNoSuchTool, streamTestUnavailable("mcp__broken__echo")},
 		{"no such tool, block list and a hint", `{"type":"user","message":{"content":[{"type":"tool_result","is_error":true,"content":` +
 			`[{"type":"text","text":"<tool_use_error>Error: No such tool available: mcp__a-b__c_d. mcp__a-b__c_d is not available inside subagents.</tool_use_error>"}]},` +
