@@ -183,6 +183,33 @@ func TestAPIRules(t *testing.T) {
 			finished: true,
 		},
 		{
+			// Sessions that ran from before the outage fail during the
+			// trial: the night waits again, and the check's next pass
+			// starts no second trial while the first runs.
+			name: "outage: an older session failing during the trial: one trial still",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 3 }, planJob("a", retries(1)), planJob("b", retries(1)),
+				planJob("c", retries(1))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", outage())
+				d.wake(5 * time.Second) // a#2 is the trial; b and c run on from before
+				d.endWith("b", outage())
+				d.wake(5 * time.Second) // the check passes again; a#2 still runs
+				d.endWith("a", outage())
+				d.wake(5 * time.Second) // a#3 is the trial
+				d.endWith("c", outage())
+				d.wake(5 * time.Second)
+				d.feed(evModelTurn{job: "a", attempt: 3})
+				d.wake(0)
+				d.end("a", session.Done, 0)
+				d.end("b", session.Done, 0)
+				d.end("c", session.Done, 0)
+			},
+			launches: []string{"a#1", "b#1", "c#1", "a#2", "a#3", "b#2", "c#2"},
+			phases:   map[string]string{"a": "done", "b": "done", "c": "done"},
+			finished: true,
+		},
+		{
 			name:  "outage: a trial that ends on its own terms lets the others start",
 			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", retries(1)), planJob("b", retries(1))),
 			script: func(d *planDriver) {

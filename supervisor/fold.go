@@ -46,8 +46,9 @@ func (p *plan) apply(ev journal.Event) {
 		p.applyPause(ev)
 		return
 	case journal.NightResumed:
-		if np := p.pause; np != nil && np.class == modelapi.Unavailable {
-			// The check passed; the next session is the trial.
+		if np := p.pause; np != nil && np.class == modelapi.Unavailable && !p.trialOut() {
+			// The check passed; the next session is the trial (unless
+			// the last one still runs: it stays the trial).
 			p.trial = &apiTrial{since: np.since}
 		}
 		p.pause = nil
@@ -147,8 +148,12 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 	// that ends before a trial started (one that ran from before, or one
 	// whose files could not be prepared, which has no job-started line to
 	// fold) ends it too, so that live and folded plans agree.
-	if t := p.trial; t != nil && (t.job == "" || t.job == jp.job.Name && t.attempt == n) && ev.Class != string(modelapi.Unavailable) {
-		p.trial = nil
+	if t := p.trial; t != nil && (t.job == "" || t.job == jp.job.Name && t.attempt == n) {
+		if ev.Class != string(modelapi.Unavailable) {
+			p.trial = nil
+		} else {
+			t.job, t.attempt = "", 0
+		}
 	}
 	// What a start does is done by an end too: an attempt whose files
 	// could not be prepared has no job-started line.
@@ -197,7 +202,11 @@ func (p *plan) applyPause(ev journal.Event) {
 	if t := p.trial; t != nil && class == modelapi.Unavailable {
 		np.since = t.since // the same outage: the check's pass was not its end
 	}
-	p.trial = nil
+	if !p.trialOut() {
+		// A trial attempt that still runs (another attempt met the
+		// outage first) stays the trial through the pause.
+		p.trial = nil
+	}
 	p.pause = np
 	how := "waits for the API to answer again"
 	if !ev.Until.IsZero() {
