@@ -285,7 +285,9 @@ func FuzzStreamLine(f *testing.F) {
 	for _, seed := range []string{streamTestInit, streamTestAssistant, streamTestNoSuchTool, streamTestSuccess,
 		"", "\n", "garbage\n{", `{"type":"result","num_turns":1e400}`, `{"type":"user","message":{"content":"No such tool available: x"}}`,
 		`{"type":"user","message":{"content":[{"type":"tool_result","content":[{"type":"text","text":"No such tool available: "}]}]}}`,
-		`{"type":"system","subtype":"init","mcp_servers":[null,{"name":1}]}`} {
+		`{"type":"system","subtype":"init","mcp_servers":[null,{"name":1}]}`,
+		`{"type":"assistant","message":{"id":"msg_1","model":"m","content":[]},"error":null}`,
+		`{"type":"assistant","message":{"id":"x","model":"<synthetic>"},"error":{"type":"x"}}`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
