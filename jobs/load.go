@@ -99,6 +99,9 @@ type loader struct {
 	agentOptional bool
 	// warnings are mistakes that do not stop a night (Batch.Warnings).
 	warnings []string
+	// envFileLine and stateDirLine are the lines of env_file and
+	// state_dir, for messages.
+	envFileLine, stateDirLine int
 }
 
 // warn records a mistake that does not stop the night (Batch.Cautions).
@@ -262,6 +265,7 @@ func (l *loader) load() *Batch {
 		}
 	}
 	b.StateDir, _ = l.path(stateDir, stateLine, "state_dir")
+	l.stateDirLine = stateLine
 	if p, ok := f["fail_open"]; ok {
 		b.FailOpen, _ = l.boolean(p.val, "fail_open")
 	}
@@ -296,6 +300,7 @@ func (l *loader) load() *Batch {
 	}
 	l.jobs(b, f, root.Line)
 	l.checkRescue(b)
+	l.exposed(b)
 	return b
 }
 
@@ -477,7 +482,7 @@ func (l *loader) variables(b *Batch, f map[string]pair) {
 	if p, ok := f["env_file"]; ok {
 		if s, line, ok := l.str(p.val, "env_file"); ok {
 			if path, ok := l.path(s, line, "env_file"); ok {
-				b.EnvFile = path
+				b.EnvFile, l.envFileLine = path, line
 				b.EnvFileKeys = l.readEnvFile(path, s, line, merged)
 			}
 		}

@@ -60,6 +60,9 @@ const (
 	// SawHookEvents: what the hooks of Host wrote to its events file
 	// (servers' changes of state, blocked calls), for the night's journal.
 	SawHookEvents ObservationKind = "events"
+	// SawModelTurn: the model's API answered the attempt's first request
+	// (once per attempt): an outage the night waited out is over.
+	SawModelTurn ObservationKind = "model-turn"
 )
 
 // Observation is one thing a running attempt saw, as the session, the

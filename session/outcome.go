@@ -110,6 +110,8 @@ type streamState struct {
 	// rate_limit_event lines: what modelapi.Classify reads.
 	rawResult  map[string]any
 	rateLimits []map[string]any
+	// turned: the model's first turn was observed (SawModelTurn).
+	turned bool
 }
 
 // call is one call of an MCP tool: the assistant's tool_use and, once it
@@ -174,6 +176,10 @@ func (s *streamState) addUnusable(u Unusable) bool {
 
 func (s *streamState) line(b []byte) {
 	l := ParseLine(b)
+	if l.ModelTurn && !s.turned {
+		s.turned = true
+		s.obs.Observe(Observation{Kind: SawModelTurn})
+	}
 	if l.Init {
 		if l.SessionID != "" {
 			s.sessionID = l.SessionID

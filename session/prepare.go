@@ -71,14 +71,15 @@ func Prepare(spec Spec) (Files, error) {
 	}
 
 	command := hookCommand(spec, f)
-	settings, err := json.MarshalIndent(newSettings(command, hookTimeout(b, job)), "", "  ")
+	deny := denyRules(spec)
+	settings, err := json.MarshalIndent(newSettings(command, hookTimeout(b, job), deny), "", "  ")
 	if err != nil {
 		return Files{}, fmt.Errorf("job %s: encode settings: %w", job.Name, err)
 	}
 	if err := atomicfile.WriteFile(f.Settings, append(settings, '\n'), atomicfile.Mode); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
-	if err := checkSettings(f.Settings, command); err != nil {
+	if err := checkSettings(f.Settings, command, deny); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
 	return f, nil
@@ -300,6 +301,15 @@ type settings struct {
 	// --settings merges with the user's settings and takes precedence.
 	DisableAllHooks bool                     `json:"disableAllHooks"`
 	Hooks           map[string][]hookMatcher `json:"hooks"`
+	// Permissions deny the model's file tools the night's secrets and
+	// state (denyRules). Deny rules of every settings source add up, and
+	// a deny wins over any allow, --allowedTools and bypassPermissions
+	// included.
+	Permissions *permissions `json:"permissions,omitempty"`
+}
+
+type permissions struct {
+	Deny []string `json:"deny"`
 }
 
 type hookMatcher struct {
@@ -317,8 +327,11 @@ type hookHandler struct {
 	OnFailure string `json:"onFailure,omitempty"`
 }
 
-func newSettings(command string, timeout int) settings {
+func newSettings(command string, timeout int, deny []string) settings {
 	s := settings{Hooks: map[string][]hookMatcher{}}
+	if len(deny) > 0 {
+		s.Permissions = &permissions{Deny: deny}
+	}
 	for _, ev := range hookEvents {
 		hh := hookHandler{Type: "command", Command: command, Timeout: timeout}
 		if ev == "PreToolUse" {
@@ -349,8 +362,9 @@ func hookTimeout(b *jobs.Batch, job *jobs.Job) int {
 }
 
 // checkSettings reads the settings file back and checks the hook is
-// registered for every event with the exact command.
-func checkSettings(path, command string) error {
+// registered for every event with the exact command, and every deny
+// rule is there.
+func checkSettings(path, command string, deny []string) error {
 	data, err := atomicfile.Read(path, 0)
 	if err != nil {
 		return fmt.Errorf("check settings: %w", err)
@@ -367,6 +381,13 @@ func checkSettings(path, command string) error {
 		if len(m) != 1 || len(m[0].Hooks) != 1 || m[0].Hooks[0].Command != command {
 			return fmt.Errorf("check %s: the %s hook is not registered as written", path, ev)
 		}
+	}
+	var got []string
+	if s.Permissions != nil {
+		got = s.Permissions.Deny
+	}
+	if !slices.Equal(got, deny) {
+		return fmt.Errorf("check %s: the permission deny rules are not as written", path)
 	}
 	return nil
 }

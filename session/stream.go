@@ -124,6 +124,10 @@ type Line struct {
 	ResultMeta       []ResultMeta      // a user event's tool_result_meta (2.1.332)
 	PermissionDenied *PermissionDenied // a system/permission_denied event
 	Result           *ResultEvent      // the result event
+	// ModelTurn: an assistant event the model's API answered (not the
+	// CLI's own "API Error" message, whose model is "<synthetic>" and
+	// which carries an error field): the API serves real requests.
+	ModelTurn bool
 }
 
 // ToolsUnavailable are the tools the CLI said do not exist in the
@@ -148,6 +152,7 @@ type streamEvent struct {
 	SessionID      string          `json:"session_id"`
 	MCPServers     []Server        `json:"mcp_servers"`
 	Message        json.RawMessage `json:"message"`
+	Error          json.RawMessage `json:"error"`
 	ToolResultMeta json.RawMessage `json:"tool_result_meta"`
 }
 
@@ -179,8 +184,12 @@ func ParseLine(line []byte) Line {
 			return Line{}
 		}
 		return Line{Result: &r}
-	case ev.Type == "assistant" && bytes.Contains(line, []byte(`"tool_use"`)):
-		return Line{ToolUses: toolUses(ev.Message)}
+	case ev.Type == "assistant":
+		l := Line{ModelTurn: modelTurn(ev)}
+		if bytes.Contains(line, []byte(`"tool_use"`)) {
+			l.ToolUses = toolUses(ev.Message)
+		}
+		return l
 	case ev.Type == "user" && (bytes.Contains(line, []byte(`"tool_result"`)) || len(ev.ToolResultMeta) > 0):
 		var meta []ResultMeta
 		if len(ev.ToolResultMeta) > 0 {
@@ -189,6 +198,25 @@ func ParseLine(line []byte) Line {
 		return Line{ToolResults: toolResults(ev.Message), ResultMeta: meta}
 	}
 	return Line{}
+}
+
+// syntheticModel is the model the CLI names in an assistant message it
+// wrote itself (an API error shown as the model's answer).
+const syntheticModel = "<synthetic>"
+
+// modelTurn says whether an assistant event is the API's answer.
+func modelTurn(ev streamEvent) bool {
+	if len(ev.Error) > 0 && string(ev.Error) != "null" {
+		return false
+	}
+	var msg struct {
+		Model string `json:"model"`
+		ID    string `json:"id"`
+	}
+	if !decodeLenient(ev.Message, &msg) {
+		return false
+	}
+	return msg.ID != "" && msg.Model != "" && msg.Model != syntheticModel
 }
 
 // toolUses returns the calls of MCP tools in an assistant message.

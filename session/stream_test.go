@@ -48,6 +48,12 @@ func TestParseStreamLine(t *testing.T) {
 		{"init without servers", `{"type":"system","subtype":"init","session_id":"s"}`,
 			Line{Init: true, SessionID: "s"}},
 		{"assistant", streamTestAssistant, Line{ToolUses: []ToolUse{{"toolu_7", "mcp__broken__echo"}}}},
+		{"the model's answer", `{"type":"assistant","message":{"id":"msg_01","model":"claude-opus-5-5","role":"assistant",` +
+			`"content":[{"type":"text","text":"done"}]}}`, Line{ModelTurn: true}},
+		{"the CLI's API error as an answer", `{"type":"assistant","message":{"id":"0e9c","model":"<synthetic>","role":"assistant",` +
+			`"content":[{"type":"text","text":"API Error: 529 Overloaded"}]},"error":"server_error"}`, Line{}},
+		{"an answer with an error field", `{"type":"assistant","message":{"id":"msg_01","model":"claude-opus-5-5",` +
+			`"content":[{"type":"text","text":"API Error: 529"}]},"error":"overloaded"}`, Line{}},
 		{"no such tool", streamTestNoSuchTool, streamTestUnavailable("mcp__broken__echo")},
 		{"no such tool, block list and a hint", `{"type":"user","message":{"content":[{"type":"tool_result","is_error":true,"content":` +
 			`[{"type":"text","text":"<tool_use_error>Error: No such tool available: mcp__a-b__c_d. mcp__a-b__c_d is not available inside subagents.</tool_use_error>"}]},` +
@@ -279,7 +285,9 @@ func FuzzStreamLine(f *testing.F) {
 	for _, seed := range []string{streamTestInit, streamTestAssistant, streamTestNoSuchTool, streamTestSuccess,
 		"", "\n", "garbage\n{", `{"type":"result","num_turns":1e400}`, `{"type":"user","message":{"content":"No such tool available: x"}}`,
 		`{"type":"user","message":{"content":[{"type":"tool_result","content":[{"type":"text","text":"No such tool available: "}]}]}}`,
-		`{"type":"system","subtype":"init","mcp_servers":[null,{"name":1}]}`} {
+		`{"type":"system","subtype":"init","mcp_servers":[null,{"name":1}]}`,
+		`{"type":"assistant","message":{"id":"msg_1","model":"m","content":[]},"error":null}`,
+		`{"type":"assistant","message":{"id":"x","model":"<synthetic>"},"error":{"type":"x"}}`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -56,6 +56,40 @@ type evAPI struct {
 
 func (evAPI) isEvent() {}
 
+// apiTrial is the breaker's half-open state for the model's API. The
+// check is an unauthenticated empty POST; an edge that authenticates
+// before it schedules answers it 401 while every real request gets 529.
+// So a passing check ends the pause but not the outage: one session is
+// the trial and the others wait until the API answers a real request
+// (any running attempt's model turn, evModelTurn) or the trial ends on
+// its own terms. A trial that fails on the API's outage is that same
+// outage (no new charge against any job, the trial's job not charged at
+// all): the night waits again, from the outage's start. The trial is
+// not journaled: a resumed night folds NightResumed into a trial again,
+// and its first session is the trial.
+type apiTrial struct {
+	since time.Time // the outage's start
+	// job and attempt are the trial attempt's; "" until one starts.
+	job     string
+	attempt int
+}
+
+// evModelTurn: a running attempt's session got its first answer from the
+// model's API.
+type evModelTurn struct {
+	job     string
+	attempt int
+}
+
+func (evModelTurn) isEvent() {}
+
+// trialOut says whether the night starts nothing more until its trial
+// session hears from the API.
+func (p *plan) trialOut() bool { return p.trial != nil && p.trial.job != "" }
+
+// modelAnswered ends a trial: the API serves real requests.
+func (p *plan) modelAnswered() { p.trial = nil }
+
 // apiFailed applies the class's rule (modelapi.RuleFor) to an attempt
 // that failed with out.API: the job's next phase, the night's pause or
 // stop, and what to record. ok is false for a failure the rule leaves to
@@ -81,15 +115,19 @@ func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 		return append(acts, p.stopNight(now, string(class), reason)...), true
 	}
 
-	// The outage this failure belongs to: the one the night waits out,
-	// or a new one.
+	// The outage this failure belongs to: the one the night waits out
+	// or tries (a failure during the trial is the same outage), or a new
+	// one.
+	trial := p.trial
 	outage := p.outages
-	if rule.Pause == modelapi.PauseUntilAPI && (p.pause == nil || p.pause.class != modelapi.Unavailable) {
+	if rule.Pause == modelapi.PauseUntilAPI && (p.pause == nil || p.pause.class != modelapi.Unavailable) && trial == nil {
 		outage++
 	}
 	free := rule.Spend == modelapi.SpendNever
 	if rule.Spend == modelapi.SpendOncePerOutage {
-		free = jp.chargedOutage == outage
+		// The trial attempt is the night's probe of the API, not the job's.
+		isTrial := trial != nil && trial.job == jp.job.Name && trial.attempt == jp.attempts
+		free = jp.chargedOutage == outage || isTrial
 		base.Outage = outage
 	}
 	if free && jp.free >= maxFree {

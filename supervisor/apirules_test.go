@@ -135,16 +135,111 @@ func TestAPIRules(t *testing.T) {
 				d.wake(5 * time.Second)  // not yet
 				d.wake(5 * time.Second)  // check 2: down; next in 20 s
 				d.apiDown = false
-				d.wake(20 * time.Second) // check 3: up
-				d.endWith("a", outage()) // a new outage: counted, and a has no retry left
+				d.wake(20 * time.Second) // check 3: up; a#2 is the trial, b waits for it
+				d.endWith("a", outage()) // the trial failed: the same outage, the trial not counted
+				d.wake(5 * time.Second)  // check 4: up; a#3 is the trial
+				d.feed(evModelTurn{job: "a", attempt: 3})
+				d.wake(0) // the API answered a real request: b starts
+				d.end("a", session.Done, 0)
+				d.end("b", session.Done, 0)
 			},
-			launches: []string{"a#1", "a#2"},
+			launches: []string{"a#1", "a#2", "a#3", "b#1"},
 			records: []string{"job-retried a: API Error: Connection refused (ECONNREFUSED)",
 				"night-paused : API Error: Connection refused (ECONNREFUSED)",
 				"night-resumed : the API answers again after 35s",
-				"job-finished a: API Error: Connection refused (ECONNREFUSED)",
-				"night-paused : API Error: Connection refused (ECONNREFUSED)"},
-			phases: map[string]string{"a": "failed", "b": "pending"},
+				"job-retried a: API Error: Connection refused (ECONNREFUSED) (the attempt is not counted)",
+				"night-paused : API Error: Connection refused (ECONNREFUSED)",
+				"night-resumed : the API answers again after 40s",
+				"job-finished a:", "job-finished b:"},
+			phases:   map[string]string{"a": "done", "b": "done"},
+			finished: true,
+		},
+		{
+			// The check is an unauthenticated POST: an edge that
+			// authenticates before it schedules answers it 401 while
+			// every real request gets 529. One session is the trial
+			// (half-open), the others wait for its first model turn, and
+			// a 5xx right after a passing check is the same outage.
+			name:  "outage: a check that passes while real requests still fail: one trial, the rest wait, no new charge",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 3 }, planJob("a", retries(1)), planJob("b", retries(1)), planJob("c", retries(1))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", outage()) // each job's first failure in the outage is counted
+				d.endWith("b", outage())
+				d.endWith("c", outage())
+				for range 3 {
+					d.wake(5 * time.Second) // the check passes (the edge's 401): one trial
+					d.endWith(d.last(), outage())
+				}
+				d.wake(5 * time.Second)
+				d.feed(evModelTurn{job: "a", attempt: 5})
+				d.wake(0) // the API answered: b and c start
+				d.end("a", session.Done, 0)
+				d.end("b", session.Done, 0)
+				d.end("c", session.Done, 0)
+			},
+			launches: []string{"a#1", "b#1", "c#1", "a#2", "a#3", "a#4", "a#5", "b#2", "c#2"},
+			phases:   map[string]string{"a": "done", "b": "done", "c": "done"},
+			finished: true,
+		},
+		{
+			// Sessions that ran from before the outage fail during the
+			// trial: the night waits again, and the check's next pass
+			// starts no second trial while the first runs.
+			name: "outage: an older session failing during the trial: one trial still",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 3 }, planJob("a", retries(1)), planJob("b", retries(1)),
+				planJob("c", retries(1))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", outage())
+				d.wake(5 * time.Second) // a#2 is the trial; b and c run on from before
+				d.endWith("b", outage())
+				d.wake(5 * time.Second) // the check passes again; a#2 still runs
+				d.endWith("a", outage())
+				d.wake(5 * time.Second) // a#3 is the trial
+				d.endWith("c", outage())
+				d.wake(5 * time.Second)
+				d.feed(evModelTurn{job: "a", attempt: 3})
+				d.wake(0)
+				d.end("a", session.Done, 0)
+				d.end("b", session.Done, 0)
+				d.end("c", session.Done, 0)
+			},
+			launches: []string{"a#1", "b#1", "c#1", "a#2", "a#3", "b#2", "c#2"},
+			phases:   map[string]string{"a": "done", "b": "done", "c": "done"},
+			finished: true,
+		},
+		{
+			name:  "outage: a trial that ends on its own terms lets the others start",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", retries(1)), planJob("b", retries(1))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", outage())
+				d.endWith("b", outage())
+				d.wake(5 * time.Second) // a#2 is the trial
+				d.wake(time.Second)     // b still waits
+				d.end("a", session.Done, 0)
+				d.end("b", session.Done, 0)
+			},
+			launches: []string{"a#1", "b#1", "a#2", "b#2"},
+			phases:   map[string]string{"a": "done", "b": "done"},
+			finished: true,
+		},
+		{
+			name:  "outage: a trial whose job fails on its own ends the trial",
+			batch: planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", retries(0)), planJob("b", retries(1))),
+			script: func(d *planDriver) {
+				d.apiDown = true
+				d.wake(0)
+				d.endWith("b", outage())
+				d.apiDown = false
+				d.wake(5 * time.Second) // a runs on from before; b#2 is the trial
+				d.end("b", session.Failed, 1)
+				d.end("a", session.Done, 0)
+			},
+			launches: []string{"a#1", "b#1", "b#2"},
+			phases:   map[string]string{"a": "done", "b": "failed"},
+			finished: true,
 		},
 		{
 			name:  "outage: each job's first failure in an outage is counted",
@@ -157,7 +252,8 @@ func TestAPIRules(t *testing.T) {
 				d.wake(5 * time.Second)
 				d.apiDown = false
 				d.wake(10 * time.Second)
-				d.endWith("a", outage()) // a new outage: a's second counted attempt, none left
+				d.feed(evModelTurn{job: "a", attempt: 2}) // the API answers real requests again
+				d.endWith("a", outage())                  // a new outage: a's second counted attempt, none left
 			},
 			launches: []string{"a#1", "b#1", "a#2"},
 			phases:   map[string]string{"a": "failed", "b": "failed"},

@@ -46,10 +46,15 @@ func (p *plan) apply(ev journal.Event) {
 		p.applyPause(ev)
 		return
 	case journal.NightResumed:
+		if np := p.pause; np != nil && np.class == modelapi.Unavailable && !p.trialOut() {
+			// The check passed; the next session is the trial (unless
+			// the last one still runs: it stays the trial).
+			p.trial = &apiTrial{since: np.since}
+		}
 		p.pause = nil
 		return
 	case journal.NightStopped:
-		p.stopped, p.pause = "the night stopped: "+ev.Reason, nil
+		p.stopped, p.pause, p.trial = "the night stopped: "+ev.Reason, nil, nil
 		return
 	case journal.RunResumed:
 		// The supervisor that ran them died: their attempts ended then.
@@ -71,6 +76,9 @@ func (p *plan) apply(ev journal.Event) {
 		// none, and its end carries its number.
 		jp.attempts = max(jp.attempts+1, ev.Attempt)
 		jp.phase, jp.startedAt = phaseRunning, ev.Time
+		if t := p.trial; t != nil && t.job == "" {
+			t.job, t.attempt = jp.job.Name, jp.attempts
+		}
 		jp.deferring, jp.resume, jp.resumeWhy = "", "", ""
 		jp.lost = nil
 	case journal.ServerLost:
@@ -135,6 +143,18 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 	if jp.phase == phaseRunning {
 		p.running--
 	}
+	// The trial ended: on its own terms, the API served it; on the API's
+	// outage, the pause that follows takes the trial's place. An attempt
+	// that ends before a trial started (one that ran from before, or one
+	// whose files could not be prepared, which has no job-started line to
+	// fold) ends it too, so that live and folded plans agree.
+	if t := p.trial; t != nil && (t.job == "" || t.job == jp.job.Name && t.attempt == n) {
+		if ev.Class != string(modelapi.Unavailable) {
+			p.trial = nil
+		} else {
+			t.job, t.attempt = "", 0
+		}
+	}
 	// What a start does is done by an end too: an attempt whose files
 	// could not be prepared has no job-started line.
 	jp.phase, jp.startedAt, jp.deferring = phasePending, time.Time{}, ""
@@ -179,6 +199,14 @@ func (p *plan) applyPause(ev journal.Event) {
 	if old := p.pause; old != nil && old.class == class {
 		np.since = old.since
 	}
+	if t := p.trial; t != nil && class == modelapi.Unavailable {
+		np.since = t.since // the same outage: the check's pass was not its end
+	}
+	if !p.trialOut() {
+		// A trial attempt that still runs (another attempt met the
+		// outage first) stays the trial through the pause.
+		p.trial = nil
+	}
 	p.pause = np
 	how := "waits for the API to answer again"
 	if !ev.Until.IsZero() {
@@ -196,6 +224,9 @@ func (p *plan) interrupt(jp *jobPlan) {
 	}
 	p.running--
 	jp.phase, jp.startedAt = phasePending, time.Time{}
+	if t := p.trial; t != nil && t.job == jp.job.Name {
+		t.job, t.attempt = "", 0 // the next session is the trial
+	}
 }
 
 // fold rebuilds a run's plan from its journal, for a supervisor that

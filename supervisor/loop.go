@@ -60,6 +60,12 @@ func (n *night) loop(ctx context.Context) error {
 				n.do(ctx, n.plan.step(n.now(), ev))
 				break
 			}
+			if r.Seen.Kind == session.SawModelTurn {
+				// The API answered a real request: a trial after an
+				// outage is over, and the others may start.
+				n.do(ctx, n.plan.step(n.now(), evModelTurn{job: r.Seen.Job, attempt: r.Seen.Attempt}))
+				break
+			}
 			n.observe(ctx, r.Seen)
 			wake = false // an observation changes no job's phase
 		case <-ticker.C:

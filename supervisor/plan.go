@@ -238,6 +238,9 @@ type plan struct {
 	pause   *nightPause
 	outages int
 	stopped string
+	// trial is the half-open state after a check said the API answers
+	// again (apirules.go): nil when the night is not in one.
+	trial *apiTrial
 	// pauses say each pause in words, for the summary.
 	pauses []string
 }
@@ -313,6 +316,9 @@ func (p *plan) step(now time.Time, ev event) []action {
 		return p.attemptEnded(now, ev)
 	case evTick:
 		return []action{actMaintain{}}
+	case evModelTurn:
+		p.modelAnswered()
+		return nil
 	}
 	return nil
 }
@@ -363,7 +369,7 @@ func (p *plan) skip(now time.Time, jp *jobPlan, reason string) action {
 // when nothing is left.
 func (p *plan) scanReady(now time.Time) []action {
 	var acts []action
-	for ; p.scan < len(p.order) && p.running < p.rules.maxParallel; p.scan++ {
+	for ; p.scan < len(p.order) && p.running < p.rules.maxParallel && !p.trialOut(); p.scan++ {
 		jp := p.jobs[p.order[p.scan]]
 		if !jp.phase.waiting() || now.Before(jp.notBefore) {
 			continue

@@ -47,6 +47,15 @@ func newPlanDriver(t *testing.T, b *jobs.Batch) *planDriver {
 
 func (d *planDriver) feed(ev event) { d.do(d.p.step(d.now, ev)) }
 
+// last is the job of the latest launch.
+func (d *planDriver) last() string {
+	if len(d.launches) == 0 {
+		d.t.Fatal("nothing was launched")
+	}
+	job, _, _ := strings.Cut(d.launches[len(d.launches)-1], "#")
+	return job
+}
+
 func (d *planDriver) do(acts []action) {
 	for len(acts) > 0 {
 		a := acts[0]

@@ -45,6 +45,7 @@ package fakeapi
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -128,6 +129,9 @@ type Server struct {
 	// openings are the distinct opening texts (the prompt as the model
 	// read it) of each session's conversations, in order.
 	openings map[string][]string
+	// watched are the strings Watch looks for in every request body, with
+	// the number of requests that carried each.
+	watched map[string]int
 }
 
 // Start starts a fake on 127.0.0.1:0; it is closed in t.Cleanup.
@@ -196,6 +200,41 @@ func (s *Server) Requests() int {
 		}
 	}
 	return n
+}
+
+// Watch makes the fake look for each of words in the body of every
+// request it receives from now on (any path, any method), raw and as
+// JSON would escape it; Carried says how many requests held each.
+func (s *Server) Watch(words ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watched == nil {
+		s.watched = map[string]int{}
+	}
+	for _, w := range words {
+		if _, ok := s.watched[w]; !ok {
+			s.watched[w] = 0
+		}
+	}
+}
+
+// Carried is the number of requests whose body held word since Watch
+// was called for it.
+func (s *Server) Carried(word string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watched[word]
+}
+
+func (s *Server) look(body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watched {
+		esc, _ := json.Marshal(w)
+		if bytes.Contains(body, []byte(w)) || bytes.Contains(body, esc[1:len(esc)-1]) {
+			s.watched[w]++
+		}
+	}
 }
 
 // RequestLog returns a description of every request received.
@@ -297,6 +336,7 @@ func contentText(raw json.RawMessage) string {
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	s.look(body)
 	path := r.URL.Path
 	if r.Method != http.MethodPost {
 		s.note(Request{Method: r.Method, Path: path, Answer: "{}"}, "")

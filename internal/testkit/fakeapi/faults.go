@@ -58,6 +58,13 @@ type Fault struct {
 	For          time.Duration
 	ForFromFirst bool
 
+	// EdgeAuth answers, while the fault lasts, a request that carries no
+	// credentials (no x-api-key, no Authorization) with 401 before the
+	// fault, as an edge that authenticates before it schedules does: an
+	// unauthenticated check of the API passes while every real request
+	// meets the fault. Such a request is not counted against the fault.
+	EdgeAuth bool
+
 	// headerAt, when set, builds Header when the fault answers (a reset
 	// time relative to the answer).
 	headerAt func(now time.Time) http.Header
@@ -258,6 +265,13 @@ func (s *Server) stopFaultLocked() (wasRefusing bool) {
 // otherwise normally.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && r.URL.Path == "/v1/messages" {
+		if s.edgeAuth() && r.Header.Get("x-api-key") == "" && r.Header.Get("Authorization") == "" {
+			s.note(Request{Method: r.Method, Path: r.URL.Path, Answer: "edge 401"}, "")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write(apiError("authentication_error", "x-api-key header is required"))
+			return
+		}
 		if f, ok := s.takeFault(); ok {
 			s.note(Request{Method: r.Method, Path: r.URL.Path, Answer: "fault " + f.Name}, "")
 			for k, vs := range f.Header {
@@ -273,6 +287,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.handle(w, r)
+}
+
+// edgeAuth says whether the fault being injected answers requests without
+// credentials itself (Fault.EdgeAuth).
+func (s *Server) edgeAuth() bool {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	return s.fault != nil && !s.fault.Refuse && s.fault.EdgeAuth
 }
 
 // takeFault counts one request against the injected fault and returns it,

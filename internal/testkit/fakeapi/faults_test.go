@@ -236,3 +236,40 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// TestEdgeAuth: while an EdgeAuth fault lasts, a request without
+// credentials gets the edge's 401 (and is not counted), one with a key
+// meets the fault; afterwards both are answered normally.
+func TestEdgeAuth(t *testing.T) {
+	s := Start(t)
+	f := Overloaded()
+	f.EdgeAuth = true
+	s.Inject(f)
+	post := func(key string) int {
+		req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/messages", bytes.NewReader([]byte("{}")))
+		if key != "" {
+			req.Header.Set("x-api-key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		key  string
+		want int
+	}{{"", 401}, {"k", 529}, {"", 401}} {
+		if got := post(c.key); got != c.want {
+			t.Errorf("key %q: %d, want %d", c.key, got, c.want)
+		}
+	}
+	if s.Faulted() != 1 {
+		t.Errorf("faulted %d, want 1: the edge's 401s are not the fault's", s.Faulted())
+	}
+	s.Clear()
+	if got := post(""); got != 200 {
+		t.Errorf("after the fault: %d, want 200", got)
+	}
+}
