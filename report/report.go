@@ -95,6 +95,9 @@ type Job struct {
 	// servers exec-server could not bring back.
 	Restarts []Restart `json:"restarts,omitempty"`
 	Lost     []string  `json:"lost,omitempty"`
+	// Budget is the job's own limit (max_turns, max_cost_usd) that
+	// stopped its last attempt: it failed as "budget exceeded".
+	Budget *journal.Budget `json:"budget,omitempty"`
 
 	tries []attempt // for the timeline and the notes; not part of the API
 }
@@ -353,6 +356,7 @@ func fromEvents(events []journal.Event) *Night {
 		case journal.JobFinished:
 			j := b.endTry(ev, string(ev.Status))
 			j.Status, j.Reason = string(ev.Status), clean(ev.Reason)
+			j.Budget = ev.Budget
 			b.attemptFacts(j, ev)
 			if ev.Status == journal.Done {
 				j.RanWithout = ev.Unusable

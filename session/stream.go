@@ -124,6 +124,9 @@ type Line struct {
 	ResultMeta       []ResultMeta      // a user event's tool_result_meta (2.1.332)
 	PermissionDenied *PermissionDenied // a system/permission_denied event
 	Result           *ResultEvent      // the result event
+	// Turn is the message id of the session's own assistant event (not a
+	// subagent's): the lines of one model turn share it.
+	Turn string
 }
 
 // ToolsUnavailable are the tools the CLI said do not exist in the
@@ -149,6 +152,8 @@ type streamEvent struct {
 	MCPServers     []Server        `json:"mcp_servers"`
 	Message        json.RawMessage `json:"message"`
 	ToolResultMeta json.RawMessage `json:"tool_result_meta"`
+	// ParentToolUseID is set on a subagent's events.
+	ParentToolUseID *string `json:"parent_tool_use_id"`
 }
 
 // ParseLine interprets one line of stream-json. It never fails:
@@ -179,8 +184,15 @@ func ParseLine(line []byte) Line {
 			return Line{}
 		}
 		return Line{Result: &r}
-	case ev.Type == "assistant" && bytes.Contains(line, []byte(`"tool_use"`)):
-		return Line{ToolUses: toolUses(ev.Message)}
+	case ev.Type == "assistant":
+		l := Line{}
+		if ev.ParentToolUseID == nil || *ev.ParentToolUseID == "" {
+			l.Turn = messageID(ev.Message)
+		}
+		if bytes.Contains(line, []byte(`"tool_use"`)) {
+			l.ToolUses = toolUses(ev.Message)
+		}
+		return l
 	case ev.Type == "user" && (bytes.Contains(line, []byte(`"tool_result"`)) || len(ev.ToolResultMeta) > 0):
 		var meta []ResultMeta
 		if len(ev.ToolResultMeta) > 0 {
@@ -189,6 +201,17 @@ func ParseLine(line []byte) Line {
 		return Line{ToolResults: toolResults(ev.Message), ResultMeta: meta}
 	}
 	return Line{}
+}
+
+// messageID is an assistant message's id; "" when it has none.
+func messageID(message json.RawMessage) string {
+	var msg struct {
+		ID string `json:"id"`
+	}
+	if !decodeLenient(message, &msg) {
+		return ""
+	}
+	return msg.ID
 }
 
 // toolUses returns the calls of MCP tools in an assistant message.
