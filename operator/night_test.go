@@ -48,9 +48,9 @@ func TestNightStatusBelievesTheNewestEvidence(t *testing.T) {
 func TestPrintNight(t *testing.T) {
 	now := time.Date(2026, 12, 1, 2, 30, 0, 0, time.Local)
 	lv := supervisor.Live{RunID: "r1", Batch: "nightly", Started: now.Add(-30 * time.Minute), Total: 4, Done: 1, Failed: 1,
-		Running:     []supervisor.LiveJob{{Name: "a", Attempt: 2, Elapsed: 95 * time.Second}},
-		Waiting:     []supervisor.LiveJob{{Name: "b", Why: "deferred: server notes is down\x1b[2J"}},
-		CostUSD:     1.5, MaxCostUSD: 3,
+		Running: []supervisor.LiveJob{{Name: "a", Attempt: 2, Elapsed: 95 * time.Second}},
+		Waiting: []supervisor.LiveJob{{Name: "b", Why: "deferred: server notes is down\x1b[2J"}},
+		CostUSD: 1.5, MaxCostUSD: 3,
 		EndEstimate: now.Add(time.Hour), EndWhy: "2 job(s) left"}
 	for _, tc := range []struct {
 		name   string
