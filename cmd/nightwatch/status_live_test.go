@@ -122,6 +122,18 @@ jobs:
 		t.Errorf("waiting: %+v", lv.Waiting)
 	}
 
+	text, err := command("status", batch).CombinedOutput()
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, text)
+	}
+	t.Logf("nightwatch status %s:\n%s", filepath.Base(batch), text)
+	for _, want := range []string{"night " + lv.RunID + " of watched", fmt.Sprintf("running (pid %d)", night.Process.Pid),
+		"of max_cost_usd $5.00", "after  waiting", "needs slow", "notes"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("status lacks %q:\n%s", want, text)
+		}
+	}
+
 	select {
 	case err := <-nightDone:
 		if err == nil {
