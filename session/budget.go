@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
@@ -53,7 +54,7 @@ func budgetArgs(job *jobs.Job) []string {
 		args = append(args, "--max-turns", fmt.Sprint(job.MaxTurns))
 	}
 	if job.MaxCostUSD > 0 {
-		args = append(args, "--max-budget-usd", fmt.Sprint(job.MaxCostUSD))
+		args = append(args, "--max-budget-usd", strconv.FormatFloat(job.MaxCostUSD, 'f', -1, 64))
 	}
 	return args
 }

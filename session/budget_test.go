@@ -37,6 +37,7 @@ func TestBudgetRules(t *testing.T) {
 			want: &BudgetStop{Limit: LimitCost, Max: 0.5, Spent: 0.61, ByCLI: true}},
 		{name: "a max-turns stop of a job with only a cost budget is not its budget", job: cost,
 			args: []string{"--max-budget-usd", "0.5"}, r: &ResultEvent{Subtype: "error_max_turns", NumTurns: 40}},
+		{name: "a small amount is written as a decimal", job: &jobs.Job{MaxCostUSD: 0.000001}, args: []string{"--max-budget-usd", "0.000001"}},
 		{name: "a success is no stop", job: turns3, args: []string{"--max-turns", "3"},
 			r: &ResultEvent{Subtype: "success", NumTurns: 2}},
 	} {
