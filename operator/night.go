@@ -89,8 +89,14 @@ func PrintNight(w io.Writer, lv supervisor.Live, holder int, now time.Time) {
 	}
 	fmt.Fprintf(w, "night %s of %s, started %s%s: %s\n", lv.RunID, lv.Batch, clock(lv.Started), resumed, outside(state, 200))
 	left := lv.Total - lv.Done - lv.Failed - lv.Skipped
-	fmt.Fprintf(w, "jobs: %d done, %d failed, %d skipped, %d running, %d waiting (of %d)\n",
-		lv.Done, lv.Failed, lv.Skipped, len(lv.Running), left-len(lv.Running), lv.Total)
+	if lv.Ended.IsZero() {
+		fmt.Fprintf(w, "jobs: %d done, %d failed, %d skipped, %d running, %d waiting (of %d)\n",
+			lv.Done, lv.Failed, lv.Skipped, len(lv.Running), left-len(lv.Running), lv.Total)
+	} else {
+		// A run closed before its jobs ended leaves them unfinished.
+		fmt.Fprintf(w, "jobs: %d done, %d failed, %d skipped, %d unfinished (of %d)\n",
+			lv.Done, lv.Failed, lv.Skipped, left, lv.Total)
+	}
 	cost := fmt.Sprintf("$%.4f", lv.CostUSD)
 	if lv.MaxCostUSD > 0 {
 		cost += fmt.Sprintf(" of max_cost_usd $%.2f (%.0f%%)", lv.MaxCostUSD, 100*lv.CostUSD/lv.MaxCostUSD)

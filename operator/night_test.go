@@ -61,7 +61,7 @@ func TestPrintNight(t *testing.T) {
 		{name: "running", holder: 42, want: []string{"night r1 of nightly", "running (pid 42)", "1 done, 1 failed, 0 skipped, 1 running, 1 waiting (of 4)",
 			"$1.5000 of max_cost_usd $3.00 (50%)", "end: about 03:30:00 (2 job(s) left)", "1m35s", `server notes is down\x1b[2J`}},
 		{name: "its supervisor is gone", want: []string{"not running: its supervisor is gone"}},
-		{name: "ended", mut: func(lv *supervisor.Live) { lv.Ended = now }, want: []string{"ended 02:30:00"}},
+		{name: "ended", mut: func(lv *supervisor.Live) { lv.Ended = now }, want: []string{"ended 02:30:00", "1 done, 1 failed, 0 skipped, 2 unfinished (of 4)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := lv

@@ -121,7 +121,7 @@ func LiveNight(b *jobs.Batch, events []journal.Event, now time.Time) Live {
 			lv.Failed++
 		case jp.phase == phaseSkipped:
 			lv.Skipped++
-		case jp.phase == phaseRunning:
+		case jp.phase == phaseRunning && lv.Ended.IsZero():
 			left++
 			lv.Running = append(lv.Running, LiveJob{Name: name, Attempt: jp.attempts, Since: jp.startedAt,
 				Elapsed: max(now.Sub(jp.startedAt), 0).Round(time.Second)})
