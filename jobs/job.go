@@ -15,7 +15,7 @@ import (
 var jobFields = []string{
 	"name", "prompt", "prompt_file", "servers", "cwd", "needs",
 	"timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "allowed_tools", "verify", "hosts",
-	"side_effects",
+	"side_effects", "max_cost_usd", "max_turns",
 }
 
 // jobRefs keeps the lines of a job's references for the checks that need
@@ -109,6 +109,7 @@ func (l *loader) job(b *Batch, i int, n *yaml.Node) (*Job, jobRefs) {
 	j.Timeout, j.StallTimeout, j.Retries, j.OnUnhealthy, j.MCPTimeout = s.Timeout, s.StallTimeout, s.Retries, s.OnUnhealthy, s.MCPTimeout
 	j.Verify = s.Verify
 	j.SideEffects = s.SideEffects
+	j.MaxCostUSD, j.MaxTurns = s.MaxCostUSD, s.MaxTurns
 	l.checkStall(b, j, f, field)
 
 	if p, ok := f["allowed_tools"]; ok {

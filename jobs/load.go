@@ -53,6 +53,9 @@ const (
 	// maxRetries catches a typo (retries: 100000) that would retry a broken
 	// job all night.
 	maxRetries = 100
+	// maxTurns bounds a job's max_turns: far above any real session, and
+	// small enough that a typo (40000 for 40) is caught.
+	maxTurns = 10000
 )
 
 // DefaultHealth is the health section's defaults, those of the hook.
@@ -669,7 +672,7 @@ func (l *loader) defaults(b *Batch, f map[string]pair) {
 		return
 	}
 	df := l.fields(p.val, "defaults", "timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "max_defer", "verify",
-		"side_effects")
+		"side_effects", "max_cost_usd", "max_turns")
 	l.jobSettings(df, "defaults", &b.Defaults)
 	// max_defer is batch-wide: it is read here and not by jobSettings,
 	// because a Job has no field for it.
@@ -709,6 +712,20 @@ func (l *loader) jobSettings(f map[string]pair, field string, s *JobDefaults) {
 	}
 	if p, ok := f["verify"]; ok {
 		s.Verify = l.verify(p, field+".verify")
+	}
+	if p, ok := f["max_cost_usd"]; ok {
+		if v, ok := l.money(p.val, field+".max_cost_usd"); ok {
+			s.MaxCostUSD = v
+		}
+	}
+	if p, ok := f["max_turns"]; ok {
+		if v, line, ok := l.integer(p.val, field+".max_turns", 0); ok {
+			if v > maxTurns {
+				l.problem(line, field+".max_turns", "must be at most %d, not %d", maxTurns, v)
+			} else {
+				s.MaxTurns = v
+			}
+		}
 	}
 	if p, ok := f["side_effects"]; ok {
 		if v, line, ok := l.str(p.val, field+".side_effects"); ok {

@@ -295,6 +295,22 @@ func TestLoadDefaults(t *testing.T) {
 	if a, o := b.Jobs[0].SideEffects, b.Jobs[1].SideEffects; a != AllowRepeat || o != Once {
 		t.Errorf("side_effects: a %q (the default allow-repeat), b %q (its own once)", a, o)
 	}
+	if j := b.Jobs[0]; j.MaxTurns != 0 || j.MaxCostUSD != 0 {
+		t.Errorf("a job without a budget has max_turns %d, max_cost_usd %v", j.MaxTurns, j.MaxCostUSD)
+	}
+	path = writeFile(t, sb.dir, "budget.yaml", "version: 1\nname: budget\ndefaults: {max_turns: 40, max_cost_usd: 2.5}\n"+
+		"jobs:\n  - {name: a, prompt: hi}\n  - {name: b, prompt: hi, max_turns: 5, max_cost_usd: 0.25}\n  - {name: c, prompt: hi, max_turns: 0}\n")
+	if b, err = Load(path, environ(sb.env)); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		turns int
+		cost  float64
+	}{{40, 2.5}, {5, 0.25}, {0, 2.5}} {
+		if j := b.Jobs[i]; j.MaxTurns != want.turns || j.MaxCostUSD != want.cost {
+			t.Errorf("job %s: max_turns %d, max_cost_usd %v; want %d, %v", j.Name, j.MaxTurns, j.MaxCostUSD, want.turns, want.cost)
+		}
+	}
 }
 
 // TestLoadExample loads the quickstart's batch file with a fake claude.
@@ -346,6 +362,18 @@ const head = "version: 1\nname: n\n" // lines 1-2 of most cases
 const oneJob = "jobs:\n  - {name: a, prompt: hi}\n"
 
 var invalidCases = []invalid{
+	{name: "max_turns not a number", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    max_turns: forty\n",
+		line: 6, field: "jobs[0].max_turns", msg: "must be a whole number"},
+	{name: "max_turns negative", yaml: head + "defaults: {max_turns: -1}\n" + oneJob,
+		line: 3, field: "defaults.max_turns", msg: "must be 0 or more"},
+	{name: "max_turns a typo", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    max_turns: 400000\n",
+		line: 6, field: "jobs[0].max_turns", msg: "must be at most 10000"},
+	{name: "job max_cost_usd not an amount", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    max_cost_usd: $2\n",
+		line: 6, field: "jobs[0].max_cost_usd", msg: "must be an amount in dollars"},
+	{name: "defaults max_cost_usd negative", yaml: head + "defaults:\n  max_cost_usd: -2\n" + oneJob,
+		line: 4, field: "defaults.max_cost_usd", msg: "must be 0 (no limit) or more"},
+	{name: "max_turn misspelled", yaml: head + "jobs:\n  - name: a\n    prompt: hi\n    max_turn: 4\n",
+		line: 6, field: "jobs[0].max_turn", msg: "unknown field"},
 	{name: "allowed_tools typo of a server", yaml: head + "servers:\n  files: {command: npx}\njobs:\n  - name: a\n    prompt: hi\n    servers: [files]\n    allowed_tools: [\"mcp__file__*\"]\n",
 		line: 9, field: "jobs[0].allowed_tools[0]", msg: `"mcp__file__*" matches no tool of the job's servers (the job's servers are files)`},
 	{name: "allowed_tools of an undeclared server", yaml: head + "servers:\n  files: {command: npx}\n  web: {command: npx}\njobs:\n  - name: a\n    prompt: hi\n    servers: [files]\n    allowed_tools: [mcp__files, mcp__web__echo]\n",

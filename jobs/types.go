@@ -134,6 +134,11 @@ type JobDefaults struct {
 	// SideEffects: whether a retry may repeat a call that already
 	// succeeded (default once).
 	SideEffects SideEffects
+	// MaxCostUSD and MaxTurns are a job's own budget (0: none): its
+	// session is stopped once it has cost or taken more, and the job is
+	// not retried.
+	MaxCostUSD float64
+	MaxTurns   int
 	// MaxDefer is how long a job may wait for its servers once nothing
 	// else can run, before it is skipped with the reason (default 1h).
 	MaxDefer time.Duration
@@ -191,6 +196,11 @@ type Job struct {
 	StallTimeout time.Duration
 	Retries      int
 	OnUnhealthy  OnUnhealthy
+	// MaxCostUSD and MaxTurns are the job's budget (0: none), its own or
+	// the defaults': an attempt that spends more is stopped, and the job
+	// fails as "budget exceeded", not retried.
+	MaxCostUSD float64
+	MaxTurns   int
 	// MCPTimeout becomes the session's MCP_TIMEOUT: how long Claude Code
 	// waits for the job's servers to connect.
 	MCPTimeout time.Duration

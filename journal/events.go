@@ -227,6 +227,9 @@ type Event struct {
 	// redacted digest (side-effect).
 	Effect int    `json:"effect,omitempty"`
 	Input  string `json:"input,omitempty"`
+	// Budget is the job's own limit that stopped the attempt (job-finished:
+	// failed, budget exceeded, not retried); nil for any other end.
+	Budget *Budget `json:"budget,omitempty"`
 	// Fresh: the attempt (job-deferred, job-retried) was a resume whose
 	// session could not use the job's servers from its start; the next
 	// attempt starts a fresh session instead of resuming it again.
@@ -246,6 +249,31 @@ type Result struct {
 	ExitCode       int     `json:"exit_code"`
 	KilledBy       string  `json:"killed_by"`
 }
+
+// Budget is a job's own limit an attempt went over (job-finished's
+// Budget): which limit (BudgetMaxTurns, BudgetMaxCost), its value, and
+// what the attempt had spent when it was stopped.
+type Budget struct {
+	Limit string  `json:"limit"`
+	Max   float64 `json:"max"`
+	Spent float64 `json:"spent"`
+	// By says who stopped the session: BudgetByClaude (Claude Code's own
+	// --max-turns / --max-budget-usd) or BudgetByNightwatch (the night
+	// counted the stream's turns and stopped it).
+	By string `json:"by"`
+}
+
+// The limits of a job's budget (Budget.Limit): the batch file's words.
+const (
+	BudgetMaxTurns = "max_turns"
+	BudgetMaxCost  = "max_cost_usd"
+)
+
+// Who stopped a session over its budget (Budget.By).
+const (
+	BudgetByClaude     = "claude-code"
+	BudgetByNightwatch = "nightwatch"
+)
 
 // Verify is how a job's verify command judged an attempt.
 type Verify struct {

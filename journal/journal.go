@@ -557,3 +557,33 @@ func firstEvent(path string) (Event, bool) {
 	ev, err := parse(bytes.TrimRight(data, "\r"))
 	return ev, err == nil
 }
+
+// NewestOf is the journal of batchName's newest run in the state folder,
+// finished or not (its run-started line names the batch), for a view of
+// the night; "" when the batch has no run there.
+func NewestOf(stateDir, batchName string) (string, error) {
+	paths, err := filepath.Glob(statedir.Journals(stateDir))
+	if err != nil {
+		return "", fmt.Errorf("list journals: %w", err)
+	}
+	// Run ids start with their start time: the greatest name is the
+	// newest run.
+	sort.Sort(sort.Reverse(sort.StringSlice(paths)))
+	for _, p := range paths {
+		if first, ok := firstEvent(p); ok && first.Type == RunStarted && first.Batch == batchName {
+			return p, nil
+		}
+	}
+	return "", nil
+}
+
+// Ended reports whether events close their run (run-finished or
+// run-closed), and when.
+func Ended(events []Event) (time.Time, bool) {
+	for i := len(events) - 1; i >= 0; i-- {
+		if t := events[i].Type; t == RunFinished || t == RunClosed {
+			return events[i].Time, true
+		}
+	}
+	return time.Time{}, false
+}

@@ -125,6 +125,9 @@ type Job struct {
 	// changed, over all its attempts on this host, from their streams; a
 	// change made another way (a shell command, an MCP tool) is not seen.
 	Files []string `json:"files,omitempty"`
+	// Budget is the job's own limit (max_turns, max_cost_usd) that
+	// stopped its last attempt: it failed as "budget exceeded".
+	Budget *journal.Budget `json:"budget,omitempty"`
 
 	tries []attempt // for the timeline and the notes; not part of the API
 }
@@ -391,6 +394,7 @@ func fromEvents(events []journal.Event) *Night {
 		case journal.JobFinished:
 			j := b.endTry(ev, string(ev.Status))
 			j.Status, j.Reason, j.Class = string(ev.Status), clean(ev.Reason), ev.Class
+			j.Budget = ev.Budget
 			b.attemptFacts(j, ev)
 			if ev.Status == journal.Done {
 				j.RanWithout = ev.Unusable

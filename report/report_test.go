@@ -507,3 +507,31 @@ func TestJobShowsServerRestarts(t *testing.T) {
 		t.Errorf("notes = %q\nwant    %q", got, want)
 	}
 }
+
+// A job stopped by its own budget: the limit is on the job's record, and
+// its notes say "budget exceeded" with the limit and what was spent.
+func TestJobShowsBudgetExceeded(t *testing.T) {
+	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	budget := &journal.Budget{Limit: journal.BudgetMaxCost, Max: 0.5, Spent: 0.62, By: journal.BudgetByClaude}
+	n, err := BuildEvents([]journal.Event{
+		{Time: at, Type: journal.RunStarted, Run: "r", Batch: "b"},
+		{Time: at, Type: journal.JobStarted, Run: "r", Job: "j", Attempt: 1},
+		{Time: at.Add(time.Minute), Type: journal.JobFinished, Run: "r", Job: "j", Attempt: 1, Status: journal.Failed,
+			Reason: "budget exceeded: max_cost_usd $0.50 reached ($0.6200 spent)", Budget: budget,
+			Result: &journal.Result{Subtype: "error_max_budget_usd", IsError: true, NumTurns: 4, CostUSD: 0.62}},
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := n.Jobs[0]
+	if j.Budget == nil || *j.Budget != *budget || j.Status != "failed" || j.CostUSD != 0.62 {
+		t.Fatalf("job %+v budget %+v", j, j.Budget)
+	}
+	if notes := strings.Join(jobNotes(j), "; "); !strings.Contains(notes, "budget exceeded: max_cost_usd $0.50 reached ($0.6200 spent)") {
+		t.Errorf("notes %q", notes)
+	}
+	data, _ := json.Marshal(j)
+	if !strings.Contains(string(data), `"budget":{"limit":"max_cost_usd","max":0.5,"spent":0.62,"by":"claude-code"}`) {
+		t.Errorf("JSON %s", data)
+	}
+}

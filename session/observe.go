@@ -16,6 +16,9 @@ const (
 	// KilledAbandoned: the night stopped the attempt because it cannot do
 	// its work (a server it needs is unusable; Abandon).
 	KilledAbandoned Killer = "abandoned"
+	// KilledBudget: the night stopped the session because it went past
+	// the job's own budget (max_turns) although Claude Code was given it.
+	KilledBudget Killer = "budget"
 	// KilledCrashed: a cluster's coordinator took the attempt for lost
 	// (its worker died, River rescued it).
 	KilledCrashed Killer = "crashed"

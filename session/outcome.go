@@ -59,6 +59,10 @@ type Outcome struct {
 	// fresh session instead.
 	ResumedFrom  string `json:"resumed_from,omitempty"`
 	ResumeFailed string `json:"resume_failed,omitempty"`
+	// Budget, when set, is the job's own budget (max_turns, max_cost_usd)
+	// that ended the session: the attempt failed, and it is no failure of
+	// the API's or the job's work (API is nil).
+	Budget *BudgetStop `json:"budget,omitempty"`
 
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended"`
@@ -112,6 +116,13 @@ type streamState struct {
 	rateLimits []map[string]any
 	// turned: the model's first turn was observed (SawModelTurn).
 	turned bool
+	// turns counts the model's turns so far (distinct assistant message
+	// ids), lastTurn is the id of the last; overBudget is set, and stop
+	// called with it, when they went past the job's max_turns.
+	turns      int
+	lastTurn   string
+	overBudget *BudgetStop
+	stop       func(cause error)
 }
 
 // call is one call of an MCP tool: the assistant's tool_use and, once it
@@ -179,6 +190,16 @@ func (s *streamState) line(b []byte) {
 	if l.ModelTurn && !s.turned {
 		s.turned = true
 		s.obs.Observe(Observation{Kind: SawModelTurn})
+	}
+	if l.Turn != "" && l.Turn != s.lastTurn {
+		s.lastTurn = l.Turn
+		s.turns++
+		if over := turnsOver(s.job, s.turns); over != nil && s.overBudget == nil {
+			s.overBudget = over
+			if s.stop != nil {
+				s.stop(over)
+			}
+		}
 	}
 	if l.Init {
 		if l.SessionID != "" {
@@ -455,6 +476,8 @@ func judge(out *Outcome, r *ResultEvent, job *jobs.Job, waitErr error, stderrLin
 		reason = fmt.Sprintf("no output for %s (stall)", shortDuration(job.StallTimeout))
 	case out.KilledBy == KilledAbandoned:
 		reason = "stopped early: " + out.Reason
+	case out.KilledBy == KilledBudget && out.Budget != nil:
+		reason = "stopped: " + out.Budget.Reason()
 	case out.KilledBy != "":
 		reason = "stopped by the supervisor"
 	case r == nil:

@@ -40,6 +40,9 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 	args = append(args, "--settings", f.Settings, "--mcp-config", f.MCPConfig, "--strict-mcp-config",
 		"--output-format", "stream-json", "--verbose")
 	args = append(args, b.Agent.Args...)
+	// The job's own budget, after agent.args: the CLI takes the last of a
+	// repeated flag.
+	args = append(args, budgetArgs(job)...)
 	if spec.Resume != "" {
 		args = append(args, "--resume", spec.Resume)
 	}
@@ -186,7 +189,7 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	}
 
 	obs.Observe(Observation{Kind: SawProcess, PGID: cmd.Process.Pid}) // the leader's pid is the group's id
-	st := &streamState{obs: obs, job: spec.Job, batch: spec.Batch}
+	st := &streamState{obs: obs, job: spec.Job, batch: spec.Batch, stop: func(cause error) { stop(cause) }}
 	readDone := make(chan error, 1)
 	go func() {
 		err := ReadLines(activityReader{pr, &lastOutput}, stream, st.line)
@@ -217,6 +220,8 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 			var ab Abandon
 			errors.As(cause, &ab)
 			out.KilledBy, out.Reason = KilledAbandoned, ab.Reason
+		case errors.As(cause, new(*BudgetStop)):
+			out.KilledBy, out.Budget = KilledBudget, st.overBudget
 		default:
 			out.KilledBy = KilledStopped
 		}
@@ -228,6 +233,13 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	writeFinal(f.Dir, st.result)
 	judge(out, st.result, spec.Job, waitErr, lastLine(f.Stderr))
 	st.classify(out, time.Now())
+	if out.Budget == nil && out.KilledBy == "" && out.Status != Done {
+		out.Budget = budgetOfResult(spec.Job, st.result)
+	}
+	if out.Budget != nil {
+		// The job's budget, not the API, ended it: no API rule applies.
+		out.API, out.Status, out.Reason = nil, Failed, out.Budget.Reason()
+	}
 	if a := out.API; a != nil && a.Class != modelapi.MaxTurns && a.Class != modelapi.ContextTooLong && a.Reason != "" {
 		// The API's own words say more than "api error 429: …"; the
 		// job's own failures keep judge's reason.

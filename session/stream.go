@@ -128,6 +128,9 @@ type Line struct {
 	// CLI's own "API Error" message, whose model is "<synthetic>" and
 	// which carries an error field): the API serves real requests.
 	ModelTurn bool
+	// Turn is the message id of the session's own assistant event (not a
+	// subagent's): the lines of one model turn share it.
+	Turn string
 }
 
 // ToolsUnavailable are the tools the CLI said do not exist in the
@@ -154,6 +157,8 @@ type streamEvent struct {
 	Message        json.RawMessage `json:"message"`
 	Error          json.RawMessage `json:"error"`
 	ToolResultMeta json.RawMessage `json:"tool_result_meta"`
+	// ParentToolUseID is set on a subagent's events.
+	ParentToolUseID *string `json:"parent_tool_use_id"`
 }
 
 // ParseLine interprets one line of stream-json. It never fails:
@@ -186,6 +191,9 @@ func ParseLine(line []byte) Line {
 		return Line{Result: &r}
 	case ev.Type == "assistant":
 		l := Line{ModelTurn: modelTurn(ev)}
+		if ev.ParentToolUseID == nil || *ev.ParentToolUseID == "" {
+			l.Turn = messageID(ev.Message)
+		}
 		if bytes.Contains(line, []byte(`"tool_use"`)) {
 			l.ToolUses = toolUses(ev.Message)
 		}
@@ -217,6 +225,17 @@ func modelTurn(ev streamEvent) bool {
 		return false
 	}
 	return msg.ID != "" && msg.Model != "" && msg.Model != syntheticModel
+}
+
+// messageID is an assistant message's id; "" when it has none.
+func messageID(message json.RawMessage) string {
+	var msg struct {
+		ID string `json:"id"`
+	}
+	if !decodeLenient(message, &msg) {
+		return ""
+	}
+	return msg.ID
 }
 
 // toolUses returns the calls of MCP tools in an assistant message.

@@ -287,11 +287,20 @@ func FuzzStreamLine(f *testing.F) {
 		`{"type":"user","message":{"content":[{"type":"tool_result","content":[{"type":"text","text":"No such tool available: "}]}]}}`,
 		`{"type":"system","subtype":"init","mcp_servers":[null,{"name":1}]}`,
 		`{"type":"assistant","message":{"id":"msg_1","model":"m","content":[]},"error":null}`,
-		`{"type":"assistant","message":{"id":"x","model":"<synthetic>"},"error":{"type":"x"}}`} {
+		`{"type":"assistant","message":{"id":"x","model":"<synthetic>"},"error":{"type":"x"}}`,
+		`{"type":"assistant","message":{"id":"m1","content":[]},"parent_tool_use_id":null}`,
+		`{"type":"assistant","message":{"id":7},"parent_tool_use_id":{}}`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l := ParseLine(data)
+		// Counting turns against a budget never panics, and a line is at
+		// most one turn.
+		st := &streamState{obs: ObserverFunc(func(Observation) {}), job: &jobs.Job{MaxTurns: 1}, stop: func(error) {}}
+		st.line(data)
+		if st.turns > 1 || (st.turns == 1) != (l.Turn != "") {
+			t.Errorf("%d turns from one line (turn %q): %q", st.turns, l.Turn, data)
+		}
 		for _, tool := range l.ToolsUnavailable() {
 			if tool == "" {
 				t.Errorf("an empty tool name from %q", data)

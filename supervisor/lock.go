@@ -95,3 +95,11 @@ func holderPID(pidPath string) int {
 	}
 	return pid
 }
+
+// LockHolder is the pid of the process that runs the batch now (the
+// holder of its lock, by the pid it wrote beside it), or 0 when none
+// does. It never takes the lock itself: a night starting at that moment
+// must not find it held by an onlooker.
+func LockHolder(stateDir, batchName string) int {
+	return holderPID(statedir.Lock(stateDir, batchName) + ".pid")
+}

@@ -27,6 +27,9 @@ import (
 //	   └──need failed/skipped, down+skip, deadline, cost, max_defer──► skipped
 //
 // How an attempt's failure is judged (attemptEnded):
+//   - the job's own budget (max_turns, max_cost_usd) stopped it: failed,
+//     "budget exceeded", not retried (the next attempt would spend it
+//     again);
 //   - a permission rule denied a tool of the job's own servers: failed, not
 //     retried (the same settings deny again);
 //   - the session could not use a server the job needs: back to deferred,
@@ -486,6 +489,12 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 		}
 		base.Type, base.Status = journal.JobFinished, journal.Done
 		rec = p.record(now, base, logInfo, "done")
+	case out.Budget != nil:
+		// The job's own budget is spent: another attempt would spend it
+		// again. Not retried, and no crash: budget exceeded.
+		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, out.Budget.Reason()
+		base.Budget = budgetOf(out.Budget)
+		rec = p.record(now, base, logError, "failed: budget exceeded; not retried")
 	case len(out.Denied) > 0:
 		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, out.Reason
 		rec = p.record(now, base, logError, "failed; not retried: the same permissions deny again")
@@ -561,6 +570,18 @@ func unusableServers(us []session.Unusable) []string {
 		out = append(out, u.Server)
 	}
 	return out
+}
+
+// budgetOf is the journal's copy of a budget stop.
+func budgetOf(b *session.BudgetStop) *journal.Budget {
+	limit, by := journal.BudgetMaxCost, journal.BudgetByNightwatch
+	if b.Limit == session.LimitTurns {
+		limit = journal.BudgetMaxTurns
+	}
+	if b.ByCLI {
+		by = journal.BudgetByClaude
+	}
+	return &journal.Budget{Limit: limit, Max: b.Max, Spent: b.Spent, By: by}
 }
 
 // verifyOf is the journal's copy of a verify result.

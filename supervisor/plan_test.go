@@ -135,6 +135,9 @@ var (
 	planUnusable = session.Outcome{Status: session.Failed, KilledBy: session.KilledAbandoned,
 		Unusable: []session.Unusable{{Server: "notes", Why: "failed at start"}},
 		Reason:   "stopped early: server notes could not be used (failed at start)"}
+	planBudget = session.Outcome{Status: session.Failed, CostUSD: 0.4, NumTurns: 3,
+		Budget: &session.BudgetStop{Limit: session.LimitTurns, Max: 3, Spent: 3, ByCLI: true},
+		Reason: "budget exceeded: max_turns 3 reached (3 turns)"}
 	planRanWithout = session.Outcome{Status: session.Done,
 		Unusable: []session.Unusable{{Server: "notes", Why: "failed at start"}}}
 	planVerifyFailed = session.Outcome{Status: session.Failed, Reason: "verify failed (exit 1): FAIL x",
@@ -192,6 +195,25 @@ func TestPlanRules(t *testing.T) {
 		phases   map[string]string
 		finished bool
 	}{
+		{
+			name:  "budget: a job over its own budget fails as budget exceeded, not retried",
+			batch: planBatch(nil, planJob("a", retries(2)), planJob("b", needs("a"))),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.endWith("a", planBudget)
+				last := d.records[0]
+				if b := last.Budget; b == nil || b.Limit != journal.BudgetMaxTurns || b.Max != 3 || b.Spent != 3 || b.By != journal.BudgetByClaude {
+					d.t.Errorf("job-finished budget = %+v", last.Budget)
+				}
+				if d.p.cost != 0.4 {
+					d.t.Errorf("the night's cost %v: the stopped attempt's cost is spent", d.p.cost)
+				}
+			},
+			launches: []string{"a#1"},
+			records:  []string{"job-finished a: budget exceeded: max_turns 3 reached (3 turns)", "job-skipped b: it needs a, which failed"},
+			phases:   map[string]string{"a": "failed", "b": "skipped"},
+			finished: true,
+		},
 		{
 			name:  "needs: b waits for a, then runs",
 			batch: planBatch(nil, planJob("a", nil), planJob("b", needs("a"))),

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -13,8 +14,11 @@ import (
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
+	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/operator"
+	"github.com/nightwatch-dev/nightwatch/supervisor"
 )
 
 func warnStderr(msg string) { fmt.Fprintln(os.Stderr, msg) }
@@ -42,49 +46,137 @@ func resolveHere(k knobs.Knobs) *mcpconfig.Resolved {
 
 func newStatusCmd() *cobra.Command {
 	var f knobFlags
-	var asJSON bool
+	var asJSON, watch bool
+	var interval time.Duration
 	cmd := &cobra.Command{
-		Use:   "status [night.yaml]",
-		Short: "Show each MCP server's health from the cache, with where it is defined",
+		Use:   "status [night.yaml] [--watch]",
+		Short: "Show the batch's night (from its journal) and each MCP server's health",
 		Long: `Show each MCP server's health from the cache, with where it is defined. With a batch file,
-the batch's cache and servers, as its night sees them.`,
+the batch's night as its journal tells it (which jobs run and for how long, which wait and why,
+what it has spent against max_cost_usd, when it should end), from any terminal and for a night
+started by launchd or systemd; then the batch's servers, with what the night saw of them when
+that is newer than the cache. --watch prints it again every --interval and ends with the night.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k := loadKnobs(cmd, &f)
 			reportKnobProblems(k)
 			var resolved *mcpconfig.Resolved
+			var b *jobs.Batch
 			if len(args) == 1 {
 				if !batchArg(args) {
 					return fmt.Errorf("%s is not a batch file (night.yaml)", args[0])
 				}
 				var err error
-				if k, resolved, _, err = withBatch(args[0], k); err != nil {
+				if k, resolved, b, err = withBatch(args[0], k); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					return exitCode(2)
 				}
 			} else {
+				if watch {
+					return errors.New("--watch needs the batch file: nightwatch status night.yaml --watch")
+				}
 				resolved = resolveHere(k)
 			}
 			c := openChecker(k)
-			file, err := c.Store.Read()
-			if err != nil {
-				warnStderr("nightwatch: " + err.Error())
+			out := cmd.OutOrStdout()
+			clearScreen := watch && isTerminal(os.Stdout)
+			for {
+				v, err := nightView(b, c, resolved, time.Now())
+				if err != nil {
+					return err
+				}
+				if clearScreen {
+					fmt.Fprint(out, "\033[H\033[2J")
+				}
+				if asJSON {
+					enc := json.NewEncoder(out)
+					enc.SetIndent("", "  ")
+					if err := enc.Encode(v.json(k.StatePath.V)); err != nil {
+						return err
+					}
+				} else {
+					v.print(out, k.StatePath.V)
+				}
+				if !watch || v.over() {
+					return nil
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-time.After(interval):
+				}
+				if !clearScreen && !asJSON {
+					fmt.Fprintln(out)
+				}
 			}
-			now := time.Now()
-			rows := operator.Status(file, resolved, c.Settings, now)
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"cache": k.StatePath.V, "servers": rows})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cache: %s\n", k.StatePath.V)
-			operator.PrintStatus(cmd.OutOrStdout(), rows, now)
-			return nil
 		},
 	}
 	addKnobFlags(cmd, &f, false)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "print again every --interval until the night ends")
+	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often --watch prints")
 	return cmd
+}
+
+// statusView is what status prints once: the night (when the batch has
+// a run) and the servers.
+type statusView struct {
+	night   *supervisor.Live
+	holder  int
+	journal string
+	servers []operator.StatusRow
+	now     time.Time
+}
+
+// nightView reads the batch's newest night (b nil: none) and the cache.
+func nightView(b *jobs.Batch, c *healthcheck.Checker, resolved *mcpconfig.Resolved, now time.Time) (statusView, error) {
+	v := statusView{now: now}
+	var seen map[string]healthcheck.Sighting
+	if b != nil {
+		path, err := journal.NewestOf(b.StateDir, b.Name)
+		if err != nil {
+			return v, err
+		}
+		if path != "" {
+			events, err := journal.Read(path)
+			if err != nil {
+				return v, err
+			}
+			lv := supervisor.LiveNight(b, events, now)
+			v.night, v.journal = &lv, path
+			v.holder = supervisor.LockHolder(b.StateDir, b.Name)
+			seen = operator.Sightings(events)
+		}
+	}
+	file, err := c.Store.Read()
+	if err != nil {
+		warnStderr("nightwatch: " + err.Error())
+	}
+	v.servers = operator.NightStatus(file, resolved, c.Settings, now, seen)
+	return v, nil
+}
+
+// over says whether a watch has nothing more to show: the night ended,
+// or no process runs it.
+func (v statusView) over() bool {
+	return v.night == nil || !v.night.Ended.IsZero() || v.holder == 0
+}
+
+func (v statusView) json(cache string) map[string]any {
+	m := map[string]any{"cache": cache, "servers": v.servers}
+	if v.night != nil {
+		m["night"], m["journal"], m["pid"] = v.night, v.journal, v.holder
+	}
+	return m
+}
+
+func (v statusView) print(w io.Writer, cache string) {
+	if v.night != nil {
+		operator.PrintNight(w, *v.night, v.holder, v.now)
+		fmt.Fprintf(w, "journal: %s\n\n", v.journal)
+	}
+	fmt.Fprintf(w, "cache: %s\n", cache)
+	operator.PrintStatus(w, v.servers, v.now)
 }
 
 func newResetCmd() *cobra.Command {

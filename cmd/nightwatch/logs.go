@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/supervisor"
 )
 
 func newLogsCmd() *cobra.Command {
@@ -24,7 +26,8 @@ func newLogsCmd() *cobra.Command {
 		Short: "Show the log of the current (newest) run of a batch",
 		Long: `Print the newest run's log from the batch's state_dir/logs (FILE is the batch file; without
 it, --state-dir). On a terminal the JSON lines are shown as readable lines. --follow keeps
-printing new lines until interrupted.`,
+printing new lines until the night ends (its journal closes the run, or no process runs it any
+more), or until interrupted.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := stateDirOf(args, stateDir)
@@ -47,6 +50,8 @@ printing new lines until interrupted.`,
 			if isTerminal(os.Stdout) {
 				out = zerolog.ConsoleWriter{Out: os.Stdout, TimeFormat: "15:04:05"}
 			}
+			runID := strings.TrimSuffix(filepath.Base(logs[len(logs)-1]), ".log")
+			var endedWhy string
 			r := bufio.NewReader(f)
 			for {
 				line, err := r.ReadBytes('\n')
@@ -62,6 +67,16 @@ printing new lines until interrupted.`,
 				}
 				if err != io.EOF || !follow {
 					return nil
+				}
+				if endedWhy != "" {
+					// Everything the night wrote before it ended is out.
+					fmt.Fprintf(os.Stderr, "nightwatch: %s\n", endedWhy)
+					return nil
+				}
+				if over, why := supervisor.NightOver(dir, runID); over {
+					// One more read: lines written just before the end.
+					endedWhy = why
+					continue
 				}
 				select {
 				case <-cmd.Context().Done():
