@@ -117,6 +117,9 @@ func (n *Night) step(j Job) (Step, bool) {
 	class := modelapi.Class(j.Class)
 	down := n.serversOf(j)
 	switch {
+	case j.Budget != nil:
+		s.Cause = "the job's own budget stopped it: " + j.Reason
+		s.Fix = fmt.Sprintf("raise the job's %s (now %g) in %s, or give it a smaller task, then re-run it", j.Budget.Limit, j.Budget.Max, file)
 	case class == modelapi.InvalidCredentials || (j.Status == string(journal.Skipped) && n.Stopped != ""):
 		s.Cause = "the agent's login was refused: " + firstNonEmpty(n.Stopped, j.Reason)
 		s.Fix = "log the agent in again (claude /login, or a valid ANTHROPIC_API_KEY in its environment), then check it"
