@@ -71,6 +71,7 @@ func (f *File) UnmarshalJSON(b []byte) error {
 		}
 		delete(raw, "servers")
 	}
+	delete(raw, layoutKey) // the writer states it again
 	if len(raw) > 0 {
 		f.Extra = raw
 	}
@@ -162,10 +163,14 @@ func (s *Store) Read() (*File, error) {
 	}
 	f, err := parseFile(s.Path, b)
 	if err == nil && len(f.Dropped) > 0 {
-		s.warn(fmt.Sprintf("nightwatch: health cache %s: left out %d unreadable entr%s, decided as unknown (probed): %s",
-			s.Path, len(f.Dropped), map[bool]string{true: "y", false: "ies"}[len(f.Dropped) == 1], strings.Join(f.Dropped, "; ")))
+		s.warnDropped(f.Dropped)
 	}
 	return f, err
+}
+
+func (s *Store) warnDropped(dropped []string) {
+	s.warn(fmt.Sprintf("nightwatch: health cache %s: left out %d unreadable entr%s, decided as unknown (probed): %s",
+		s.Path, len(dropped), map[bool]string{true: "y", false: "ies"}[len(dropped) == 1], strings.Join(dropped, "; ")))
 }
 
 func parseFile(path string, b []byte) (*File, error) {
@@ -220,12 +225,12 @@ func (s *Store) Update(change func(f *File) error) error {
 	if err := change(f); err != nil {
 		return err
 	}
-	// Indented like the article's file: operators read it with cat.
-	data, err := json.MarshalIndent(f, "", "  ")
+	// One server per line (Layout): a hook finds its server's entry
+	// without decoding the others, and operators still read it with cat.
+	data, err := encodeFile(f)
 	if err != nil {
 		return fmt.Errorf("encode health cache: %w", err)
 	}
-	data = append(data, '\n')
 	if err := atomicfile.WriteFile(s.Path, data, atomicfile.Mode); err != nil {
 		return fmt.Errorf("save health cache: %w", err)
 	}

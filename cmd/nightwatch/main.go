@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/peakrss"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 )
 
@@ -22,7 +23,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:])
 	stop()
-	reportPeakRSS()
+	peakrss.Report()
 	os.Exit(code)
 }
 
