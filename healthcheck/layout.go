@@ -176,6 +176,15 @@ func (sn *Snapshot) Entry(server string) *Entry {
 	return e
 }
 
+// Has reports whether the cache has an entry for server, without decoding
+// it.
+func (sn *Snapshot) Has(server string) bool {
+	if !sn.layout {
+		return sn.file.Servers[server] != nil
+	}
+	return sn.line(server) != nil
+}
+
 // line is server's entry in a Layout file, without its comma.
 func (sn *Snapshot) line(server string) []byte {
 	want := append([]byte("\n"+entryIndent), entryKey(server)...)
@@ -219,9 +228,13 @@ func (sn *Snapshot) Names() []string {
 		if end >= len(b) {
 			break
 		}
-		var name string
-		if json.Unmarshal(b[:end+1], &name) == nil {
-			names = append(names, name)
+		if key := b[1:end]; bytes.IndexByte(key, '\\') < 0 {
+			names = append(names, string(key))
+		} else {
+			var name string
+			if json.Unmarshal(b[:end+1], &name) == nil {
+				names = append(names, name)
+			}
 		}
 		b = b[end+1:]
 	}

@@ -301,6 +301,15 @@ func (h *handler) identify() (server, tool string) {
 	// The cache is read once for the call: its names here, the server's
 	// entry for the decision (h.snap).
 	h.snap = h.checker.Snapshot()
+	// The common case without listing the cache: the tool name has one
+	// "__" after the prefix and the cache has the name before it exactly.
+	// No other name can fit then (a longer one would need another "__",
+	// and one normalizing alike loses to the exact one: MatchTool).
+	if rest, ok := strings.CutPrefix(h.p.ToolName, "mcp__"); ok && h.snap.Err() == nil {
+		if i := strings.Index(rest, "__"); i > 0 && len(rest) > i+2 && rest[i+2] != '_' && !strings.Contains(rest[i+2:], "__") && h.snap.Has(rest[:i]) {
+			return rest[:i], rest[i+2:]
+		}
+	}
 	var names []string
 	if h.snap.Err() == nil {
 		names = h.snap.Names()
