@@ -30,7 +30,8 @@ import (
 // extension (see Path).
 const Name = "nightwatch-hook"
 
-// IDFlag makes nightwatch-hook print its ID and exit.
+// IDFlag makes nightwatch-hook (and `nightwatch hook`) print its ID and
+// exit.
 const IDFlag = "--build-id"
 
 // formatRevision changes whenever the hook's protocol with the rest of
@@ -115,12 +116,16 @@ func Choose(ctx context.Context, nightwatch string) Choice {
 	if c, ok := chosen[nightwatch]; ok {
 		return c
 	}
-	c := choose(ctx, nightwatch, Path(nightwatch), ID())
+	c := choose(ctx, nightwatch, Path(nightwatch))
 	chosen[nightwatch] = c
 	return c
 }
 
-func choose(ctx context.Context, nightwatch, sibling, want string) Choice {
+// choose compares the two binaries' own answers, not the caller's: the
+// question is whether the sibling is the hook `nightwatch hook` would be
+// (a test process, or another build that starts a night with this binary,
+// asks too).
+func choose(ctx context.Context, nightwatch, sibling string) Choice {
 	fallback := func(why string) Choice {
 		return Choice{Argv: []string{nightwatch, "hook"},
 			Note: fmt.Sprintf("%s; sessions get `%s hook` instead, the same hook in the whole binary (slower: it starts every package of nightwatch before each tool call). Build both: go build ./cmd/nightwatch ./cmd/nightwatch-hook", why, nightwatch)}
@@ -132,7 +137,11 @@ func choose(ctx context.Context, nightwatch, sibling, want string) Choice {
 	if !fi.Mode().IsRegular() {
 		return fallback(fmt.Sprintf("the hook executable %s is not a regular file", sibling))
 	}
-	got, err := readID(ctx, sibling)
+	want, err := readID(ctx, nightwatch, "hook", IDFlag)
+	if err != nil {
+		return fallback(fmt.Sprintf("%s does not answer `hook %s`: %v", nightwatch, IDFlag, err))
+	}
+	got, err := readID(ctx, sibling, IDFlag)
 	if err != nil {
 		return fallback(fmt.Sprintf("the hook executable %s does not answer %s: %v", sibling, IDFlag, err))
 	}
@@ -142,10 +151,10 @@ func choose(ctx context.Context, nightwatch, sibling, want string) Choice {
 	return Choice{Argv: []string{sibling}, Dedicated: true}
 }
 
-func readID(ctx context.Context, path string) (string, error) {
+func readID(ctx context.Context, path string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, IDFlag)
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = []string{} // it reads nothing of ours
 	var out strings.Builder
 	cmd.Stdout = &limited{b: &out, n: 4 << 10}
