@@ -16,13 +16,14 @@ const hooksTitle = "hook registration"
 // servers, PostToolUse and PostToolUseFailure learn from real calls.
 var hookEvents = []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"}
 
-// nightwatchHook recognises "…/nightwatch hook" in a command line.
-var nightwatchHook = regexp.MustCompile(`(^|[/\s"'])nightwatch["']?\s+hook\b`)
+// nightwatchHook recognises "…/nightwatch hook" or the dedicated
+// "…/nightwatch-hook" executable in a command line.
+var nightwatchHook = regexp.MustCompile(`(^|[/\s"'])nightwatch(["']?\s+hook\b|-hook(\.exe)?(["'\s]|$))`)
 
 const nodeHook = "mcp-health-check.js"
 
 const hookFix = `add to the "hooks" object of %s, for each of PreToolUse, PostToolUse and PostToolUseFailure:
-  [{"matcher": "mcp__.*", "hooks": [{"type": "command", "command": "/absolute/path/to/nightwatch hook", "timeout": 180}]}]`
+  [{"matcher": "mcp__.*", "hooks": [{"type": "command", "command": "/absolute/path/to/nightwatch-hook", "timeout": 180}]}]`
 
 // hooks checks that sessions will run nightwatch's hook, once, for every
 // MCP tool.

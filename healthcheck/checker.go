@@ -206,10 +206,31 @@ func (c *Checker) update(change func(f *File) error) error {
 	})
 }
 
-// Gate decides from the cache alone; it touches nothing but the cache file.
+// Gate decides from the cache alone; it touches nothing but the cache file,
+// and decodes only server's entry when the file is in Layout.
 func (c *Checker) Gate(server string) (Gate, *Entry) {
-	e := c.read().Entry(server)
-	return GateOf(e, c.now()), e
+	return c.gateIn(c.Snapshot(), server)
+}
+
+// Snapshot reads the cache once, saying what is wrong with it.
+func (c *Checker) Snapshot() *Snapshot {
+	sn := c.Store.Snapshot()
+	if err := sn.Err(); err != nil {
+		c.warn("nightwatch: " + err.Error())
+	}
+	return sn
+}
+
+// gateIn is Gate on a cache already read, with the entry clamped to the
+// settings as every read is.
+func (c *Checker) gateIn(sn *Snapshot, server string) (Gate, *Entry) {
+	now := c.now()
+	e := sn.Entry(server)
+	if e != nil {
+		n := c.Settings.Clamp(*e, now)
+		e = &n
+	}
+	return GateOf(e, now), e
 }
 
 // Decide answers whether a call to server may go ahead: the gates first,
@@ -219,7 +240,17 @@ func (c *Checker) Gate(server string) (Gate, *Entry) {
 // definition; it is called only when a probe is needed. With Peers, the
 // one probe and the one trial are one across the cluster's hosts too.
 func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpconfig.Server) Decision {
-	switch g, e := c.Gate(server); g {
+	return c.DecideIn(ctx, nil, server, lookup)
+}
+
+// DecideIn is Decide whose first look at the cache is sn, a Snapshot the
+// caller already read for this call (nil: read it now), so that a hook
+// reads the file once on the paths that need no probe.
+func (c *Checker) DecideIn(ctx context.Context, sn *Snapshot, server string, lookup func() *mcpconfig.Server) Decision {
+	if sn == nil {
+		sn = c.Snapshot()
+	}
+	switch g, e := c.gateIn(sn, server); g {
 	case GateAllow:
 		return Decision{Allow: true, Server: server, Entry: e}
 	case GateBlock:
@@ -549,11 +580,22 @@ func (c *Checker) announce(server string, before, after *Entry, ev Event, now ti
 // nothing counted is not rewritten, so a busy session does not fsync the
 // cache after every call.
 func (c *Checker) RecordSuccess(server string, srv *mcpconfig.Server) {
+	c.RecordSuccessIn(nil, server, func() *mcpconfig.Server { return srv })
+}
+
+// RecordSuccessIn is RecordSuccess whose first look at the cache is sn
+// (nil: read it now); lookup finds the server's definition, and is called
+// only when the entry is written.
+func (c *Checker) RecordSuccessIn(sn *Snapshot, server string, lookup func() *mcpconfig.Server) {
+	if sn == nil {
+		sn = c.Snapshot()
+	}
 	now := c.now()
-	if e := c.read().Entry(server); e != nil && e.Status == StatusHealthy && e.ConsecutiveFailures == 0 &&
+	if _, e := c.gateIn(sn, server); e != nil && e.Status == StatusHealthy && e.ConsecutiveFailures == 0 &&
 		e.ExpiresAt.Time().Sub(now) > c.Settings.withDefaults().TTL/2 {
 		return
 	}
+	srv := lookup()
 	c.record(server, func(p *Entry, now time.Time) Entry {
 		n := c.Settings.MarkHealthy(p, now, RestoredByPassive)
 		stampDefinition(&n, srv)

@@ -156,7 +156,175 @@ var entryKnownKeys = func() map[string]bool {
 
 type entryFields Entry // no methods: plain struct decoding
 
+// entryWire is an entry as written, decoded in one pass: the three
+// fields read by hand are kept raw (they shadow entryFields' own).
+type entryWire struct {
+	entryFields
+	LastError       json.RawMessage `json:"lastError"`
+	LastFailureCode json.RawMessage `json:"lastFailureCode"`
+	FailureClass    json.RawMessage `json:"failureClass"`
+}
+
+// UnmarshalJSON reads one entry. An entry whose keys are all nightwatch's
+// or the article's, spelled exactly (every file a program wrote), is
+// decoded in one pass; any other key (a field of another tool, a key in
+// another case, an escaped key) takes the general path, which keeps
+// unknown fields in Extra.
 func (e *Entry) UnmarshalJSON(b []byte) error {
+	if onlyKnownKeys(b) {
+		var w entryWire
+		if err := json.Unmarshal(b, &w); err != nil {
+			return err
+		}
+		*e = Entry(w.entryFields)
+		e.LastError = ""
+		if len(w.LastError) > 0 {
+			var s *string
+			if err := json.Unmarshal(w.LastError, &s); err != nil {
+				e.LastError = string(w.LastError)
+			} else if s != nil {
+				e.LastError = *s
+			}
+		}
+		var article ArticleCode
+		var class string
+		if len(w.LastFailureCode) > 0 {
+			if err := json.Unmarshal(w.LastFailureCode, &article); err != nil {
+				return fmt.Errorf("lastFailureCode: %w", err)
+			}
+		}
+		if len(w.FailureClass) > 0 {
+			if err := json.Unmarshal(w.FailureClass, &class); err != nil {
+				return fmt.Errorf("failureClass: %w", err)
+			}
+		}
+		e.setCodes(article, class)
+		return nil
+	}
+	return e.unmarshalGeneral(b)
+}
+
+// onlyKnownKeys reports whether b is an object whose top-level keys are
+// all in entryKnownKeys, spelled exactly and without escapes. It decides
+// only which path decodes b: anything it does not follow (invalid JSON
+// included) answers false, and the general path reports it.
+func onlyKnownKeys(b []byte) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return true
+	}
+	for i < len(b) {
+		if b[i] != '"' {
+			return false
+		}
+		end := i + 1
+		for end < len(b) && b[end] != '"' {
+			if b[end] == '\\' {
+				return false
+			}
+			end++
+		}
+		if end >= len(b) || !entryKnownKeys[string(b[i+1:end])] {
+			return false
+		}
+		i = skipSpace(b, end+1)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipValue(b, skipSpace(b, i+1))
+		if i < 0 {
+			return false
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '}':
+			return true
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just after the JSON value starting at i, or
+// -1. It follows strings and nesting only; json.Unmarshal validates.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			i++
+			for i < len(b) && b[i] != '"' {
+				if b[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(b) {
+				return -1
+			}
+			i++
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			i++
+		case ',':
+			if depth == 0 {
+				return i
+			}
+			i++
+		default:
+			i++
+		}
+		if depth == 0 && i < len(b) && (b[i] == ',' || b[i] == '}' || b[i] == ']' || b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+			return i
+		}
+	}
+	if depth == 0 {
+		return i
+	}
+	return -1
+}
+
+// setCodes sets the failure class from the stored codes: failureClass
+// wins; without it (the article's file, or the previous release's) the
+// class is read from lastFailureCode.
+func (e *Entry) setCodes(article ArticleCode, class string) {
+	e.articleCode = article
+	if class != "" {
+		e.LastFailureCode = ClassOfStored(class)
+	} else {
+		e.LastFailureCode = ClassOfStored(string(article))
+	}
+	switch e.articleCode {
+	case Article401, Article403, Article429, Article503:
+	default:
+		e.articleCode = "" // derived again from the class when written
+	}
+}
+
+func (e *Entry) unmarshalGeneral(b []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
@@ -200,19 +368,7 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 	}
 	*e = Entry(f)
 	e.LastError = lastError
-	// failureClass wins; without it (the article's file, or the previous
-	// release's) the class is read from lastFailureCode.
-	e.articleCode = codes.Article
-	if codes.Class != "" {
-		e.LastFailureCode = ClassOfStored(codes.Class)
-	} else {
-		e.LastFailureCode = ClassOfStored(string(codes.Article))
-	}
-	switch e.articleCode {
-	case Article401, Article403, Article429, Article503:
-	default:
-		e.articleCode = "" // derived again from the class when written
-	}
+	e.setCodes(codes.Article, codes.Class)
 	if len(raw) > 0 {
 		e.Extra = raw
 	}

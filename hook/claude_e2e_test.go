@@ -65,8 +65,8 @@ func newNight(t *testing.T, version string, servers map[string]any, hookSeesConf
 	n.state = filepath.Join(state, "mcp-health-cache.json")
 	n.events = filepath.Join(state, "events.jsonl")
 	n.mcp = testkit.WriteMCPConfig(t, servers)
-	bin := testkit.BuildNightwatch(t)
-	args := []string{bin, "hook", "--state", n.state, "--events", n.events,
+	// The dedicated hook executable, as the night injects it.
+	args := []string{testkit.BuildHook(t), "--state", n.state, "--events", n.events,
 		"--backoff", backoff.String(), "--probe-timeout", "5s", "--max-hold", "3s"}
 	if hookSeesConfig {
 		args = append(args, "--config", n.mcp)

@@ -74,10 +74,12 @@ func Run(ctx context.Context, env Env) (code int) {
 }
 
 type handler struct {
-	env      Env
-	p        *Payload
-	event    string
-	store    *healthcheck.Store
+	env   Env
+	p     *Payload
+	event string
+	store *healthcheck.Store
+	// snap is the cache as read for this call, when identify read it.
+	snap     *healthcheck.Snapshot
 	checker  *healthcheck.Checker
 	log      zerolog.Logger
 	logFile  *os.File
@@ -193,7 +195,7 @@ func (h *handler) handle(ctx context.Context) int {
 		}
 		return h.preToolUse(ctx, server, tool)
 	case PostToolUse:
-		h.checker.RecordSuccess(server, h.lookup(server))
+		h.checker.RecordSuccessIn(h.snap, server, func() *mcpconfig.Server { return h.lookup(server) })
 		h.recordEffect(server, tool)
 	case PostToolUseFailure:
 		srv := h.lookup(server)
@@ -222,7 +224,8 @@ func (h *handler) handle(ctx context.Context) int {
 }
 
 func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
-	d := h.checker.Decide(ctx, server, func() *mcpconfig.Server { return h.lookup(server) })
+	d := h.checker.DecideIn(ctx, h.snap, server, func() *mcpconfig.Server { return h.lookup(server) })
+	h.snap = nil // whatever comes next reads the file as it is then
 	if d.Note != "" {
 		h.say("nightwatch: " + d.Note)
 	}
@@ -295,11 +298,21 @@ func (h *handler) identify() (server, tool string) {
 		_, t, _ := mcpconfig.SplitToolName(h.p.ToolName)
 		return h.p.Server, t
 	}
-	var names []string
-	if f, err := h.store.Read(); err == nil {
-		for n := range f.Servers {
-			names = append(names, n)
+	// The cache is read once for the call: its names here, the server's
+	// entry for the decision (h.snap).
+	h.snap = h.checker.Snapshot()
+	// The common case without listing the cache: the tool name has one
+	// "__" after the prefix and the cache has the name before it exactly.
+	// No other name can fit then (a longer one would need another "__",
+	// and one normalizing alike loses to the exact one: MatchTool).
+	if rest, ok := strings.CutPrefix(h.p.ToolName, "mcp__"); ok && h.snap.Err() == nil {
+		if i := strings.Index(rest, "__"); i > 0 && len(rest) > i+2 && rest[i+2] != '_' && !strings.Contains(rest[i+2:], "__") && h.snap.Has(rest[:i]) {
+			return rest[:i], rest[i+2:]
 		}
+	}
+	var names []string
+	if h.snap.Err() == nil {
+		names = h.snap.Names()
 	}
 	if s, t, ok := mcpconfig.MatchTool(h.p.ToolName, names); ok && !strings.Contains(t, "__") {
 		return s, t

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -320,7 +321,9 @@ func checkBinary(p, goos string) error {
 }
 
 // varRef finds ${NAME} and ${NAME:-default} in the batch and env files.
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
+// It is compiled on first use: every process of the one binary (each hook
+// call) would otherwise pay for it at start-up.
+var varRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`) })
 
 // environment computes the variables written into the schedule: PATH,
 // HOME, and the variables the batch takes from the process — its servers'
@@ -355,7 +358,7 @@ func (j *job) environment(b *jobs.Batch, getenv func(string) (string, bool)) err
 		if err != nil {
 			return fmt.Errorf("install: %w", err)
 		}
-		for _, m := range varRef.FindAllSubmatch(data, -1) {
+		for _, m := range varRef().FindAllSubmatch(data, -1) {
 			names[string(m[1])] = true
 		}
 	}

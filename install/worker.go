@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
@@ -33,12 +34,12 @@ type WorkerOptions struct {
 // labelRe is a worker label: a host label as a job's hosts: names it
 // (1–128 letters, digits, '.', '_', '-'), and not starting with '-', which
 // would read as a flag in the worker's command line.
-var labelRe = regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._-]{0,127}$`)
+var labelRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._-]{0,127}$`) })
 
 // checkWorker refuses a worker the batch cannot have.
 func checkWorker(w *WorkerOptions) error {
 	for _, l := range w.Labels {
-		if !labelRe.MatchString(l) || strings.Contains(l, "..") || l == "." {
+		if !labelRe().MatchString(l) || strings.Contains(l, "..") || l == "." {
 			return fmt.Errorf("install: worker label %q: a label is 1–128 letters, digits, '.', '_' or '-', not starting with '-', without \"..\" (as a job's hosts: names it)", l)
 		}
 	}

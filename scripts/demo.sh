@@ -14,8 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin .nightwatch
-echo "== building nightwatch and the example servers into bin/ (the first build fetches modules and takes a minute or two)"
-go build -o bin/ ./cmd/nightwatch ./examples/servers/notes ./examples/servers/search ./internal/testkit/cmd/nwfakeapi
+echo "== building nightwatch, its hook executable and the example servers into bin/ (the first build fetches modules and takes a minute or two)"
+CGO_ENABLED=0 go build -o bin/ ./cmd/nightwatch ./cmd/nightwatch-hook ./examples/servers/notes ./examples/servers/search ./internal/testkit/cmd/nwfakeapi
 
 export SEARCH_PORT="${SEARCH_PORT:-18931}" SEARCH_TOKEN="${SEARCH_TOKEN:-demo-search-token}"
 ./bin/search -addr "127.0.0.1:${SEARCH_PORT}" 2>.nightwatch/search.log &

@@ -107,6 +107,7 @@ cross() {
     for arch in amd64 arm64; do
       echo "-- build $os/$arch"
       CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -o /dev/null ./cmd/nightwatch || rc=1
+      CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -o /dev/null ./cmd/nightwatch-hook || rc=1
     done
   done
   # Vet type-checks the packages and their tests for a target; nightwatch
@@ -120,7 +121,7 @@ cross() {
   return $rc
 }
 step "builds for linux, darwin and windows, amd64 and arm64; vet for darwin and windows" \
-  "GOOS=<os> GOARCH=<arch> go build ./cmd/nightwatch (the failing target is above)" cross
+  "GOOS=<os> GOARCH=<arch> go build ./cmd/nightwatch ./cmd/nightwatch-hook (the failing target is above)" cross
 
 step "chromium for the HTML report's browser test (installed in the background)" "apt-get install -y chromium" chromium_ready
 

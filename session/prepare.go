@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/hookexe"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -272,9 +274,11 @@ func checkMCPConfig(path string, want []string) error {
 func hookCommand(spec Spec, f Files) string {
 	h := spec.Batch.Health
 	s := h.Settings()
-	args := []string{spec.Binary, "hook", "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
+	// The dedicated hook executable beside nightwatch when it is there and
+	// of the same build; else `nightwatch hook` (the night said why once).
+	args := append(slices.Clone(hookexe.Choose(context.Background(), spec.Binary).Argv), "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
 		"--ttl", s.TTL.String(), "--backoff", s.Backoff.String(), "--max-backoff", s.MaxBackoff.String(),
-		"--failure-threshold", strconv.Itoa(s.FailureThreshold), "--max-hold", spec.Batch.HoldOf(spec.Job, nil).String()}
+		"--failure-threshold", strconv.Itoa(s.FailureThreshold), "--max-hold", spec.Batch.HoldOf(spec.Job, nil).String())
 	for _, d := range []struct {
 		flag string
 		v    time.Duration

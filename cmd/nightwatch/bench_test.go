@@ -81,21 +81,41 @@ func peakRSS(b *testing.B, path string) int64 {
 	return peak
 }
 
-func BenchmarkHookProcess(b *testing.B) {
-	nw := testkit.BuildNightwatch(b)
-	empty := buildEmpty(b)
-	home := b.TempDir()
-	state := filepath.Join(home, "cache.json")
+// benchCache writes a cache of n servers: "up" (healthy for a day),
+// "down" (blocked for a day) and n-2 healthy others with a realistic
+// record each.
+func benchCache(b *testing.B, path string, n int) {
 	now := time.Now()
-	err := (&healthcheck.Store{Path: state}).Update(func(f *healthcheck.File) error {
+	err := (&healthcheck.Store{Path: path}).Update(func(f *healthcheck.File) error {
 		f.Servers["up"] = &healthcheck.Entry{Status: healthcheck.StatusHealthy, ExpiresAt: healthcheck.MillisOf(now.Add(24 * time.Hour))}
 		f.Servers["down"] = &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, NextRetryAt: healthcheck.MillisOf(now.Add(24 * time.Hour)),
 			LastFailureCode: healthcheck.CodeUnavailable, LastError: "HTTP 503"}
+		for i := range n - 2 {
+			f.Servers[fmt.Sprintf("server-%05d", i)] = &healthcheck.Entry{Status: healthcheck.StatusHealthy,
+				CheckedAt: healthcheck.MillisOf(now), ExpiresAt: healthcheck.MillisOf(now.Add(2 * time.Minute)),
+				LastRestoredAt: healthcheck.MillisOf(now), Source: "/home/me/.claude.json", RestoredBy: "probe",
+				Verdict: "healthy", LatencyMs: 12, Transport: "stdio", Era: "modern", ProtocolVersion: "2026-07-28"}
+		}
 		return nil
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkHookProcess runs, in one loop, the dedicated hook executable
+// (what sessions get), `nightwatch hook` (the same hook in the whole
+// binary), an empty Go program and, when NIGHTWATCH_BENCH_BASELINE names
+// one, an older release's `nightwatch hook`.
+//
+//	go test -run '^$' -bench 'HookProcess' -benchtime 300x ./cmd/nightwatch/
+func BenchmarkHookProcess(b *testing.B) {
+	nw := testkit.BuildNightwatch(b)
+	hookBin := testkit.BuildHook(b)
+	empty := buildEmpty(b)
+	home := b.TempDir()
+	state := filepath.Join(home, "cache.json")
+	benchCache(b, state, 10)
 	rssFile := filepath.Join(home, "rss")
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "NIGHTWATCH_STATE_PATH=" + state,
 		"NIGHTWATCH_REPORT_PEAK_RSS=" + rssFile}
@@ -117,24 +137,82 @@ func BenchmarkHookProcess(b *testing.B) {
 			_ = os.Remove(rssFile)
 			// Medians, not sums: on a shared machine one descheduled exec
 			// would otherwise weigh as much as a hundred normal ones.
-			var hook, base, old []time.Duration
+			var hook, whole, base, old []time.Duration
 			for b.Loop() {
-				hook = append(hook, execOnce(b, nw, []string{"hook"}, env, in, c.code))
+				hook = append(hook, execOnce(b, hookBin, nil, env, in, c.code))
+				whole = append(whole, execOnce(b, nw, []string{"hook"}, env, in, c.code))
 				base = append(base, execOnce(b, empty, nil, env, "", 0))
 				if baseline != "" {
 					old = append(old, execOnce(b, baseline, []string{"hook"}, env, in, c.code))
 				}
 			}
-			h, e := median(hook), median(base)
+			h, w, e := median(hook), median(whole), median(base)
 			b.ReportMetric(float64(h.Microseconds()), "hook-µs/op")
+			b.ReportMetric(float64(w.Microseconds()), "whole-µs/op")
 			b.ReportMetric(float64(e.Microseconds()), "empty-µs/op")
 			b.ReportMetric(float64(h)/float64(e), "x-empty")
+			b.ReportMetric(float64(w)/float64(e), "whole-x-empty")
 			if baseline != "" {
 				o := median(old)
 				b.ReportMetric(float64(o)/float64(e), "baseline-x-empty")
 				b.ReportMetric(float64(h)/float64(o), "x-baseline")
 			}
+			// Every process of the loop reported; the peak is the largest
+			// of both hooks (the older release reports too).
 			b.ReportMetric(float64(peakRSS(b, rssFile))/1024, "peak-RSS-MiB")
+		})
+	}
+	b.Run("dedicated-peak-RSS", func(b *testing.B) {
+		in := fmt.Sprintf(benchPayload, "mcp__up__search")
+		_ = os.Remove(rssFile)
+		for b.Loop() {
+			execOnce(b, hookBin, nil, env, in, 0)
+		}
+		b.ReportMetric(float64(peakRSS(b, rssFile))/1024, "peak-RSS-MiB")
+	})
+}
+
+// BenchmarkHookCacheSize runs a cache hit of the dedicated hook against
+// caches of 10, 1,000 and 10,000 servers in one loop, and an empty
+// program: a hit must not cost more with a larger cache. The payload is
+// 2.1.197's (no mcp_server): the hook also reads the cache's names.
+//
+//	go test -run '^$' -bench 'HookCacheSize' -benchtime 200x ./cmd/nightwatch/
+func BenchmarkHookCacheSize(b *testing.B) {
+	hookBin := testkit.BuildHook(b)
+	empty := buildEmpty(b)
+	home := b.TempDir()
+	sizes := []int{10, 1000, 10000}
+	envs := make([][]string, len(sizes))
+	for i, n := range sizes {
+		state := filepath.Join(home, fmt.Sprintf("cache-%d.json", n))
+		benchCache(b, state, n)
+		envs[i] = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "NIGHTWATCH_STATE_PATH=" + state}
+	}
+	for _, payload := range []struct{ name, in string }{
+		{"2.1.197", fmt.Sprintf(benchPayload, "mcp__up__search")},
+		{"2.1.332", `{"session_id":"b","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"mcp__up__search","mcp_server":{"name":"up","source":"user"},"tool_input":{"q":"x"}}`},
+	} {
+		b.Run(payload.name, func(b *testing.B) {
+			times := make([][]time.Duration, len(sizes))
+			var base []time.Duration
+			for b.Loop() {
+				for i := range sizes {
+					times[i] = append(times[i], execOnce(b, hookBin, nil, envs[i], payload.in, 0))
+				}
+				base = append(base, execOnce(b, empty, nil, envs[0], "", 0))
+			}
+			e := median(base)
+			ten := median(times[0])
+			b.ReportMetric(float64(e.Microseconds()), "empty-µs/op")
+			for i, n := range sizes {
+				m := median(times[i])
+				b.ReportMetric(float64(m.Microseconds()), fmt.Sprintf("hit%d-µs/op", n))
+				if i > 0 {
+					b.ReportMetric(float64(m)/float64(ten), fmt.Sprintf("x%d-over-10", n))
+				}
+			}
+			b.ReportMetric(float64(ten)/float64(e), "hit10-x-empty")
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/hookexe"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -68,6 +70,12 @@ func selfPath() (string, error) {
 	p, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("find the nightwatch binary for the sessions' hook: %w", err)
+	}
+	// Sessions get the hook executable beside it, checked once here: a
+	// missing or mismatched one is said now, and `nightwatch hook` is
+	// injected instead.
+	if c := hookexe.Choose(context.Background(), p); c.Note != "" {
+		fmt.Fprintln(os.Stderr, "nightwatch: warning: "+c.Note)
 	}
 	return p, nil
 }

@@ -61,6 +61,7 @@ func buildBinary(root, pkg, name string) (string, error) {
 
 	cmd := exec.Command(goTool(), "build", "-o", tmp.Name(), pkg)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}

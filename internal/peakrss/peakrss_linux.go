@@ -1,15 +1,17 @@
-package main
+// Package peakrss lets a benchmark learn a child process's own peak
+// memory: nightwatch and nightwatch-hook report it on exit when asked.
+package peakrss
 
 import (
 	"bytes"
 	"os"
 )
 
-// reportPeakRSS appends this process's peak resident set (VmHWM) to the
+// Report appends this process's peak resident set (VmHWM) to the
 // file named by NIGHTWATCH_REPORT_PEAK_RSS, for the benchmarks. The parent
 // cannot measure it: a child's ru_maxrss keeps the parent's high-water
 // mark from before exec.
-func reportPeakRSS() {
+func Report() {
 	path := os.Getenv("NIGHTWATCH_REPORT_PEAK_RSS")
 	if path == "" {
 		return

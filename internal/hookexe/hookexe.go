@@ -1,0 +1,183 @@
+// Package hookexe is the dedicated hook executable as the rest of
+// nightwatch sees it: its name beside the nightwatch binary, the id that
+// proves the two were built from the same source (so they cannot disagree
+// about the cache's format or a decision), and the command line a session
+// or a settings file runs. nightwatch-hook links only what the hook needs
+// (no database, scheduler, batch runner or command framework), so each
+// tool call starts a smaller process; `nightwatch hook` stays the same
+// hook, and is what is injected when the sibling is missing or does not
+// match.
+package hookexe
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
+)
+
+// Name is the hook executable's base name, without the platform's
+// extension (see Path).
+const Name = "nightwatch-hook"
+
+// IDFlag makes nightwatch-hook (and `nightwatch hook`) print its ID and
+// exit.
+const IDFlag = "--build-id"
+
+// formatRevision changes whenever the hook's protocol with the rest of
+// nightwatch changes (the flags it is given, the variables it reads);
+// the cache's own version and layout are part of ID too.
+const formatRevision = 1
+
+// ID names what a binary of this build expects of the cache and of its
+// command line, and the build itself: the cache format version, its
+// written layout, this package's revision, and the VCS revision and Go
+// version the binary was built from. Two binaries with the same ID were
+// built from the same source; any other pair is refused.
+func ID() string { return idOnce() }
+
+var idOnce = sync.OnceValue(func() string {
+	var b strings.Builder
+	b.WriteString("nightwatch-hook cache=v")
+	b.WriteString(strconv.Itoa(healthcheck.FileVersion))
+	b.WriteString("/" + healthcheck.Layout)
+	b.WriteString(" protocol=" + strconv.Itoa(formatRevision))
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		b.WriteString(" go=" + bi.GoVersion)
+		settings := map[string]string{}
+		for _, s := range bi.Settings {
+			settings[s.Key] = s.Value
+		}
+		if r := settings["vcs.revision"]; r != "" {
+			b.WriteString(" rev=" + r)
+			if settings["vcs.modified"] == "true" {
+				b.WriteString("+modified")
+			}
+		}
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			b.WriteString(" version=" + bi.Main.Version)
+		}
+	}
+	return b.String()
+})
+
+// Path is the hook executable that belongs beside the nightwatch binary
+// at nightwatch (".exe" on Windows, as nightwatch.exe has).
+func Path(nightwatch string) string {
+	return PathFor(nightwatch, runtime.GOOS)
+}
+
+// PathFor is Path for the platform goos.
+func PathFor(nightwatch, goos string) string {
+	dir := filepath.Dir(nightwatch)
+	if goos == "windows" {
+		return filepath.Join(dir, Name+".exe")
+	}
+	return filepath.Join(dir, Name)
+}
+
+// Choice is the hook command a session or a settings file gets.
+type Choice struct {
+	// Argv is the command: [nightwatch-hook] or [nightwatch, "hook"],
+	// before the knob flags.
+	Argv []string
+	// Dedicated is true when Argv is the dedicated executable.
+	Dedicated bool
+	// Note says, when the dedicated executable is not used, why: it is
+	// said out loud once by whoever injects the hook.
+	Note string
+}
+
+var (
+	chosenMu sync.Mutex
+	chosen   = map[string]Choice{}
+)
+
+// checkTimeout bounds the one run of the sibling that reads its ID.
+const checkTimeout = 10 * time.Second
+
+// Choose is the hook command for the nightwatch binary at nightwatch:
+// the sibling nightwatch-hook when it is there and reports this build's
+// ID, else `nightwatch hook` with a Note saying why. It runs the sibling
+// once per path and process (each session of a night reuses the answer).
+func Choose(ctx context.Context, nightwatch string) Choice {
+	chosenMu.Lock()
+	defer chosenMu.Unlock()
+	if c, ok := chosen[nightwatch]; ok {
+		return c
+	}
+	c := choose(ctx, nightwatch, Path(nightwatch))
+	chosen[nightwatch] = c
+	return c
+}
+
+// choose compares the two binaries' own answers, not the caller's: the
+// question is whether the sibling is the hook `nightwatch hook` would be
+// (a test process, or another build that starts a night with this binary,
+// asks too).
+func choose(ctx context.Context, nightwatch, sibling string) Choice {
+	fallback := func(why string) Choice {
+		return Choice{Argv: []string{nightwatch, "hook"},
+			Note: fmt.Sprintf("%s; sessions get `%s hook` instead, the same hook in the whole binary (slower: it starts every package of nightwatch before each tool call). Build both: go build ./cmd/nightwatch ./cmd/nightwatch-hook", why, nightwatch)}
+	}
+	fi, err := os.Stat(sibling)
+	if err != nil {
+		return fallback(fmt.Sprintf("the hook executable %s is missing (%v)", sibling, err))
+	}
+	if !fi.Mode().IsRegular() {
+		return fallback(fmt.Sprintf("the hook executable %s is not a regular file", sibling))
+	}
+	want, err := readID(ctx, nightwatch, "hook", IDFlag)
+	if err != nil {
+		return fallback(fmt.Sprintf("%s does not answer `hook %s`: %v", nightwatch, IDFlag, err))
+	}
+	got, err := readID(ctx, sibling, IDFlag)
+	if err != nil {
+		return fallback(fmt.Sprintf("the hook executable %s does not answer %s: %v", sibling, IDFlag, err))
+	}
+	if got != want {
+		return fallback(fmt.Sprintf("the hook executable %s was built from other sources than %s (%q, not %q)", sibling, nightwatch, got, want))
+	}
+	return Choice{Argv: []string{sibling}, Dedicated: true}
+}
+
+func readID(ctx context.Context, path string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = []string{} // it reads nothing of ours
+	var out strings.Builder
+	cmd.Stdout = &limited{b: &out, n: 4 << 10}
+	proc.Prepare(cmd, time.Second)
+	if err := proc.Start(cmd); err != nil {
+		return "", err
+	}
+	if err := proc.Wait(cmd); err != nil {
+		return "", fmt.Errorf("%s", proc.ExitDescription(err))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// limited keeps the first n bytes written to it: an executable that is
+// not ours may print anything.
+type limited struct {
+	b *strings.Builder
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
