@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
-	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 )
 
 const entrySecretsTitle = "schedule entries hold no secret"
@@ -50,7 +50,7 @@ func (e *env) entrySecrets(ctx context.Context) []Check {
 				continue
 			}
 			if envFile[k] || (redact.SensitiveName(k) && !redact.NotCredential(k)) || slices.Contains(secretValues, v) ||
-				secrets.ServerUses(e.batch, v) != "" {
+				batchsecrets.ServerUses(e.batch, v) != "" {
 				names = append(names, k)
 			}
 		}

@@ -28,10 +28,10 @@ import (
 	"unicode"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
-	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -387,7 +387,7 @@ func (j *job) environment(b *jobs.Batch, getenv func(string) (string, bool)) err
 			if required[k] {
 				j.notes = append(j.notes, fmt.Sprintf("WARNING: %s is required by a server but is not set now; the night will stop at preflight until it is in the env_file", k))
 			}
-		case redact.SensitiveName(k) || required[k] || secrets.ServerUses(b, v) != "":
+		case redact.SensitiveName(k) || required[k] || batchsecrets.ServerUses(b, v) != "":
 			fromShell = append(fromShell, k)
 			j.secrets = append(j.secrets, v)
 		default:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/cluster/peers"
 	"github.com/nightwatch-dev/nightwatch/effects"
+	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
@@ -196,7 +197,7 @@ func commandEnviron(spec Spec, dir string) []string {
 		over[effects.AttemptEnv] = strconv.Itoa(spec.Attempt)
 	}
 	// The hook remembers env_file's values by their names (issue 12).
-	if names := secrets.EnvFileNames(spec.Batch); names != "" {
+	if names := batchsecrets.EnvFileNames(spec.Batch); names != "" {
 		over[secrets.NamesVariable] = names
 	}
 	if spec.PeersSocket != "" {

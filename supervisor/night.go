@@ -19,9 +19,9 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/awake"
+	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
-	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
@@ -205,7 +205,7 @@ func newNight(b *jobs.Batch, opts NightOptions) *night {
 func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSummary, error) {
 	// What leaves the process (journal, summary, notifications) is redacted
 	// with the batch's secrets, whoever called (the CLI remembers them too).
-	secrets.RememberBatch(b)
+	batchsecrets.RememberBatch(b)
 	if opts.Maintenance <= 0 {
 		opts.Maintenance = 10 * time.Second
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/hookexe"
-	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/session"
@@ -26,7 +26,7 @@ import (
 
 func loadBatch(path string) (*jobs.Batch, error) {
 	b, err := jobs.Load(path, lookupEnv)
-	secrets.RememberBatch(b)
+	batchsecrets.RememberBatch(b)
 	return b, err
 }
 
@@ -93,7 +93,7 @@ Exit 0: all healthy. 1: some unhealthy (named). 2: the file is invalid.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{AgentOptional: true})
-			secrets.RememberBatch(b)
+			batchsecrets.RememberBatch(b)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return exitCode(2)

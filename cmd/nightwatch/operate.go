@@ -9,6 +9,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/doctor"
 	"github.com/nightwatch-dev/nightwatch/install"
+	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
@@ -29,7 +30,7 @@ cron give no login shell), not your shell's. Exit 1 when any check fails.`,
 			o := doctor.Options{Home: homeDir(), Cwd: cwd}
 			if len(args) == 1 {
 				o.BatchFile = args[0]
-				secrets.RememberBatchFile(args[0], lookupEnv)
+				batchsecrets.RememberBatchFile(args[0], lookupEnv)
 			}
 			secrets.RememberServers(mcpconfig.Resolve(knobs.FromEnv(lookupEnv, o.Home).ConfigOptions(cwd, o.Home, lookupEnv)))
 			checks := doctor.Run(cmd.Context(), o)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
-	"github.com/nightwatch-dev/nightwatch/internal/secrets"
+	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/report"
@@ -94,7 +94,7 @@ func batchOf(args []string) (*jobs.Batch, error) {
 		return nil, nil
 	}
 	b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{AgentOptional: true})
-	secrets.RememberBatch(b)
+	batchsecrets.RememberBatch(b)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return nil, exitCode(2)

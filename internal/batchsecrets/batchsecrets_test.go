@@ -1,4 +1,4 @@
-package secrets
+package batchsecrets
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -61,8 +62,12 @@ func TestEnvFileNamesReachTheHook(t *testing.T) {
 	if got, want := EnvFileNames(b), "REGION_STORE_PATH,LOG_LEVEL"; got != want {
 		t.Fatalf("EnvFileNames = %q, want %q", got, want)
 	}
-	rememberNamed([]string{NamesVariable + "=REGION_STORE_PATH,LOG_LEVEL,PATH", "REGION_STORE_PATH=regionZ1x2C3v4B5",
-		"LOG_LEVEL=info", "PATH=/usr/local/bin"})
+	// The hook's process: the session's environment, remembered at start.
+	t.Setenv(secrets.NamesVariable, "REGION_STORE_PATH,LOG_LEVEL,PATH")
+	t.Setenv("REGION_STORE_PATH", "regionZ1x2C3v4B5")
+	t.Setenv("LOG_LEVEL", "info")
+	t.Setenv("PATH", "/usr/local/bin")
+	secrets.RememberProcess()
 	got := redact.String("store regionZ1x2C3v4B5 at level info in /usr/local/bin")
 	if want := "store [REDACTED] at level info in /usr/local/bin"; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
