@@ -86,4 +86,3 @@ func RememberServer(s *mcpconfig.Server) {
 		redact.RememberURL(s.URL)
 	}
 }
-
