@@ -126,7 +126,7 @@ var spawns struct {
 	// would otherwise look like an adopted one.
 	forks sync.RWMutex
 	mu    sync.Mutex
-	live  map[int]*spawn      // by leader pid: os/exec waits for these
+	live  map[int]*spawn // by leader pid: os/exec waits for these
 	byCmd map[*exec.Cmd]*spawn
 	ended []*spawn // oldest first
 	mark  map[string]*spawn
