@@ -310,29 +310,24 @@ func reapBy(pid int, deadline time.Time) {
 	}
 }
 
-// children lists this process's children, from each thread's children
-// file (a child is listed under the thread that forked it, an adopted one
-// under a live thread of this process). A kernel built without that file
-// is answered from every process's stat: the cost that grows with the
+// children lists the children of this process's main thread: one small
+// read. A child is listed under the thread that forked it, and an adopted
+// one under the first live thread of its subreaper (the kernel's
+// find_alive_thread), which is the main thread: a Go program's main
+// thread lives as long as the process. Children this process forked on
+// other threads are not listed, and need not be: they are proc's spawns,
+// which their Wait handles. A kernel built without the children file is
+// answered from every process's stat: the cost that grows with the
 // host, kept only as a fallback.
 func children() []int {
-	tasks, err := os.ReadDir("/proc/self/task")
+	data, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
 	if err != nil {
-		return nil
+		return childrenByStat()
 	}
 	var out []int
-	for _, t := range tasks {
-		data, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
-		if err != nil {
-			if os.IsNotExist(err) && t.Name() == strconv.Itoa(os.Getpid()) {
-				return childrenByStat()
-			}
-			continue
-		}
-		for _, f := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				out = append(out, pid)
-			}
+	for _, f := range strings.Fields(string(data)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
 		}
 	}
 	return out
