@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -257,15 +258,23 @@ func update(path string, change func(*Ledger) bool) error {
 // attempt, keeping the calls already recorded. Hints of servers not in
 // tools are kept (a server the night could not list this time).
 func Prepare(path string, tools map[string]map[string]Hints, allowRepeat bool) error {
+	// A ledger that already says all this is not written again: the
+	// write is two fsyncs before every attempt (none at all for a job
+	// without servers on its first attempt, whose ledger does not exist
+	// yet and reads as empty).
 	return update(path, func(l *Ledger) bool {
+		changed := l.AllowRepeat != allowRepeat
 		l.AllowRepeat = allowRepeat
 		for srv, ts := range tools {
 			if l.Tools == nil {
 				l.Tools = map[string]map[string]Hints{}
 			}
-			l.Tools[srv] = ts
+			if !reflect.DeepEqual(l.Tools[srv], ts) {
+				l.Tools[srv] = ts
+				changed = true
+			}
 		}
-		return true
+		return changed
 	})
 }
 

@@ -197,7 +197,17 @@ func joinLines(lines [][]byte) []byte {
 	return b.Bytes()
 }
 
-// Append writes ev as one fsynced line. An empty Run or Time is stamped
+// volatile are the event types whose line is appended without an fsync
+// (a later fsynced line makes it durable with it). A session-process line
+// is read only to kill a session a dead night left running (resume); a
+// crash of the machine, the only thing the fsync guards against, leaves no
+// session running, and a crash of the night alone keeps the line in the
+// kernel's cache (in a cluster the line also goes to the shared journal,
+// as every line does). Every other line is fsynced before Append returns:
+// resume folds them (a job started, how it ended).
+var volatile = map[Type]bool{SessionProcess: true}
+
+// Append writes ev as one line, fsynced unless its type is volatile. An empty Run or Time is stamped
 // with the journal's run and the current time. Every prose field is
 // redacted first (Redacted), whoever built the event.
 func (j *Journal) Append(ev Event) error {
@@ -220,7 +230,11 @@ func (j *Journal) Append(ev Event) error {
 	if j.broken == nil {
 		err := j.ensureFile()
 		if err == nil {
-			err = atomicfile.AppendLine(j.Path, line)
+			if volatile[ev.Type] {
+				err = atomicfile.AppendLineVolatile(j.Path, line)
+			} else {
+				err = atomicfile.AppendLine(j.Path, line)
+			}
 		}
 		if err == nil {
 			j.lines = append(j.lines, line)

@@ -65,7 +65,9 @@ func Prepare(spec Spec) (Files, error) {
 	if err != nil {
 		return Files{}, fmt.Errorf("job %s: MCP config: %w", job.Name, err)
 	}
-	if err := atomicfile.WriteFile(f.MCPConfig, mcpJSON, atomicfile.Mode); err != nil {
+	// Both files are written again before every attempt and read only by
+	// it (the MCP config is removed at its end): atomic, not durable.
+	if err := atomicfile.WriteFileVolatile(f.MCPConfig, mcpJSON, atomicfile.Mode); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
 	if err := checkMCPConfig(f.MCPConfig, job.Servers); err != nil {
@@ -78,7 +80,7 @@ func Prepare(spec Spec) (Files, error) {
 	if err != nil {
 		return Files{}, fmt.Errorf("job %s: encode settings: %w", job.Name, err)
 	}
-	if err := atomicfile.WriteFile(f.Settings, append(settings, '\n'), atomicfile.Mode); err != nil {
+	if err := atomicfile.WriteFileVolatile(f.Settings, append(settings, '\n'), atomicfile.Mode); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
 	if err := checkSettings(f.Settings, command, deny); err != nil {

@@ -205,7 +205,9 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 	close(watchDone)
 	pw.Close()
 	copyErr := <-readDone
-	_ = streamFile.Sync()
+	// No fsync of the stream log: it is for a person reading it later;
+	// nothing the night decides or resumes from reads it back (the
+	// outcome goes to the journal, whose lines are fsynced).
 
 	if cmd.ProcessState != nil {
 		out.ExitCode = cmd.ProcessState.ExitCode()

@@ -21,6 +21,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/awake"
 	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -259,6 +260,17 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 	for _, note := range tightened {
 		n.log.Warn().Msg("state folder: " + note)
+	}
+	// The night is the subreaper of everything its sessions, probes and
+	// commands start: a process that left its group (setsid, a double
+	// fork, an emptied environment) comes back to it when its parent is
+	// gone, and is killed at the end of the spawn it belongs to (the rule:
+	// proc.Subreaper, RELIABILITY.md). Not on macOS or Windows: there it
+	// does nothing and the group kill (or the Job Object) is the rule.
+	if release, err := proc.Subreaper(); err != nil {
+		n.log.Warn().Err(err).Msg("escaped processes are looked for by their environment only")
+	} else {
+		defer release()
 	}
 	if n.journal.Repaired != "" {
 		n.log.Warn().Str("journal", n.journal.Path).Msg("the journal was repaired before resuming: " + n.journal.Repaired)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,5 +118,51 @@ jobs:
 		wait := s.Jobs[0].Outcome.Started.Sub(<-backc)
 		b.ReportMetric(float64(wait.Milliseconds()), "return-to-start-ms")
 		b.ReportMetric(float64(interval.Milliseconds()), "interval-ms")
+	}
+}
+
+// BenchmarkNightVsBareLoop: the night's cost per instant job against a
+// bare loop of the same agent, both in one iteration: n jobs without
+// servers through RunNight (max_parallel 1), then the same agent run n
+// times in a row by a plain loop (exec, read its output, wait), as a
+// shell script would. Per job:
+// (night wall - bare wall) / n, and the two walls' ratio. Preflight is
+// included (no servers: only the API check, replaced here, and the
+// journal's first lines).
+//
+//	go test -run '^$' -bench NightVsBareLoop -benchtime 1x ./supervisor/
+func BenchmarkNightVsBareLoop(b *testing.B) {
+	n := 1000
+	if s := os.Getenv("NIGHTWATCH_BENCH_JOBS"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	for b.Loop() {
+		dir := b.TempDir()
+		agent := fakeAgent(b, dir)
+		var yaml strings.Builder
+		fmt.Fprintf(&yaml, "version: 1\nname: bare\nstate_dir: ./state\nagent: {command: %s}\njobs:\n", jsonString(agent))
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&yaml, "  - {name: j%d, prompt: hello}\n", i)
+		}
+		batch := loadBench(b, dir, yaml.String())
+		start := time.Now()
+		s, err := RunNight(context.Background(), batch, NightOptions{Binary: "/bin/true", Env: os.Environ(),
+			CheckAPI: func(context.Context) (bool, string) { return true, "" }})
+		night := time.Since(start)
+		if err != nil || s.Done != n {
+			b.Fatalf("night: %v done %d of %d", err, s.Done, n)
+		}
+		start = time.Now()
+		for i := 0; i < n; i++ {
+			cmd := exec.Command(agent, "-p", "hello", "--output-format", "stream-json", "--verbose")
+			cmd.Dir = dir
+			if out, err := cmd.Output(); err != nil || len(out) == 0 {
+				b.Fatalf("bare agent: %v", err)
+			}
+		}
+		bare := time.Since(start)
+		b.ReportMetric(float64((night-bare).Microseconds())/1000/float64(n), "overhead-ms/job")
+		b.ReportMetric(float64(bare.Microseconds())/1000/float64(n), "bare-ms/job")
+		b.ReportMetric(float64(night)/float64(bare), "night/bare")
 	}
 }

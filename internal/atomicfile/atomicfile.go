@@ -19,6 +19,20 @@ const Mode os.FileMode = 0o600
 // at path is refused rather than followed, so a planted link cannot redirect
 // nightwatch's writes to another file.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, true)
+}
+
+// WriteFileVolatile is WriteFile without the fsyncs, for a file written
+// again before every use (a session's settings and MCP config): a reader
+// still never sees half a file and a symlink is still refused, but after
+// a crash the file may be missing or empty, which its writer's next run
+// does not mind. Two fsyncs (file and folder) are tens of milliseconds
+// on a busy disk.
+func WriteFileVolatile(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, false)
+}
+
+func write(path string, data []byte, perm os.FileMode, durable bool) error {
 	if fi, err := os.Lstat(path); err == nil && linkLike(fi.Mode()) {
 		return fmt.Errorf("write %s: refusing to replace a symlink (or a junction)", path)
 	}
@@ -41,8 +55,10 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if _, err := tmp.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("write %s: fsync: %w", path, err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -54,7 +70,9 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	ok = true
-	syncDir(dir)
+	if durable {
+		syncDir(dir)
+	}
 	return nil
 }
 
@@ -62,6 +80,18 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // single write call, so concurrent appenders never interleave inside a line,
 // and fsyncs it: a journal line that was reported written survives a crash.
 func AppendLine(path string, line []byte) error {
+	return appendLine(path, line, true)
+}
+
+// AppendLineVolatile is AppendLine without the fsync, for a line whose
+// loss in a crash of the machine costs nothing (journal.Append says which).
+// A crash of the writing process alone loses nothing: the line is in the
+// kernel's cache once the write returns.
+func AppendLineVolatile(path string, line []byte) error {
+	return appendLine(path, line, false)
+}
+
+func appendLine(path string, line []byte, durable bool) error {
 	if fi, err := os.Lstat(path); err == nil && linkLike(fi.Mode()) {
 		return fmt.Errorf("append %s: refusing to write through a symlink (or a junction)", path)
 	}
@@ -78,9 +108,11 @@ func AppendLine(path string, line []byte) error {
 		_ = f.Close()
 		return fmt.Errorf("append %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("append %s: fsync: %w", path, err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("append %s: fsync: %w", path, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("append %s: %w", path, err)

@@ -7,11 +7,23 @@ import (
 	"syscall"
 )
 
-// killEscaped kills every process that carries cmd's spawn mark but left
-// its process group (setsid, a double fork): the group kill cannot reach
-// it, and it would otherwise outlive the probe or job that started it.
-// Processes of other users cannot be read and are not ours.
+// killEscaped ends what cmd started outside its process group (setsid, a
+// double fork): the group kill cannot reach it, and it would otherwise
+// outlive the probe or job that started it.
+//
+// In a subreaper (Subreaper: the night), such a process is one of this
+// process's own children by the time cmd's group is gone, and only those
+// are looked at (sweep, subreaper_linux.go): the cost does not grow with
+// the host's processes, and a process that emptied its environment is
+// found too. Elsewhere (a hook's probe) the spawn mark is looked for in
+// every readable /proc/<pid>/environ; processes of other users cannot be
+// read and are not ours.
 func killEscaped(cmd *exec.Cmd) {
+	if subreaping.Load() {
+		endSpawn(cmd)
+		return
+	}
+	forgetSpawn(cmd)
 	id := takeMark(cmd)
 	if id == "" {
 		return

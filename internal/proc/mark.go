@@ -43,22 +43,25 @@ func mark(cmd *exec.Cmd) {
 	marks.Store(cmd, id)
 }
 
-// unmark removes every spawn mark from cmd's environment.
+// daemonMark is the whole spawn mark of a command allowed to leave
+// daemons (PrepareAllowDaemons) and of everything it starts: nobody's
+// descendant to kill. A night that adopts such a process as its subreaper
+// leaves it running (subreaper_linux.go).
+const daemonMark = "daemon"
+
+// unmark replaces every spawn mark in cmd's environment with daemonMark.
 func unmark(cmd *exec.Cmd) {
 	env := cmd.Env
 	if env == nil {
-		if _, ok := os.LookupEnv(SpawnEnv); !ok {
-			return
-		}
 		env = os.Environ()
 	}
-	out := make([]string, 0, len(env))
+	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
 		if k, _, _ := strings.Cut(kv, "="); k != SpawnEnv {
 			out = append(out, kv)
 		}
 	}
-	cmd.Env = out
+	cmd.Env = append(out, SpawnEnv+"="+daemonMark)
 }
 
 func newMark() string {
@@ -79,17 +82,22 @@ func takeMark(cmd *exec.Cmd) string {
 // hasMark reports whether an environment block (NUL-separated, as in
 // /proc/<pid>/environ) carries id among its spawn marks.
 func hasMark(environ []byte, id string) bool {
-	prefix := SpawnEnv + "="
-	for _, kv := range strings.Split(string(environ), "\x00") {
-		v, ok := strings.CutPrefix(kv, prefix)
-		if !ok {
-			continue
-		}
-		for _, m := range strings.Split(v, ",") {
-			if m == id {
-				return true
-			}
+	for _, m := range marksOf(environ) {
+		if m == id {
+			return true
 		}
 	}
 	return false
+}
+
+// marksOf is the spawn marks an environment block (NUL-separated, as in
+// /proc/<pid>/environ) carries, outermost first; nil when it has none.
+func marksOf(environ []byte) []string {
+	prefix := SpawnEnv + "="
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if v, ok := strings.CutPrefix(kv, prefix); ok {
+			return strings.Split(v, ",")
+		}
+	}
+	return nil
 }

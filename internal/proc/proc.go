@@ -3,7 +3,10 @@
 // on Windows), is bounded by a context, and is killed with its whole group,
 // so no grandchild (an npx-spawned server, a shell's child) outlives its
 // owner. On Linux a descendant that left the group (setsid, a double fork)
-// is found by a marker in its environment and killed too (escaped_linux.go).
+// is killed too: in a child subreaper (Subreaper, the night) it is one of
+// this process's own children once its parent is gone, and is attributed
+// to its spawn (subreaper_linux.go); elsewhere it is found by a marker in
+// its environment (escaped_linux.go).
 //
 // The rule is the same on every platform: cancelling the command's context
 // asks the group to stop (SIGTERM; CTRL_BREAK on Windows), and grace later
@@ -85,10 +88,13 @@ func Start(cmd *exec.Cmd) error {
 			unmark(cmd)
 		}
 	}
+	after := beforeStart()
+	defer after()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	joinGroup(cmd)
+	registerSpawn(cmd)
 	return nil
 }
 

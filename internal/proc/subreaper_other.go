@@ -1,0 +1,16 @@
+//go:build !linux
+
+package proc
+
+import "os/exec"
+
+// Subreaper does nothing here: on Windows every descendant is in its
+// spawn's kill-on-close Job Object already, and macOS has no subreaper
+// (only the process-group kill applies; RELIABILITY.md says what remains).
+// On Linux it makes this process the one escaped descendants come back to
+// (subreaper_linux.go).
+func Subreaper() (release func(), err error) { return func() {}, nil }
+
+func beforeStart() (after func()) { return func() {} }
+
+func registerSpawn(*exec.Cmd) {}
