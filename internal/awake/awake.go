@@ -76,6 +76,9 @@ func hold(ctx context.Context, reason string, p platform) (func(), string, error
 	cmd := proc.Command(cctx, nil, time.Second, bin, argv[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	// The inhibitor runs all night and starts nothing: it must never be
+	// the owner an escaped, unmarked process is kept alive for.
+	proc.LeavesNothing(cmd)
 	if err := proc.Start(cmd); err != nil {
 		cancel()
 		return noop, fmt.Sprintf("not kept awake: start %s: %v", argv[0], err), err

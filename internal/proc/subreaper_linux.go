@@ -113,6 +113,9 @@ type spawn struct {
 	pid        int
 	mark       string
 	start, end uint64
+	// leavesNothing: the command starts nothing that could outlive it
+	// (LeavesNothing), so it is never taken as an adopted process's owner.
+	leavesNothing bool
 }
 
 // keepEnded bounds the ended spawns remembered for attribution: an
@@ -148,6 +151,9 @@ func registerSpawn(cmd *exec.Cmd) {
 	if v, ok := marks.Load(cmd); ok {
 		s.mark = v.(string)
 	}
+	if _, ok := leavesNothing.LoadAndDelete(cmd); ok {
+		s.leavesNothing = true
+	}
 	spawns.mu.Lock()
 	defer spawns.mu.Unlock()
 	if spawns.live == nil {
@@ -158,6 +164,17 @@ func registerSpawn(cmd *exec.Cmd) {
 		spawns.mark[s.mark] = s
 	}
 }
+
+// leavesNothing holds the commands marked by LeavesNothing until Start
+// registers them.
+var leavesNothing sync.Map // *exec.Cmd → struct{}
+
+// LeavesNothing says that cmd, not yet started, starts no process that
+// could outlive it (a sleep inhibitor that runs all night): the night,
+// a subreaper, never takes it as the owner of a process it adopts, so an
+// escape whose mark is gone is still killed at its own job's end while
+// the inhibitor runs on.
+func LeavesNothing(cmd *exec.Cmd) { leavesNothing.Store(cmd, struct{}{}) }
 
 // forgetSpawn drops cmd's record without a sweep (not a subreaper).
 func forgetSpawn(cmd *exec.Cmd) {
@@ -286,7 +303,7 @@ func ownerEnded(pid int, start uint64) bool {
 // one of those is still running. Callers hold spawns.mu.
 func spawnsAt(t uint64) (ran, running bool) {
 	for _, s := range spawns.live {
-		if s.start <= t {
+		if !s.leavesNothing && s.start <= t {
 			return true, true
 		}
 	}

@@ -238,3 +238,32 @@ func TestSubreaperLeavesWhatIsNotASpawns(t *testing.T) {
 		t.Errorf("waiting for the foreign child: %v (reaped by the subreaper?)", err)
 	}
 }
+
+// TestSubreaperInhibitorHoldsNoEscape: an escape that emptied its
+// environment is killed at its own spawn's end although a spawn started
+// before it runs on: a sleep inhibitor marked LeavesNothing (the night's
+// keep-awake runs all night).
+func TestSubreaperInhibitorHoldsNoEscape(t *testing.T) {
+	sleep := sleepPath(t)
+	holdSubreaper(t)
+	inhibitorCtx, stopInhibitor := context.WithCancel(context.Background())
+	inhibitor := exec.CommandContext(inhibitorCtx, sleep, "300")
+	Prepare(inhibitor, 200*time.Millisecond)
+	LeavesNothing(inhibitor)
+	if err := Start(inhibitor); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopInhibitor(); _ = Wait(inhibitor) })
+
+	a, aLeft, _ := startTree(t, Prepare,
+		`setsid env -i `+sleep+` 300 </dev/null >/dev/null 2>&1 & echo $!`, 1)
+	waitLeftSession(t, aLeft[0])
+	waitSleeping(t, aLeft[0])
+	_ = Wait(a)
+	if !reaped(aLeft[0]) {
+		t.Errorf("the unmarked escape %d outlived its spawn while the inhibitor ran", aLeft[0])
+	}
+	if !alive(inhibitor.Process.Pid) {
+		t.Errorf("the inhibitor was killed")
+	}
+}
