@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 )
 
@@ -82,6 +83,12 @@ jobs:
 	}
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
 		t.Errorf("the escaped process %d is still there (running or a zombie) after the night", pid)
+	}
+	if t.Failed() {
+		for _, spawn := range proc.RunningSpawns() {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", spawn))
+			t.Logf("a spawn still running, which may own the escape: pid %d: %q", spawn, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
 	}
 }
 

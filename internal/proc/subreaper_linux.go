@@ -417,3 +417,18 @@ func nowTicks() uint64 {
 	}
 	return uint64(ts.Sec)*ticksPerSecond + uint64(ts.Nsec)/(1e9/ticksPerSecond)
 }
+
+// RunningSpawns are the leader pids of the commands Start started that
+// have not ended yet: what keeps an unmarked escape alive (Subreaper's
+// rule). For diagnostics: a test that finds an escape alive says which.
+func RunningSpawns() []int {
+	spawns.mu.Lock()
+	defer spawns.mu.Unlock()
+	var pids []int
+	for pid, s := range spawns.live {
+		if !s.leavesNothing {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

@@ -197,6 +197,10 @@ func (s *Server) start(port int) error {
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	proc.Prepare(cmd, 5*time.Second)
+	// The package's server outlives its tests' nights, and its backends
+	// die with it: it must not be taken as the owner of what a night's
+	// session leaves behind (proc.Subreaper's rule).
+	proc.LeavesNothing(cmd)
 	if err := proc.Start(cmd); err != nil {
 		stop()
 		logf.Close()
