@@ -37,7 +37,8 @@ func testHookKnowsEveryEnvFileValue(t *testing.T, version string) {
 		t.Fatal(err)
 	}
 	alpha := filepath.Join(dir, "alpha-server")
-	// The hook's probe: parent nightwatch, command line "... hook".
+	// The hook's probe: parent nightwatch-hook, or nightwatch with the
+	// command line "... hook".
 	writeFile(t, alpha, fmt.Sprintf(`#!/bin/sh
 pp=$PPID
 parent=$(cat /proc/$pp/comm 2>/dev/null)
@@ -46,10 +47,12 @@ parent=$(cat /proc/$pp/comm 2>/dev/null)
 if [ "$parent" = nightwatch ] && tr '\0' ' ' < /proc/$pp/cmdline | grep -q ' exec-server '; then
   pp=$(cut -d' ' -f4 /proc/$pp/stat)
   parent=$(cat /proc/$pp/comm 2>/dev/null)
-  [ "$parent" = nightwatch ] || parent=session
+  [ "$parent" = nightwatch ] || [ "$parent" = nightwatch-hook ] || parent=session
 fi
+hook=
+if [ "$parent" = nightwatch-hook ]; then parent=nightwatch; hook=1; fi
 if [ "$parent" = nightwatch ]; then
-  if tr '\0' ' ' < /proc/$pp/cmdline | grep -q ' hook'; then
+  if [ -n "$hook" ] || tr '\0' ' ' < /proc/$pp/cmdline | grep -q ' hook'; then
     echo "config region path is %s" >&2
   else
     echo "preflight crash" >&2

@@ -99,8 +99,10 @@ parent=$(cat /proc/$pp/comm 2>/dev/null)
 if [ "$parent" = nightwatch ] && tr '\0' ' ' < /proc/$pp/cmdline | grep -q ' exec-server '; then
   pp=$(cut -d' ' -f4 /proc/$pp/stat)
   parent=$(cat /proc/$pp/comm 2>/dev/null)
-  [ "$parent" = nightwatch ] || parent=session
-fi`
+  [ "$parent" = nightwatch ] || [ "$parent" = nightwatch-hook ] || parent=session
+fi
+# The hook's own executable is nightwatch too.
+[ "$parent" = nightwatch-hook ] && parent=nightwatch`
 	alpha := filepath.Join(dir, "alpha-server")
 	writeFile(t, alpha, fmt.Sprintf(`#!/bin/sh
 %s
