@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -152,32 +151,12 @@ func choose(ctx context.Context, nightwatch, sibling string) Choice {
 }
 
 func readID(ctx context.Context, path string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = []string{} // it reads nothing of ours
-	var out strings.Builder
-	cmd.Stdout = &limited{b: &out, n: 4 << 10}
-	proc.Prepare(cmd, time.Second)
-	if err := proc.Start(cmd); err != nil {
+	// It reads nothing of ours (an empty environment), and an executable
+	// that is not ours may print anything: 4 KiB of it is kept.
+	res, err := proc.Run(ctx, proc.Spec{Argv: append([]string{path}, args...), Env: []string{},
+		Timeout: checkTimeout, Grace: time.Second, MaxOutput: 4 << 10})
+	if err != nil {
 		return "", err
 	}
-	if err := proc.Wait(cmd); err != nil {
-		return "", fmt.Errorf("%s", proc.ExitDescription(err))
-	}
-	return strings.TrimSpace(out.String()), nil
-}
-
-// limited keeps the first n bytes written to it: an executable that is
-// not ours may print anything.
-type limited struct {
-	b *strings.Builder
-	n int
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	if room := l.n - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
+	return strings.TrimSpace(string(res.Stdout)), nil
 }
