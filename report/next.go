@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -178,7 +177,7 @@ func (n *Night) step(j Job) (Step, bool) {
 			s.Fix += " (" + j.FinalMessage + ")"
 		}
 		if j.Folder != "" {
-			s.Fix += " and its stderr (" + filepath.Join(j.Folder, statedir.AttemptStderr) + ")"
+			s.Fix += " and its stderr (" + inFolder(j.Folder, statedir.AttemptStderr) + ")"
 		}
 		s.Fix += ", fix what it names, then re-run it"
 	}
@@ -327,4 +326,15 @@ func shellWords(ss []string) []string {
 		out[i] = shellWord(s)
 	}
 	return out
+}
+
+// inFolder names file in folder as the host that ran the attempt wrote
+// it: the journal's folder keeps that host's separators, which the
+// machine reading the report may not share.
+func inFolder(folder, file string) string {
+	sep := "/"
+	if strings.Contains(folder, `\`) && !strings.Contains(folder, "/") {
+		sep = `\`
+	}
+	return strings.TrimRight(folder, sep) + sep + file
 }
