@@ -702,12 +702,8 @@ func (l *loader) jobSettings(f map[string]pair, field string, s *JobDefaults) {
 		}
 	}
 	if p, ok := f["retries"]; ok {
-		if v, line, ok := l.integer(p.val, field+".retries", 0); ok {
-			if v > maxRetries {
-				l.problem(line, field+".retries", "must be at most %d, not %d", maxRetries, v)
-			} else {
-				s.Retries = v
-			}
+		if v, ok := l.boundedInteger(p.val, field+".retries", maxRetries); ok {
+			s.Retries = v
 		}
 	}
 	if p, ok := f["verify"]; ok {
@@ -719,12 +715,8 @@ func (l *loader) jobSettings(f map[string]pair, field string, s *JobDefaults) {
 		}
 	}
 	if p, ok := f["max_turns"]; ok {
-		if v, line, ok := l.integer(p.val, field+".max_turns", 0); ok {
-			if v > maxTurns {
-				l.problem(line, field+".max_turns", "must be at most %d, not %d", maxTurns, v)
-			} else {
-				s.MaxTurns = v
-			}
+		if v, ok := l.boundedInteger(p.val, field+".max_turns", maxTurns); ok {
+			s.MaxTurns = v
 		}
 	}
 	if p, ok := f["side_effects"]; ok {
@@ -795,4 +787,18 @@ func (l *loader) health(b *Batch, f map[string]pair) {
 		}
 		l.problem(line, "health.max_backoff", "%s is below backoff %s", b.Health.MaxBackoff, b.Health.Backoff)
 	}
+}
+
+// boundedInteger reads a whole number from 0 to max for field, saying at
+// its line when it is larger.
+func (l *loader) boundedInteger(n *yaml.Node, field string, max int) (int, bool) {
+	v, line, ok := l.integer(n, field, 0)
+	if !ok {
+		return 0, false
+	}
+	if v > max {
+		l.problem(line, field, "must be at most %d, not %d", max, v)
+		return 0, false
+	}
+	return v, true
 }
