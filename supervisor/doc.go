@@ -1,5 +1,6 @@
 // Package supervisor runs a night: one batch of `claude -p` sessions,
-// unattended, from its preflight to its notification.
+// unattended, from its preflight to its notification. Its one job is the
+// night: what runs when, and what each end means for its job.
 //
 // Where each part lives:
 //
@@ -13,14 +14,14 @@
 //	cluster.go      a cluster's coordinator lock and shared journal (its executor is queue.Executor)
 //	maintenance.go  between jobs: re-probe, reconnect, drop stale cache entries
 //	events.go       the hooks' events file, copied into the journal
-//	preflight.go    before the night: wake up and probe every server a job needs
 //	leftovers.go    after a crash: end the sessions the dead supervisor left
 //	lock.go         one night per batch at a time
 //	daemon.go       the batch's schedule
 //	notify.go       the end-of-night webhook or command
 //	summary.go      the night's table for the terminal
 //
-// One attempt of a job is the session package's; the journal's vocabulary
-// is the journal package's; every health verdict is healthcheck's; the
-// model's API failure classes, its check and its rules are modelapi's.
+// The preflight is the preflight package's; one attempt of a job is the
+// session package's; the journal's vocabulary is the journal package's;
+// every health verdict is healthcheck's; the model's API failure classes,
+// its check and its rules are modelapi's.
 package supervisor

@@ -27,6 +27,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/modelapi"
+	"github.com/nightwatch-dev/nightwatch/preflight"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
@@ -278,7 +279,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	summary := &NightSummary{RunID: n.runID, Journal: n.journal.Path, Resumed: resumed, Closed: n.closed}
 
 	if !opts.SkipPreflight {
-		report := Preflight(ctx, b, PreflightOptions{Checker: n.checker,
+		report := preflight.Run(ctx, b, preflight.Options{Checker: n.checker,
 			Getenv: environ.Lookup(opts.Env), Warn: n.warn, Login: true, LoginEnv: opts.Env})
 		if l := report.Login; l != nil {
 			e := n.log.Info()

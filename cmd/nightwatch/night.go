@@ -20,6 +20,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/hookexe"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/preflight"
 	"github.com/nightwatch-dev/nightwatch/session"
 	"github.com/nightwatch-dev/nightwatch/supervisor"
 )
@@ -108,7 +109,7 @@ Exit 0: all healthy. 1: some unhealthy (named). 2: the file is invalid.`,
 			// and its events file, by the preflight.
 			checker := healthcheck.New(&healthcheck.Store{Path: statedir.Cache(b.StateDir), Warn: warnStderr}, b.Health.Settings(),
 				healthcheck.Options{EventsPath: statedir.Events(b.StateDir), Warn: warnStderr})
-			report := supervisor.Preflight(cmd.Context(), b, supervisor.PreflightOptions{
+			report := preflight.Run(cmd.Context(), b, preflight.Options{
 				Checker: checker, Getenv: lookupEnv, Warn: warnStderr, Login: true,
 			})
 			if asJSON {

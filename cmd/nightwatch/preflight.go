@@ -10,12 +10,12 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/operator"
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/preflight"
 )
 
 // printPreflight writes the report as the probe command's table, then the
 // warnings and, when some server is down, their names.
-func printPreflight(w io.Writer, r supervisor.PreflightReport) {
+func printPreflight(w io.Writer, r preflight.Report) {
 	rows := make([]operator.ProbeRow, len(r.Rows))
 	var down []string
 	for i, row := range r.Rows {

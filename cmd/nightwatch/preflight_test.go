@@ -7,21 +7,21 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/preflight"
 )
 
 // The preflight command's table: the probe command's rows, what each job's
 // session is allowed, the login, the warnings and the servers down.
 func TestPrintPreflight(t *testing.T) {
-	rep := supervisor.PreflightReport{
-		Rows: []supervisor.PreflightRow{
+	rep := preflight.Report{
+		Rows: []preflight.Row{
 			{Server: "notes", Transport: "stdio", Verdict: probe.Healthy, Latency: 12 * time.Millisecond, Tools: 3, Reason: "answered", Usable: true},
 			{Server: "api", Transport: "http", Verdict: probe.AuthRequired, Tools: -1, Reason: "HTTP 401 Unauthorized", Usable: false},
 		},
 		Warnings: []string{"fail-open is on (fail_open in the batch): the hook lets calls to unhealthy servers through; for debugging only"},
-		Jobs: []supervisor.PreflightJob{{Job: "use-notes", Allowed: []string{"mcp__notes"}, From: "its servers"},
+		Jobs: []preflight.Job{{Job: "use-notes", Allowed: []string{"mcp__notes"}, From: "its servers"},
 			{Job: "bare", From: "its allowed_tools"}},
-		Login: &supervisor.PreflightLogin{Level: "warn", Detail: "cannot ask claude", Fix: "run it\nby hand"},
+		Login: &preflight.Login{Level: "warn", Detail: "cannot ask claude", Fix: "run it\nby hand"},
 	}
 	var out bytes.Buffer
 	printPreflight(&out, rep)
@@ -36,7 +36,7 @@ func TestPrintPreflight(t *testing.T) {
 		}
 	}
 	out.Reset()
-	printPreflight(&out, supervisor.PreflightReport{Healthy: true, Login: &supervisor.PreflightLogin{Level: "ok", Detail: "logged in"}})
+	printPreflight(&out, preflight.Report{Healthy: true, Login: &preflight.Login{Level: "ok", Detail: "logged in"}})
 	if got := out.String(); got != "no job needs an MCP server\nagent login: logged in\n" {
 		t.Errorf("an empty preflight prints %q", got)
 	}

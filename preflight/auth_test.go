@@ -1,4 +1,4 @@
-package supervisor
+package preflight
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func TestPreflightJudgesA401ByTheReachabilityRule(t *testing.T) {
 				"servers:\n  api: {type: http, url: %s%s}\njobs:\n  - {name: a, servers: [api], prompt: a}\n",
 				jsonString(api.URL+"/mcp"), tc.headers))
 			store := &healthcheck.Store{Path: t.TempDir() + "/cache.json"}
-			rep := Preflight(context.Background(), b, preflightTestOptions(t, store))
+			rep := Run(context.Background(), b, preflightTestOptions(t, store))
 			if len(rep.Rows) != 1 || rep.Rows[0].Usable != tc.usable || rep.Healthy != tc.usable {
 				t.Fatalf("rows %+v healthy %v; want usable %v", rep.Rows, rep.Healthy, tc.usable)
 			}
@@ -61,7 +61,7 @@ func TestPreflightWarnsOfAnUnansweredDiscover(t *testing.T) {
 	store := &healthcheck.Store{Path: filepath.Join(t.TempDir(), "cache.json")}
 	opts := preflightTestOptions(t, store)
 	opts.Warn = func(string) {}
-	rep := Preflight(context.Background(), b, opts)
+	rep := Run(context.Background(), b, opts)
 	if !rep.Healthy {
 		t.Fatalf("preflight: %+v", rep)
 	}

@@ -1,4 +1,10 @@
-package supervisor
+// Package preflight checks a batch before its night: it wakes up and probes
+// every server a job needs, all at once, has the health check record each
+// verdict by its own rule, and collects what the batch should know (the
+// traps of internal/traps, shadowed definitions, the agent's login, what
+// each job will be allowed). Printing it is cmd/nightwatch's; acting on it
+// is the night's.
+package preflight
 
 import (
 	"context"
@@ -29,8 +35,8 @@ const (
 	defaultMCPTimeout = 30 * time.Second
 )
 
-// PreflightRow is one server's line in the preflight table.
-type PreflightRow struct {
+// Row is one server's line in the preflight table.
+type Row struct {
 	Server    string        `json:"server"`
 	Transport string        `json:"transport"`
 	Verdict   probe.Verdict `json:"verdict"`
@@ -50,29 +56,29 @@ type PreflightRow struct {
 	ToolHints map[string]probe.ToolHints `json:"-"`
 }
 
-// PreflightReport is the outcome of a preflight.
-type PreflightReport struct {
-	Rows     []PreflightRow `json:"rows"`
-	Warnings []string       `json:"warnings,omitempty"`
+// Report is the outcome of a preflight.
+type Report struct {
+	Rows     []Row    `json:"rows"`
+	Warnings []string `json:"warnings,omitempty"`
 	// Healthy is true when every server a job needs is reachable; it
 	// drives the command's exit code.
 	Healthy bool `json:"healthy"`
 	// Jobs say what each job's session will be allowed.
-	Jobs []PreflightJob `json:"jobs,omitempty"`
+	Jobs []Job `json:"jobs,omitempty"`
 	// Login is the agent's login as the night sees it (with
-	// PreflightOptions.Login).
-	Login *PreflightLogin `json:"login,omitempty"`
+	// Options.Login).
+	Login *Login `json:"login,omitempty"`
 }
 
-// PreflightLogin is the agent-login verdict (internal/agentlogin).
-type PreflightLogin struct {
+// Login is the agent-login verdict (internal/agentlogin).
+type Login struct {
 	Level  string `json:"level"` // ok, warn, fail
 	Detail string `json:"detail"`
 	Fix    string `json:"fix,omitempty"`
 }
 
-// PreflightJob is what one job's session will be allowed.
-type PreflightJob struct {
+// Job is what one job's session will be allowed.
+type Job struct {
 	Job     string   `json:"job"`
 	Allowed []string `json:"allowed"`
 	// From is "its servers" or "its allowed_tools".
@@ -81,8 +87,8 @@ type PreflightJob struct {
 	Unallowed []string `json:"unallowed,omitempty"`
 }
 
-// PreflightOptions are the dependencies of Preflight.
-type PreflightOptions struct {
+// Options are the dependencies of Run.
+type Options struct {
 	// Checker records every verdict, by the rule and transitions the
 	// hooks use, in its cache (so each session's first call is a cache hit)
 	// and its events file (the night journals them, by the preflight). Nil
@@ -109,14 +115,14 @@ type PreflightOptions struct {
 	LoginEnv []string
 }
 
-// Preflight pre-warms and probes every server that some job needs, all at
+// Run pre-warms and probes every server that some job needs, all at
 // once, has the Checker record each verdict (the health check's rule and
 // transitions, announced by the preflight) and collects warnings about the
 // batch. It never fails: a server that cannot be reached is a row with its
 // reason.
-func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) PreflightReport {
+func Run(ctx context.Context, b *jobs.Batch, opts Options) Report {
 	needed, cwds, unknown := neededServers(b)
-	rep := PreflightReport{Healthy: len(unknown) == 0}
+	rep := Report{Healthy: len(unknown) == 0}
 	rep.Warnings = append(rep.Warnings, unknown...)
 	rep.Warnings = append(rep.Warnings, b.Cautions...)
 	rep.Warnings = append(rep.Warnings, failOpenWarnings(b, opts.Getenv)...)
@@ -128,7 +134,7 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 	}
 	rep.Warnings = append(rep.Warnings, shadowWarnings(b, needed, opts)...)
 	for _, j := range b.Jobs {
-		pj := PreflightJob{Job: j.Name, Allowed: j.Allowed(), From: j.AllowedSource(), Unallowed: j.Unallowed()}
+		pj := Job{Job: j.Name, Allowed: j.Allowed(), From: j.AllowedSource(), Unallowed: j.Unallowed()}
 		rep.Jobs = append(rep.Jobs, pj)
 		if len(pj.Unallowed) > 0 {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("job %q allows no tool of %s: every call to it will be denied and the job will fail",
@@ -145,7 +151,7 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 	sessionEnviron := environ.Overlay(opts.Environ, b.Env)
 	probeTimeout, prewarmTimeout := timeoutsFor(b, opts.Getenv)
 
-	rep.Rows = make([]PreflightRow, len(needed))
+	rep.Rows = make([]Row, len(needed))
 	records := make([]healthcheck.ProbeRecord, len(needed))
 	var wg sync.WaitGroup
 	for i, s := range needed {
@@ -189,8 +195,8 @@ func Preflight(ctx context.Context, b *jobs.Batch, opts PreflightOptions) Prefli
 
 // preflightOne pre-warms one server and gives its verdict: the row and the
 // probe result that goes into the cache.
-func preflightOne(ctx context.Context, srv *mcpconfig.Server, po probe.Options, prewarm time.Duration) (PreflightRow, probe.Result) {
-	row := PreflightRow{Server: srv.Name, Transport: string(srv.Transport)}
+func preflightOne(ctx context.Context, srv *mcpconfig.Server, po probe.Options, prewarm time.Duration) (Row, probe.Result) {
+	row := Row{Server: srv.Name, Transport: string(srv.Transport)}
 	var res probe.Result
 	switch srv.Transport {
 	case mcpconfig.Stdio:
@@ -285,7 +291,7 @@ func failOpenWarnings(b *jobs.Batch, getenv func(string) (string, bool)) []strin
 // seen from each job's cwd, also defines. Sessions run with
 // --strict-mcp-config, so those definitions are ignored; a user who edits
 // them expecting the night to change should know.
-func shadowWarnings(b *jobs.Batch, needed []*jobs.Server, opts PreflightOptions) []string {
+func shadowWarnings(b *jobs.Batch, needed []*jobs.Server, opts Options) []string {
 	home := opts.Home
 	if home == "" {
 		home, _ = os.UserHomeDir()
@@ -370,7 +376,7 @@ func mcpStartupTimeout(b *jobs.Batch, getenv func(string) (string, bool)) time.D
 
 // checkLogin asks the agent, in the night's environment, whether it is
 // logged in (doctor's agent-login, without the installed entries).
-func checkLogin(ctx context.Context, b *jobs.Batch, opts PreflightOptions) *PreflightLogin {
+func checkLogin(ctx context.Context, b *jobs.Batch, opts Options) *Login {
 	base := opts.LoginEnv
 	if base == nil {
 		base = opts.Environ
@@ -381,7 +387,7 @@ func checkLogin(ctx context.Context, b *jobs.Batch, opts PreflightOptions) *Pref
 	env := session.Environ(b, base)
 	st, err := agentlogin.Query(ctx, b.Agent.Command, b.Dir, env, agentlogin.DefaultTimeout)
 	if err != nil {
-		return &PreflightLogin{Level: string(agentlogin.Warn), Fix: "run `claude auth status` by hand; " + agentlogin.TokenFix,
+		return &Login{Level: string(agentlogin.Warn), Fix: "run `claude auth status` by hand; " + agentlogin.TokenFix,
 			Detail: fmt.Sprintf("cannot ask %s for its login: %v", b.Agent.Command, err)}
 	}
 	home, _ := os.UserHomeDir()
@@ -391,5 +397,5 @@ func checkLogin(ctx context.Context, b *jobs.Batch, opts PreflightOptions) *Pref
 	w := agentlogin.Where{GOOS: runtime.GOOS, Home: home}
 	w.ConfigDir, _ = environ.Lookup(env)("CLAUDE_CONFIG_DIR")
 	v := agentlogin.Judge(st, "the night's environment", w)
-	return &PreflightLogin{Level: string(v.Level), Detail: v.Detail, Fix: v.Fix}
+	return &Login{Level: string(v.Level), Detail: v.Detail, Fix: v.Fix}
 }

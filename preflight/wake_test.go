@@ -1,4 +1,4 @@
-package supervisor
+package preflight
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func TestPreflightWakeKeepsCredentialsHome(t *testing.T) {
 		URL:     redirecting.URL + "/mcp",
 		Headers: map[string]string{"X-Api-Key": "key-must-stay-home", "Authorization": "Bearer tok-home"}}}
 	b := preflightTestBatch(t, t.TempDir(), srv)
-	rep := Preflight(context.Background(), b, preflightTestOptions(t, nil))
+	rep := Run(context.Background(), b, preflightTestOptions(t, nil))
 	if len(rep.Rows) != 1 || rep.Rows[0].Verdict != probe.NotMCP {
 		t.Fatalf("rows %+v, want the redirect judged not-mcp", rep.Rows)
 	}
@@ -67,7 +67,7 @@ func TestPreflightSlowStdioServer(t *testing.T) {
 	b := preflightTestBatch(t, cwd, preflightTestStdio(bin, "slow", "slow-handshake=8s"))
 	b.Health.PrewarmTimeout = 2 * time.Second
 	store := &healthcheck.Store{Path: filepath.Join(b.StateDir, "cache.json")}
-	rep := Preflight(context.Background(), b, preflightTestOptions(t, store))
+	rep := Run(context.Background(), b, preflightTestOptions(t, store))
 	if len(rep.Rows) != 1 || rep.Rows[0].Verdict != probe.Healthy || !rep.Rows[0].Prewarmed || !rep.Healthy {
 		t.Fatalf("rows %+v, want the slow server healthy", rep.Rows)
 	}

@@ -1,7 +1,8 @@
-package supervisor
+package preflight
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -82,8 +83,8 @@ func preflightTestBatch(t testing.TB, cwd string, servers ...*jobs.Server) *jobs
 
 // preflightTestOptions isolates a preflight from the user's home and
 // environment.
-func preflightTestOptions(t testing.TB, store *healthcheck.Store) PreflightOptions {
-	return PreflightOptions{Checker: preflightTestChecker(store), Home: t.TempDir(),
+func preflightTestOptions(t testing.TB, store *healthcheck.Store) Options {
+	return Options{Checker: preflightTestChecker(store), Home: t.TempDir(),
 		Getenv: func(string) (string, bool) { return "", false },
 		Warn:   func(m string) { t.Errorf("unexpected warning: %s", m) }}
 }
@@ -127,7 +128,7 @@ func TestPreflightRealServers(t *testing.T) {
 
 	store := &healthcheck.Store{Path: filepath.Join(b.StateDir, "cache.json")}
 	start := time.Now()
-	rep := Preflight(context.Background(), b, preflightTestOptions(t, store))
+	rep := Run(context.Background(), b, preflightTestOptions(t, store))
 	wall := time.Since(start)
 
 	t.Logf("preflight took %s: %+v", wall, rep.Rows)
@@ -241,7 +242,7 @@ func TestPreflightWarnings(t *testing.T) {
 		return "", false
 	}
 
-	rep := Preflight(context.Background(), b, opts)
+	rep := Run(context.Background(), b, opts)
 	if !rep.Healthy || len(rep.Rows) != 1 || rep.Rows[0].Verdict != probe.Healthy {
 		t.Fatalf("report = %+v, want notes healthy with the batch's env", rep)
 	}
@@ -261,7 +262,7 @@ func TestPreflightWarnings(t *testing.T) {
 	}
 
 	b.FailOpen = true
-	rep = Preflight(context.Background(), b, opts)
+	rep = Run(context.Background(), b, opts)
 	if all := strings.Join(rep.Warnings, "\n"); !strings.Contains(all, "fail-open is on") ||
 		!strings.Contains(all, "NIGHTWATCH_FAIL_OPEN=1 in the batch's env: sessions fail open") {
 		t.Errorf("fail-open batch warnings:\n%s", all)
@@ -271,8 +272,8 @@ func TestPreflightWarnings(t *testing.T) {
 	// leave out its server.
 	b.Jobs = append(b.Jobs, &jobs.Job{Name: "narrow", Prompt: "hi", Servers: []string{"notes"}, Cwd: cwd,
 		AllowedTools: []string{"Read"}, AllowedToolsSet: true})
-	rep = Preflight(context.Background(), b, opts)
-	wantJobs := []PreflightJob{{Job: "use-notes", Allowed: []string{"mcp__notes"}, From: "its servers"},
+	rep = Run(context.Background(), b, opts)
+	wantJobs := []Job{{Job: "use-notes", Allowed: []string{"mcp__notes"}, From: "its servers"},
 		{Job: "narrow", Allowed: []string{"Read"}, From: "its allowed_tools", Unallowed: []string{"notes"}}}
 	if fmt.Sprint(rep.Jobs) != fmt.Sprint(wantJobs) {
 		t.Errorf("jobs %+v, want %+v", rep.Jobs, wantJobs)
@@ -285,13 +286,13 @@ func TestPreflightWarnings(t *testing.T) {
 func TestPreflightUnknownServerIsUnhealthy(t *testing.T) {
 	b := preflightTestBatch(t, t.TempDir())
 	b.Jobs = []*jobs.Job{{Name: "lonely", Servers: []string{"ghost"}, Cwd: t.TempDir()}}
-	rep := Preflight(context.Background(), b, preflightTestOptions(t, nil))
+	rep := Run(context.Background(), b, preflightTestOptions(t, nil))
 	if rep.Healthy || len(rep.Rows) != 0 || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], `"ghost"`) {
 		t.Errorf("report = %+v, want unhealthy naming ghost", rep)
 	}
 	// No job needs a server: nothing to probe, nothing wrong.
 	b.Jobs = []*jobs.Job{{Name: "plain", Cwd: t.TempDir()}}
-	if rep := Preflight(context.Background(), b, preflightTestOptions(t, nil)); !rep.Healthy || len(rep.Rows) != 0 {
+	if rep := Run(context.Background(), b, preflightTestOptions(t, nil)); !rep.Healthy || len(rep.Rows) != 0 {
 		t.Errorf("report = %+v, want healthy and empty", rep)
 	}
 }
@@ -327,7 +328,7 @@ func preflightBench20(b *testing.B, stdioMode string) {
 	batch := preflightTestBatch(b, cwd, servers...)
 	batch.Health.ProbeTimeout = 5 * time.Second
 	store := &healthcheck.Store{Path: filepath.Join(b.TempDir(), "cache.json")}
-	opts := PreflightOptions{Checker: preflightTestChecker(store), Home: b.TempDir(), Getenv: func(string) (string, bool) { return "", false }}
+	opts := Options{Checker: preflightTestChecker(store), Home: b.TempDir(), Getenv: func(string) (string, bool) { return "", false }}
 
 	// The slowest single server, each preflighted alone (best of 3, so a
 	// scheduling hiccup does not flatter the ratio).
@@ -338,7 +339,7 @@ func preflightBench20(b *testing.B, stdioMode string) {
 		best := time.Duration(1 << 62)
 		for range 3 {
 			start := time.Now()
-			if rep := Preflight(context.Background(), one, opts); !rep.Healthy {
+			if rep := Run(context.Background(), one, opts); !rep.Healthy {
 				b.Fatalf("%s: %+v", s.Name, rep.Rows)
 			}
 			best = min(best, time.Since(start))
@@ -351,7 +352,7 @@ func preflightBench20(b *testing.B, stdioMode string) {
 	n := 0
 	for b.Loop() {
 		start := time.Now()
-		rep := Preflight(context.Background(), batch, opts)
+		rep := Run(context.Background(), batch, opts)
 		total += time.Since(start)
 		n++
 		if !rep.Healthy {
@@ -361,4 +362,23 @@ func preflightBench20(b *testing.B, stdioMode string) {
 	wall := total / time.Duration(n)
 	b.ReportMetric(float64(slowest.Microseconds())/1000, "slowest-single-ms")
 	b.ReportMetric(float64(wall)/float64(slowest), "x-slowest")
+}
+
+// loadNight writes yaml as dir/batch.yaml and loads it.
+func loadNight(t *testing.T, dir, yaml string) *jobs.Batch {
+	t.Helper()
+	path := filepath.Join(dir, "batch.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := jobs.Load(path, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
