@@ -27,6 +27,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/modelapi"
+	"github.com/nightwatch-dev/nightwatch/notify"
 	"github.com/nightwatch-dev/nightwatch/preflight"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -354,7 +355,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		if extra != "" {
 			fmt.Fprintln(&text, extra)
 		}
-		for _, err := range notify(ctx, b.Notify, text.String(), n.log) {
+		for _, err := range notify.Send(ctx, b.Notify, text.String(), n.log) {
 			n.append(journal.Event{Type: journal.NotifyFailed, Reason: err.Error()})
 		}
 	}
@@ -522,7 +523,7 @@ func (n *night) journalFailed(ctx context.Context, summary *NightSummary, err er
 	if extra != "" {
 		fmt.Fprintln(&text, extra)
 	}
-	for _, nerr := range notify(ctx, n.b.Notify, text.String(), n.log) {
+	for _, nerr := range notify.Send(ctx, n.b.Notify, text.String(), n.log) {
 		n.log.Error().Err(nerr).Msg("the notification failed")
 	}
 }
@@ -536,7 +537,7 @@ func (n *night) notifyNow(ctx context.Context, reason string) {
 	var text strings.Builder
 	fmt.Fprintf(&text, "nightwatch: batch %s STOPPED: %s\n\nThe remaining jobs are skipped. Check the agent's login: `nightwatch doctor` (agent-login).\n",
 		n.b.Name, reason)
-	for _, err := range notify(ctx, n.b.Notify, text.String(), n.log) {
+	for _, err := range notify.Send(ctx, n.b.Notify, text.String(), n.log) {
 		n.append(journal.Event{Type: journal.NotifyFailed, Reason: err.Error()})
 	}
 }

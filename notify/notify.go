@@ -1,4 +1,7 @@
-package supervisor
+// Package notify tells the operator that a night ended (or stopped): the
+// batch's webhook gets the text as a chat message, its command gets it on
+// stdin. Everything it sends is redacted and escaped for where it goes.
+package notify
 
 import (
 	"context"
@@ -17,15 +20,15 @@ import (
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
-// notifyTimeout bounds each notification: the night is over, and a hung
+// Timeout bounds each notification: the night is over, and a hung
 // webhook must not keep the supervisor (or the next scheduled night) waiting.
-const notifyTimeout = 30 * time.Second
+const Timeout = 30 * time.Second
 
-// notify tells the operator the night ended: the batch's webhook gets a
+// Send tells the operator the night ended: the batch's webhook gets a
 // JSON body whose "text" field Slack (and most chat webhooks) show, and its
 // command gets the same text on stdin. A failure is logged and returned,
 // never fatal: the night's work is done either way.
-func notify(ctx context.Context, n jobs.Notify, text string, log zerolog.Logger) []error {
+func Send(ctx context.Context, n jobs.Notify, text string, log zerolog.Logger) []error {
 	// Everything that leaves the process is redacted first; the summary
 	// already is, and the rest (the STOPPED reason, AfterNight's text) is
 	// done here once.
@@ -66,7 +69,7 @@ func postWebhook(ctx context.Context, url, text string, log zerolog.Logger) erro
 	c.RetryWaitMin, c.RetryWaitMax = 500*time.Millisecond, 5*time.Second
 	c.HTTPClient.Timeout = 10 * time.Second
 	c.Logger = nil // its default logs the URL, which may carry a token
-	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, url, body)
 	if err != nil {
@@ -86,7 +89,7 @@ func postWebhook(ctx context.Context, url, text string, log zerolog.Logger) erro
 }
 
 func runNotifyCommand(ctx context.Context, argv []string, text string) error {
-	res, err := proc.Run(ctx, proc.Spec{Argv: argv, Stdin: strings.NewReader(text), Timeout: notifyTimeout, Grace: 2 * time.Second})
+	res, err := proc.Run(ctx, proc.Spec{Argv: argv, Stdin: strings.NewReader(text), Timeout: Timeout, Grace: 2 * time.Second})
 	var re *proc.RunError
 	switch {
 	case err == nil:

@@ -1,4 +1,4 @@
-package supervisor
+package notify
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/rs/zerolog"
 )
 
@@ -43,9 +44,17 @@ func TestNotifyReachesAPhone(t *testing.T) {
 	}
 	// As in the README, but for the host.
 	webhook := strings.Replace(`"https://ntfy.sh/${NTFY_TOPIC}?tpl=1&t=nightwatch&m={{.text}}"`, "https://ntfy.sh", ntfy.URL, 1)
-	b := loadNight(t, d, fmt.Sprintf("version: 1\nname: phone\nstate_dir: ./state\nenv_file: night.env\nagent: {command: %s}\n"+
-		"notify:\n  webhook: %s\njobs:\n  - {name: a, prompt: a}\n", jsonString(self), webhook))
-	if errs := notify(context.Background(), b.Notify, "nightwatch: batch phone finished\n\n1 done", zerolog.Nop()); len(errs) > 0 {
+	path := filepath.Join(d, "batch.yaml")
+	quoted, _ := json.Marshal(self)
+	if err := os.WriteFile(path, fmt.Appendf(nil, "version: 1\nname: phone\nstate_dir: ./state\nenv_file: night.env\nagent: {command: %s}\n"+
+		"notify:\n  webhook: %s\njobs:\n  - {name: a, prompt: a}\n", quoted, webhook), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := jobs.Load(path, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := Send(context.Background(), b.Notify, "nightwatch: batch phone finished\n\n1 done", zerolog.Nop()); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	g := <-ch
