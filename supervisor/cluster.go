@@ -10,6 +10,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
 	"github.com/nightwatch-dev/nightwatch/cluster/queue"
+	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -83,10 +84,10 @@ type ClusterLockedError struct{ Batch, Holder string }
 
 func (e *ClusterLockedError) Error() string {
 	return fmt.Sprintf("batch %q: %v in the cluster (%s); its lock goes with its connection, so a coordinator that died frees it at once",
-		e.Batch, ErrLocked, e.Holder)
+		e.Batch, batchlock.ErrLocked, e.Holder)
 }
 
-func (e *ClusterLockedError) Is(target error) bool { return target == ErrLocked }
+func (e *ClusterLockedError) Is(target error) bool { return target == batchlock.ErrLocked }
 
 // lockHolder names the session that holds the lock, as it named itself.
 func (c *clusterLink) lockHolder(ctx context.Context, batch string) string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
@@ -214,7 +215,7 @@ func NightOver(stateDir, runID string) (over bool, why string) {
 	if at, ended := journal.Ended(events); ended {
 		return true, "the night ended at " + at.Local().Format("15:04:05")
 	}
-	if len(events) > 0 && events[0].Batch != "" && LockHolder(stateDir, events[0].Batch) == 0 {
+	if len(events) > 0 && events[0].Batch != "" && batchlock.Holder(stateDir, events[0].Batch) == 0 {
 		return true, "no process runs the night (its supervisor is gone; `nightwatch run` resumes it)"
 	}
 	return false, ""

@@ -19,6 +19,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/awake"
+	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
 	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
@@ -219,7 +220,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := LockBatch(b.StateDir, b.Name)
+	unlock, err := batchlock.Take(b.StateDir, b.Name)
 	if err != nil {
 		return nil, err
 	}

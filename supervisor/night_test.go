@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
@@ -227,7 +228,7 @@ func TestSecondRunOfABatchIsRefused(t *testing.T) {
 	if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := LockBatch(b.StateDir, b.Name)
+	unlock, err := batchlock.Take(b.StateDir, b.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

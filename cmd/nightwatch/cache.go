@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -144,7 +145,7 @@ func nightView(b *jobs.Batch, c *healthcheck.Checker, resolved *mcpconfig.Resolv
 			}
 			lv := supervisor.LiveNight(b, events, now)
 			v.night, v.journal = &lv, path
-			v.holder = supervisor.LockHolder(b.StateDir, b.Name)
+			v.holder = batchlock.Holder(b.StateDir, b.Name)
 			seen = operator.Sightings(events)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
 	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/hookexe"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
@@ -245,7 +246,7 @@ func runAndReport(cmd *cobra.Command, b *jobs.Batch, opts supervisor.NightOption
 	}
 	summary, err := supervisor.RunNight(cmd.Context(), b, opts)
 	switch {
-	case errors.Is(err, supervisor.ErrLocked), errors.Is(err, supervisor.ErrUnfinished):
+	case errors.Is(err, batchlock.ErrLocked), errors.Is(err, supervisor.ErrUnfinished):
 		fmt.Fprintln(os.Stderr, "nightwatch:", err)
 		return exitCode(2)
 	case errors.Is(err, supervisor.ErrStopped):

@@ -1,4 +1,7 @@
-package supervisor
+// Package batchlock holds one night per batch at a time: the batch's
+// lock file in its state folder (flock(2), released by the kernel when its
+// holder dies) and the holder's pid beside it.
+package batchlock
 
 import (
 	"errors"
@@ -35,13 +38,13 @@ func (e *LockedError) Error() string {
 
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
-// LockBatch takes the batch's lock, <stateDir>/<name>.lock, without
+// Take takes the batch's lock, <stateDir>/<name>.lock, without
 // waiting: a launchd start and a manual start of the same night must not
 // both run it, and the second should say so at once rather than queue up.
 // The lock is flock(2): the kernel releases it when its holder dies, even
 // by SIGKILL, so a crash never leaves a stale lock. The holder's pid goes
 // into <name>.lock.pid, only to tell the loser who holds it.
-func LockBatch(stateDir, batchName string) (unlock func(), err error) {
+func Take(stateDir, batchName string) (unlock func(), err error) {
 	if batchName == "" || strings.ContainsAny(batchName, `/\`) || batchName == "." || batchName == ".." {
 		return nil, fmt.Errorf("lock batch: invalid batch name %q", batchName)
 	}
@@ -96,10 +99,10 @@ func holderPID(pidPath string) int {
 	return pid
 }
 
-// LockHolder is the pid of the process that runs the batch now (the
+// Holder is the pid of the process that runs the batch now (the
 // holder of its lock, by the pid it wrote beside it), or 0 when none
 // does. It never takes the lock itself: a night starting at that moment
 // must not find it held by an onlooker.
-func LockHolder(stateDir, batchName string) int {
+func Holder(stateDir, batchName string) int {
 	return holderPID(statedir.Lock(stateDir, batchName) + ".pid")
 }

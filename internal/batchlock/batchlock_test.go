@@ -1,4 +1,4 @@
-package supervisor
+package batchlock
 
 import (
 	"bufio"
@@ -32,7 +32,7 @@ func TestLockHelperProcess(t *testing.T) {
 	if dir == "" {
 		return
 	}
-	unlock, err := LockBatch(dir, "nightly")
+	unlock, err := Take(dir, "nightly")
 	var le *LockedError
 	switch {
 	case errors.As(err, &le):
@@ -95,10 +95,10 @@ func TestLockBatchSecondProcessIsRefusedWithPID(t *testing.T) {
 		t.Errorf("second process: %q, want %q", line, want)
 	}
 	// So is this one.
-	unlock, err := LockBatch(dir, "nightly")
+	unlock, err := Take(dir, "nightly")
 	if err == nil {
 		unlock()
-		t.Fatal("LockBatch succeeded while another process holds the lock")
+		t.Fatal("Take succeeded while another process holds the lock")
 	}
 	var le *LockedError
 	if !errors.Is(err, ErrLocked) || !errors.As(err, &le) || le.PID != holderPID {
@@ -113,7 +113,7 @@ func TestLockBatchSecondProcessIsRefusedWithPID(t *testing.T) {
 	if err := holder.Wait(); err != nil {
 		t.Fatalf("holder: %v", err)
 	}
-	unlock, err = LockBatch(dir, "nightly")
+	unlock, err = Take(dir, "nightly")
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
@@ -144,9 +144,9 @@ func TestLockBatchFreeAfterSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = holder.Wait()
-	// LockBatch never waits for a lock (it tries once), so its success is
+	// Take never waits for a lock (it tries once), so its success is
 	// the proof that the kernel freed the lock with its holder.
-	unlock, err := LockBatch(dir, "nightly")
+	unlock, err := Take(dir, "nightly")
 	if err != nil {
 		t.Fatalf("lock still held after its holder was SIGKILLed: %v", err)
 	}
@@ -159,33 +159,33 @@ func TestLockBatchFreeAfterSIGKILL(t *testing.T) {
 
 func TestLockBatchSameProcessTwice(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	unlock, err := LockBatch(dir, "nightly")
+	unlock, err := Take(dir, "nightly")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// flock(2) locks belong to an open file, so a second start inside
 	// this process (a daemon tick while a run is going) is refused too.
 	var le *LockedError
-	if _, err := LockBatch(dir, "nightly"); !errors.As(err, &le) || le.PID != os.Getpid() {
+	if _, err := Take(dir, "nightly"); !errors.As(err, &le) || le.PID != os.Getpid() {
 		t.Errorf("second lock in the same process: %v", err)
 	}
 	// Another batch has its own lock.
-	other, err := LockBatch(dir, "weekly")
+	other, err := Take(dir, "weekly")
 	if err != nil {
 		t.Errorf("another batch: %v", err)
 	} else {
 		other()
 	}
 	unlock()
-	again, err := LockBatch(dir, "nightly")
+	again, err := Take(dir, "nightly")
 	if err != nil {
 		t.Fatalf("after unlock: %v", err)
 	}
 	again()
 
 	for _, bad := range []string{"", "..", "a/b"} {
-		if _, err := LockBatch(dir, bad); err == nil || errors.Is(err, ErrLocked) {
-			t.Errorf("LockBatch(%q) = %v, want an invalid-name error", bad, err)
+		if _, err := Take(dir, bad); err == nil || errors.Is(err, ErrLocked) {
+			t.Errorf("Take(%q) = %v, want an invalid-name error", bad, err)
 		}
 	}
 }
@@ -198,11 +198,11 @@ func TestLockBatchRefusesSymlink(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(dir, "nightly.lock")); err != nil {
 		t.Fatal(err)
 	}
-	if unlock, err := LockBatch(dir, "nightly"); err == nil {
+	if unlock, err := Take(dir, "nightly"); err == nil {
 		unlock()
-		t.Fatal("LockBatch locked through a symlink")
+		t.Fatal("Take locked through a symlink")
 	}
 	if _, err := os.Lstat(target); err == nil {
-		t.Error("LockBatch created the link's target")
+		t.Error("Take created the link's target")
 	}
 }
