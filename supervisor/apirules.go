@@ -23,16 +23,12 @@ const uncountedNote = " (the attempt is not counted)"
 // never lifts ends in the job's retry rules, not in a loop.
 const maxFree = 10
 
-// nightPause is the night not starting sessions.
+// nightPause is the night not starting sessions: the API's wait
+// (modelapi.Wait: its class, start, end or next check, interval) and the
+// words of the failure that began it.
 type nightPause struct {
-	class  modelapi.Class
+	modelapi.Wait
 	reason string
-	since  time.Time
-	// until is when it ends (usage and rate limits) or when the API is
-	// checked next (api-unavailable).
-	until time.Time
-	// backoff is the interval that led to until.
-	backoff time.Duration
 	// checking: an actCheckAPI is out, its evAPI not yet back.
 	checking bool
 }
@@ -56,24 +52,6 @@ type evAPI struct {
 
 func (evAPI) isEvent() {}
 
-// apiTrial is the breaker's half-open state for the model's API. The
-// check is an unauthenticated empty POST; an edge that authenticates
-// before it schedules answers it 401 while every real request gets 529.
-// So a passing check ends the pause but not the outage: one session is
-// the trial and the others wait until the API answers a real request
-// (any running attempt's model turn, evModelTurn) or the trial ends on
-// its own terms. A trial that fails on the API's outage is that same
-// outage (no new charge against any job, the trial's job not charged at
-// all): the night waits again, from the outage's start. The trial is
-// not journaled: a resumed night folds NightResumed into a trial again,
-// and its first session is the trial.
-type apiTrial struct {
-	since time.Time // the outage's start
-	// job and attempt are the trial attempt's; "" until one starts.
-	job     string
-	attempt int
-}
-
 // evModelTurn: a running attempt's session got its first answer from the
 // model's API.
 type evModelTurn struct {
@@ -82,10 +60,6 @@ type evModelTurn struct {
 }
 
 func (evModelTurn) isEvent() {}
-
-// trialOut says whether the night starts nothing more until its trial
-// session hears from the API.
-func (p *plan) trialOut() bool { return p.trial != nil && p.trial.job != "" }
 
 // modelAnswered ends a trial: the API serves real requests.
 func (p *plan) modelAnswered() { p.trial = nil }
@@ -120,14 +94,13 @@ func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 	// one.
 	trial := p.trial
 	outage := p.outages
-	if rule.Pause == modelapi.PauseUntilAPI && (p.pause == nil || p.pause.class != modelapi.Unavailable) && trial == nil {
+	if rule.Pause == modelapi.PauseUntilAPI && (p.pause == nil || p.pause.Class != modelapi.Unavailable) && trial == nil {
 		outage++
 	}
 	free := rule.Spend == modelapi.SpendNever
 	if rule.Spend == modelapi.SpendOncePerOutage {
 		// The trial attempt is the night's probe of the API, not the job's.
-		isTrial := trial != nil && trial.job == jp.job.Name && trial.attempt == jp.attempts
-		free = jp.chargedOutage == outage || isTrial
+		free = jp.chargedOutage == outage || trial.Is(jp.job.Name, jp.attempts)
 		base.Outage = outage
 	}
 	if free && jp.free >= maxFree {
@@ -148,55 +121,23 @@ func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 	return append(acts, p.pauseFor(now, rule.Pause, class, reason, out.API.ResetAt)...), true
 }
 
-// pauseFor starts or extends the night's pause after a failure of class.
+// pauseFor starts or extends the night's pause after a failure of class,
+// by the API's rules (modelapi.Waits.Start); apply keeps the start of a
+// pause of the same class.
 func (p *plan) pauseFor(now time.Time, rule modelapi.Pause, class modelapi.Class, reason string, resetAt time.Time) []action {
-	w := p.rules.waits
-	np := &nightPause{class: class, reason: reason, since: now}
-	switch rule {
-	case modelapi.PauseUntilTime:
-		np.until, np.backoff = resetAt, resetAt.Sub(now)
-		switch {
-		case resetAt.IsZero():
-			np.until, np.backoff = now.Add(w.UsageWait), w.UsageWait
-		case !resetAt.After(now):
-			// The reset time just passed (modelapi.JustPassed): the limit
-			// should be gone; try again soon, and wait longer each time it
-			// is not, up to the wait for a limit without a reset time.
-			np.backoff = w.CheckMin
-			if p.pause != nil && p.pause.class == class && p.pause.backoff > 0 {
-				np.backoff = min(2*p.pause.backoff, w.UsageWait)
-			}
-			np.until = now.Add(np.backoff)
-		}
-	case modelapi.PauseBackoff:
-		np.backoff = w.RateLimitMin
-		if p.pause != nil && p.pause.class == class {
-			np.backoff = min(2*p.pause.backoff, w.RateLimitMax)
-		}
-		np.until = now.Add(np.backoff)
-	case modelapi.PauseUntilAPI:
-		if p.pause != nil && p.pause.class == class {
-			return nil // the outage the night already waits out
-		}
-		np.backoff = w.CheckMin
-		np.until = now.Add(np.backoff)
-	default:
+	var cur *modelapi.Wait
+	if p.pause != nil {
+		cur = &p.pause.Wait
+	}
+	next, ok := p.rules.waits.Start(now, cur, rule, class, resetAt)
+	if !ok {
 		return nil
 	}
-	if old := p.pause; old != nil {
-		if old.class == class && !np.until.After(old.until) {
-			return nil // already paused at least as long
-		}
-		if old.class == modelapi.UsageLimit && class != modelapi.UsageLimit && old.until.After(np.until) {
-			return nil // the usage limit outlasts it
-		}
-	}
-	// apply keeps the start of a pause of the same class.
 	ev := journal.Event{Type: journal.NightPaused, Class: string(class), Reason: reason}
 	msg := "the night waits for the API to answer again"
 	if rule != modelapi.PauseUntilAPI {
-		ev.Until = np.until
-		msg = "the night pauses until " + np.until.Local().Format("15:04:05")
+		ev.Until = next.Until
+		msg = "the night pauses until " + next.Until.Local().Format("15:04:05")
 	}
 	return []action{p.record(now, ev, logWarn, msg)}
 }
@@ -224,25 +165,25 @@ func (p *plan) paused(now time.Time) (acts []action, paused bool) {
 	if np == nil {
 		return nil, false
 	}
-	if d := p.rules.deadline; !d.IsZero() && np.class != modelapi.Unavailable && !np.until.Before(d) {
+	if d := p.rules.deadline; !d.IsZero() && np.Class != modelapi.Unavailable && !np.Until.Before(d) {
 		return p.skipWaiting(now, fmt.Sprintf("the night paused until %s (%s: %s), past the deadline %s",
-			np.until.Local().Format("15:04"), np.class, np.reason, d.Format("15:04"))), false
+			np.Until.Local().Format("15:04"), np.Class, np.reason, d.Format("15:04"))), false
 	}
-	if np.class == modelapi.Unavailable {
-		if now.Sub(np.since) >= p.rules.waits.MaxOutage {
+	if np.Class == modelapi.Unavailable {
+		if np.TooLong(now, p.rules.waits) {
 			return p.skipWaiting(now, fmt.Sprintf("the API did not answer for %s: %s", p.rules.waits.MaxOutage, np.reason)), false
 		}
-		if np.checking || now.Before(np.until) {
+		if np.checking || now.Before(np.Until) {
 			return nil, true
 		}
 		np.checking = true
 		return []action{actCheckAPI{}}, true
 	}
-	if now.Before(np.until) {
+	if now.Before(np.Until) {
 		return nil, true
 	}
-	return []action{p.record(now, journal.Event{Type: journal.NightResumed, Class: string(np.class),
-		Reason: "the pause ended at " + np.until.Local().Format("15:04:05")},
+	return []action{p.record(now, journal.Event{Type: journal.NightResumed, Class: string(np.Class),
+		Reason: "the pause ended at " + np.Until.Local().Format("15:04:05")},
 		logInfo, "the night goes on after its pause")}, false
 }
 
@@ -250,16 +191,15 @@ func (p *plan) paused(now time.Time) (acts []action, paused bool) {
 // check further off.
 func (p *plan) apiChecked(now time.Time, ev evAPI) []action {
 	np := p.pause
-	if np == nil || np.class != modelapi.Unavailable {
+	if np == nil || np.Class != modelapi.Unavailable {
 		return nil
 	}
 	np.checking = false
 	if !ev.ok {
-		np.backoff = min(2*np.backoff, p.rules.waits.CheckMax)
-		np.until = now.Add(np.backoff)
+		np.CheckFailed(now, p.rules.waits)
 		return nil
 	}
-	return []action{p.record(now, journal.Event{Type: journal.NightResumed, Class: string(np.class),
-		Reason: fmt.Sprintf("the API answers again after %s", now.Sub(np.since).Round(time.Second))},
+	return []action{p.record(now, journal.Event{Type: journal.NightResumed, Class: string(np.Class),
+		Reason: fmt.Sprintf("the API answers again after %s", now.Sub(np.Since).Round(time.Second))},
 		logInfo, "the API answers again; the night goes on")}
 }

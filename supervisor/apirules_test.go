@@ -268,10 +268,10 @@ func TestAPIRules(t *testing.T) {
 				d.endWith("a", outage())
 				d.p.pause = nil          // as if a check had let it start while the outage went on
 				d.wake(30 * time.Second) // a#2 starts
-				d.p.pause = &nightPause{class: modelapi.Unavailable, since: d.now, until: d.now.Add(time.Hour)}
+				d.p.pause = &nightPause{Wait: modelapi.Wait{Class: modelapi.Unavailable, Since: d.now, Until: d.now.Add(time.Hour)}}
 				d.endWith("a", outage()) // the same outage: not counted
 				d.apiDown = false
-				d.p.pause.until = d.now
+				d.p.pause.Until = d.now
 				d.wake(time.Second)
 				d.end("a", session.Done, 0)
 				d.end("b", session.Done, 0)

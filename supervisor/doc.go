@@ -7,7 +7,7 @@
 //	night.go        RunNight: lock, journal (new or resumed), preflight, the loop, the end
 //	plan.go         the jobs' state machine and its rules, pure (plan.step(now, event) → actions)
 //	apirules.go     the plan's side of the model's API: a failed attempt's class rule applied to its job,
-//	                the night's pause, stop and API checks (the rules themselves are modelapi's)
+//	                the night's pause, stop and API checks (the rules, waits and trial are modelapi's)
 //	loop.go         the one goroutine that owns the plan, the journal and the night's cache writes;
 //	                its one stop path
 //	executor_local.go  the executor interface the loop sees, and the one that runs attempts on this host

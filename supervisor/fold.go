@@ -46,10 +46,10 @@ func (p *plan) apply(ev journal.Event) {
 		p.applyPause(ev)
 		return
 	case journal.NightResumed:
-		if np := p.pause; np != nil && np.class == modelapi.Unavailable && !p.trialOut() {
+		if np := p.pause; np != nil && np.Class == modelapi.Unavailable && !p.trial.Out() {
 			// The check passed; the next session is the trial (unless
 			// the last one still runs: it stays the trial).
-			p.trial = &apiTrial{since: np.since}
+			p.trial = &modelapi.Trial{Since: np.Since}
 		}
 		p.pause = nil
 		return
@@ -76,8 +76,8 @@ func (p *plan) apply(ev journal.Event) {
 		// none, and its end carries its number.
 		jp.attempts = max(jp.attempts+1, ev.Attempt)
 		jp.phase, jp.startedAt = phaseRunning, ev.Time
-		if t := p.trial; t != nil && t.job == "" {
-			t.job, t.attempt = jp.job.Name, jp.attempts
+		if t := p.trial; t != nil && t.Job == "" {
+			t.Job, t.Attempt = jp.job.Name, jp.attempts
 		}
 		jp.deferring, jp.resume, jp.resumeWhy = "", "", ""
 		jp.lost = nil
@@ -148,11 +148,11 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 	// that ends before a trial started (one that ran from before, or one
 	// whose files could not be prepared, which has no job-started line to
 	// fold) ends it too, so that live and folded plans agree.
-	if t := p.trial; t != nil && (t.job == "" || t.job == jp.job.Name && t.attempt == n) {
+	if t := p.trial; t != nil && (t.Job == "" || t.Is(jp.job.Name, n)) {
 		if ev.Class != string(modelapi.Unavailable) {
 			p.trial = nil
 		} else {
-			t.job, t.attempt = "", 0
+			t.Job, t.Attempt = "", 0
 		}
 	}
 	// What a start does is done by an end too: an attempt whose files
@@ -186,23 +186,18 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 // answer is checked first after the shortest interval.
 func (p *plan) applyPause(ev journal.Event) {
 	class := modelapi.Class(ev.Class)
-	np := &nightPause{class: class, reason: ev.Reason, since: ev.Time, until: ev.Until}
-	switch {
-	case class == modelapi.Unavailable:
-		np.backoff = p.rules.waits.CheckMin
-		np.until = ev.Time.Add(np.backoff)
-	case ev.Until.IsZero():
+	w, ok := p.rules.waits.Recorded(class, ev.Time, ev.Until)
+	if !ok {
 		return // a pause without its end: the night goes on
-	default:
-		np.backoff = ev.Until.Sub(ev.Time)
 	}
-	if old := p.pause; old != nil && old.class == class {
-		np.since = old.since
+	np := &nightPause{Wait: w, reason: ev.Reason}
+	if old := p.pause; old != nil && old.Class == class {
+		np.Since = old.Since
 	}
 	if t := p.trial; t != nil && class == modelapi.Unavailable {
-		np.since = t.since // the same outage: the check's pass was not its end
+		np.Since = t.Since // the same outage: the check's pass was not its end
 	}
-	if !p.trialOut() {
+	if !p.trial.Out() {
 		// A trial attempt that still runs (another attempt met the
 		// outage first) stays the trial through the pause.
 		p.trial = nil
@@ -224,8 +219,8 @@ func (p *plan) interrupt(jp *jobPlan) {
 	}
 	p.running--
 	jp.phase, jp.startedAt = phasePending, time.Time{}
-	if t := p.trial; t != nil && t.job == jp.job.Name {
-		t.job, t.attempt = "", 0 // the next session is the trial
+	if t := p.trial; t != nil && t.Job == jp.job.Name {
+		t.Job, t.Attempt = "", 0 // the next session is the trial
 	}
 }
 
@@ -241,8 +236,8 @@ func (p *plan) fold(events []journal.Event) {
 		p.apply(ev)
 	}
 	p.apply(journal.Event{Type: journal.RunResumed})
-	if np := p.pause; np != nil && np.class == modelapi.Unavailable {
-		np.until = time.Time{}
+	if np := p.pause; np != nil && np.Class == modelapi.Unavailable {
+		np.Until = time.Time{}
 	}
 }
 

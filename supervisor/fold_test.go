@@ -290,9 +290,9 @@ func journalFacts(p *plan) planFacts {
 			notBefore: ns(jp.notBefore), deferredSince: ns(jp.deferredSince), startedAt: ns(jp.startedAt)})
 	}
 	if np := p.pause; np != nil {
-		f.night.paused, f.night.class, f.night.reason, f.night.since = true, np.class, np.reason, ns(np.since)
-		if np.class != modelapi.Unavailable {
-			f.night.until, f.night.backoff = ns(np.until), np.backoff
+		f.night.paused, f.night.class, f.night.reason, f.night.since = true, np.Class, np.reason, ns(np.Since)
+		if np.Class != modelapi.Unavailable {
+			f.night.until, f.night.backoff = ns(np.Until), np.Backoff
 		}
 	}
 	return f
@@ -449,16 +449,16 @@ func TestPlanFoldsOldJournals(t *testing.T) {
 			}
 			var pause string
 			if p.pause != nil {
-				pause = string(p.pause.class)
+				pause = string(p.pause.Class)
 			}
 			if pause != tc.pause {
 				t.Errorf("pause %q, want %q", pause, tc.pause)
 			}
-			if tc.pause == "usage-limit" && !p.pause.until.Equal(reset) {
-				t.Errorf("the pause ends at %s, want the reset %s", p.pause.until, reset)
+			if tc.pause == "usage-limit" && !p.pause.Until.Equal(reset) {
+				t.Errorf("the pause ends at %s, want the reset %s", p.pause.Until, reset)
 			}
-			if tc.pause == "api-unavailable" && !p.pause.until.IsZero() {
-				t.Errorf("an API that did not answer is checked at %s, want at once", p.pause.until)
+			if tc.pause == "api-unavailable" && !p.pause.Until.IsZero() {
+				t.Errorf("an API that did not answer is checked at %s, want at once", p.pause.Until)
 			}
 		})
 	}

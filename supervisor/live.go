@@ -107,9 +107,9 @@ func LiveNight(b *jobs.Batch, events []journal.Event, now time.Time) Live {
 	lv.Total, lv.CostUSD, lv.MaxCostUSD = len(p.order), p.cost, p.rules.maxCostUSD
 	lv.Deadline, lv.Stopped = p.rules.deadline, p.stopped
 	if np := p.pause; np != nil && lv.Ended.IsZero() {
-		lv.Paused = fmt.Sprintf("%s: %s", np.class, np.reason)
-		if !np.until.IsZero() && np.until.After(now) {
-			lv.PausedUntil = np.until
+		lv.Paused = fmt.Sprintf("%s: %s", np.Class, np.reason)
+		if !np.Until.IsZero() && np.Until.After(now) {
+			lv.PausedUntil = np.Until
 		}
 	}
 	left := 0

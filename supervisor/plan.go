@@ -242,8 +242,8 @@ type plan struct {
 	outages int
 	stopped string
 	// trial is the half-open state after a check said the API answers
-	// again (apirules.go): nil when the night is not in one.
-	trial *apiTrial
+	// again (modelapi.Trial): nil when the night is not in one.
+	trial *modelapi.Trial
 	// pauses say each pause in words, for the summary.
 	pauses []string
 }
@@ -372,7 +372,7 @@ func (p *plan) skip(now time.Time, jp *jobPlan, reason string) action {
 // when nothing is left.
 func (p *plan) scanReady(now time.Time) []action {
 	var acts []action
-	for ; p.scan < len(p.order) && p.running < p.rules.maxParallel && !p.trialOut(); p.scan++ {
+	for ; p.scan < len(p.order) && p.running < p.rules.maxParallel && !p.trial.Out(); p.scan++ {
 		jp := p.jobs[p.order[p.scan]]
 		if !jp.phase.waiting() || now.Before(jp.notBefore) {
 			continue
