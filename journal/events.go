@@ -71,6 +71,15 @@ const (
 	// NightResumed: the pause ended (Reason how: the reset time came, the
 	// API answered).
 	NightResumed Type = "night-resumed"
+	// APITrialStarted: after a check said the API answers again (the
+	// night-resumed of an api-unavailable pause), Attempt of Job is the
+	// trial: no other session starts until the API answers a real request
+	// or the trial ends (its job-retried or job-finished line).
+	APITrialStarted Type = "api-trial-started"
+	// APITrialEnded: the API answered a real request (a running session's
+	// first model turn, Attempt of Job): the outage is over and the other
+	// sessions may start.
+	APITrialEnded Type = "api-trial-ended"
 	// NightStopped: the night starts no more jobs (Class, Reason: the
 	// agent's login was refused); the remaining jobs are skipped.
 	NightStopped Type = "night-stopped"
@@ -98,7 +107,7 @@ const (
 // Types is every type this release writes.
 var Types = []Type{RunStarted, RunResumed, JobStarted, SessionProcess, JobDeferred, JobRetried,
 	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, CallHeld, ServerRestarted, ServerLost, Maintenance, NightPaused, NightResumed, NightStopped,
-	ServerFinal, RunClosed, RunFinished, NotifyFailed, SideEffect, TaskLost}
+	ServerFinal, APITrialStarted, APITrialEnded, RunClosed, RunFinished, NotifyFailed, SideEffect, TaskLost}
 
 // Status is a job's end (done, failed, skipped) or a server's state
 // (healthy, unhealthy; "" for an entry that was removed).

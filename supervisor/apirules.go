@@ -62,7 +62,13 @@ type evModelTurn struct {
 func (evModelTurn) isEvent() {}
 
 // modelAnswered ends a trial: the API serves real requests.
-func (p *plan) modelAnswered() { p.trial = nil }
+func (p *plan) modelAnswered(now time.Time, ev evModelTurn) []action {
+	if p.trial == nil {
+		return nil
+	}
+	return []action{p.record(now, journal.Event{Type: journal.APITrialEnded, Job: ev.job, Attempt: ev.attempt},
+		logInfo, "the API answered a real request: the night goes on")}
+}
 
 // apiFailed applies the class's rule (modelapi.RuleFor) to an attempt
 // that failed with out.API: the job's next phase, the night's pause or

@@ -14,8 +14,9 @@ import (
 // recorded event changes the plan: a job's phase, attempts, reason,
 // bounces, uncounted attempts, the outage it was charged, the feedback and
 // the session its next attempt is given, when a retry may start, its
-// deferral; the night's cost, pause, outages and stop. step builds each
-// event it records and applies it through record; the job-started line,
+// deferral; the night's cost, pause, outages, API trial and stop. step
+// builds each event it records and applies it through record; the
+// job-started line,
 // which the loop writes once the attempt's files exist, is applied when
 // the plan launches. Resume is the same fold over the journal a dead
 // supervisor left (fold), so there is no second copy of the transitions.
@@ -53,6 +54,14 @@ func (p *plan) apply(ev journal.Event) {
 		}
 		p.pause = nil
 		return
+	case journal.APITrialStarted:
+		if t := p.trial; t != nil {
+			t.Job, t.Attempt = ev.Job, ev.Attempt
+		}
+		return
+	case journal.APITrialEnded:
+		p.trial = nil
+		return
 	case journal.NightStopped:
 		p.stopped, p.pause, p.trial = "the night stopped: "+ev.Reason, nil, nil
 		return
@@ -76,9 +85,6 @@ func (p *plan) apply(ev journal.Event) {
 		// none, and its end carries its number.
 		jp.attempts = max(jp.attempts+1, ev.Attempt)
 		jp.phase, jp.startedAt = phaseRunning, ev.Time
-		if t := p.trial; t != nil && t.Job == "" {
-			t.Job, t.Attempt = jp.job.Name, jp.attempts
-		}
 		jp.deferring, jp.resume, jp.resumeWhy = "", "", ""
 		jp.lost = nil
 	case journal.ServerLost:

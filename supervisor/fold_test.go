@@ -139,6 +139,15 @@ func (d *foldDriver) randomStep() {
 			"server notes is down since 02:03:00 (401)"}[rng.IntN(4)]
 	case 4:
 		d.apiDown = !d.apiDown
+	case 5:
+		// A running session hears from the model: a trial is over.
+		for _, name := range d.live.order {
+			if jp := d.live.jobs[name]; jp.phase == phaseRunning && rng.IntN(2) == 0 {
+				d.do(d.live.step(d.now, evModelTurn{job: name, attempt: jp.attempts}))
+				d.do(d.live.step(d.now, evWake{}))
+				return
+			}
+		}
 	default:
 		var running []string
 		for _, name := range d.live.order {
@@ -272,6 +281,12 @@ type nightFacts struct {
 	reason           string
 	since, until     int64
 	backoff          time.Duration
+	// The API's trial: whether the night is in one, since when, and its
+	// attempt.
+	trial        bool
+	trialSince   int64
+	trialJob     string
+	trialAttempt int
 }
 
 func journalFacts(p *plan) planFacts {
@@ -288,6 +303,9 @@ func journalFacts(p *plan) planFacts {
 			costed: jp.costed, chargedOutage: jp.chargedOutage, deferrals: jp.deferrals, reason: jp.reason, feedback: jp.feedback,
 			resume: jp.resume, resumeWhy: jp.resumeWhy, deferring: jp.deferring,
 			notBefore: ns(jp.notBefore), deferredSince: ns(jp.deferredSince), startedAt: ns(jp.startedAt)})
+	}
+	if t := p.trial; t != nil {
+		f.night.trial, f.night.trialSince, f.night.trialJob, f.night.trialAttempt = true, ns(t.Since), t.Job, t.Attempt
 	}
 	if np := p.pause; np != nil {
 		f.night.paused, f.night.class, f.night.reason, f.night.since = true, np.Class, np.reason, ns(np.Since)
@@ -570,6 +588,81 @@ func TestQueuedAttemptIsNotShownRunning(t *testing.T) {
 			got := p.progress(planT0)
 			if !slices.Equal(got.Running, tc.running) || !slices.Equal(got.Waiting, tc.waiting) {
 				t.Errorf("running %q, waiting %q; want running %q, waiting %q", got.Running, got.Waiting, tc.running, tc.waiting)
+			}
+		})
+	}
+}
+
+// A resumed night folds the API's trial from its journal (issue 21): a
+// trial whose session heard from the API is over, and the resumed night
+// starts every job it may at once; a trial whose session ran when the
+// supervisor died, or that ended on the outage, is still owed, and only
+// one session starts.
+func TestPlanFoldsTheAPITrial(t *testing.T) {
+	outage := planT0
+	passed := planT0.Add(time.Minute)
+	head := []journal.Event{
+		{Time: planT0, Type: journal.JobStarted, Job: "a", Attempt: 1},
+		{Time: outage, Type: journal.JobRetried, Job: "a", Attempt: 1, Class: string(modelapi.Unavailable), Uncounted: true, Outage: 1,
+			Reason: "API Error: 529 overloaded" + uncountedNote},
+		{Time: outage, Type: journal.NightPaused, Class: string(modelapi.Unavailable), Reason: "API Error: 529 overloaded"},
+		{Time: passed, Type: journal.NightResumed, Class: string(modelapi.Unavailable), Reason: "the API answers again after 1m0s"},
+		{Time: passed, Type: journal.APITrialStarted, Job: "a", Attempt: 2},
+		{Time: passed, Type: journal.JobStarted, Job: "a", Attempt: 2},
+	}
+	with := func(n int, tail ...journal.Event) []journal.Event { return append(slices.Clone(head[:n]), tail...) }
+	for _, tc := range []struct {
+		name     string
+		journal  []journal.Event
+		trial    bool // the resumed night is in a trial
+		paused   bool
+		launches int // sessions the resumed night starts at once
+	}{
+		{"the check passed, no session started: the trial is owed", with(4), true, false, 1},
+		{"the trial ran when the supervisor died: owed again", with(6), true, false, 1},
+		{"the API answered the trial: over", with(6,
+			journal.Event{Time: passed.Add(time.Second), Type: journal.APITrialEnded, Job: "a", Attempt: 2}), false, false, 3},
+		{"the API answered an older session: over", with(5,
+			journal.Event{Time: passed, Type: journal.JobStarted, Job: "a", Attempt: 2},
+			journal.Event{Time: passed, Type: journal.JobStarted, Job: "b", Attempt: 1},
+			journal.Event{Time: passed.Add(time.Second), Type: journal.APITrialEnded, Job: "b", Attempt: 1}), false, false, 3},
+		{"the trial ended on its own terms: over", with(6,
+			journal.Event{Time: passed.Add(time.Second), Type: journal.JobFinished, Job: "a", Attempt: 2, Status: journal.Done}), false, false, 2},
+		{"the trial met the outage: the same outage, waited out", with(6,
+			journal.Event{Time: passed.Add(time.Second), Type: journal.JobRetried, Job: "a", Attempt: 2, Class: string(modelapi.Unavailable),
+				Uncounted: true, Outage: 1, Reason: "API Error: 529 overloaded" + uncountedNote},
+			journal.Event{Time: passed.Add(time.Second), Type: journal.NightPaused, Class: string(modelapi.Unavailable), Reason: "API Error: 529 overloaded"}),
+			false, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := planBatch(func(b *jobs.Batch) { b.MaxParallel = 3 },
+				planJob("a", retries(1)), planJob("b", nil), planJob("c", nil))
+			d := newPlanDriver(t, b)
+			d.p.rules.waits = testWaits.WithDefaults()
+			d.apiDown = tc.paused // the check at once on resume still fails
+			d.p.fold(tc.journal)
+			if got := d.p.trial != nil; got != tc.trial {
+				t.Fatalf("trial %+v, want one: %v", d.p.trial, tc.trial)
+			}
+			if tc.trial && (d.p.trial.Out() || !d.p.trial.Since.Equal(outage)) {
+				t.Errorf("trial %+v, want one owed since the outage began at %s", d.p.trial, outage)
+			}
+			if got := d.p.pause != nil; got != tc.paused {
+				t.Fatalf("pause %+v, want one: %v", d.p.pause, tc.paused)
+			}
+			if tc.paused && !d.p.pause.Since.Equal(outage) {
+				t.Errorf("the pause began at %s, want the outage's start %s", d.p.pause.Since, outage)
+			}
+			d.now = passed.Add(2 * time.Second)
+			d.wake(0)
+			if len(d.launches) != tc.launches {
+				t.Errorf("launched %q, want %d sessions", d.launches, tc.launches)
+			}
+			if tc.paused && d.apiChecks != 1 {
+				t.Errorf("%d checks of the API, want one at once", d.apiChecks)
+			}
+			if tc.trial && len(d.launches) == 1 && (d.p.trial.Job != d.last() || !d.p.trial.Out()) {
+				t.Errorf("the first session %s is not the trial %+v", d.last(), d.p.trial)
 			}
 		})
 	}

@@ -320,8 +320,7 @@ func (p *plan) step(now time.Time, ev event) []action {
 	case evTick:
 		return []action{actMaintain{}}
 	case evModelTurn:
-		p.modelAnswered()
-		return nil
+		return p.modelAnswered(now, ev)
 	}
 	return nil
 }
@@ -432,12 +431,19 @@ func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers 
 	// exist; the plan applies the same line now.
 	launch := actLaunch{job: jp.job.Name, attempt: jp.attempts + 1, feedback: jp.feedback,
 		resume: jp.resume, resumeWhy: jp.resumeWhy}
+	var acts []action
+	if t := p.trial; t != nil && t.Job == "" {
+		// Recorded before the launch, so that an attempt that never
+		// starts ends a trial the journal already names.
+		acts = append(acts, p.record(now, journal.Event{Type: journal.APITrialStarted, Job: launch.job, Attempt: launch.attempt},
+			logInfo, "this attempt is the API's trial: the others wait for its first answer"))
+	}
 	p.apply(journal.Event{Time: now, Type: journal.JobStarted, Job: launch.job, Attempt: launch.attempt, Resume: launch.resume})
 	jp.runsWithout = nil
 	if down != "" { // on_unhealthy: run, by choice
 		jp.runsWithout = downServers
 	}
-	return []action{launch}
+	return append(acts, launch)
 }
 
 // attemptEnded judges the end of an attempt: done, another attempt after a
