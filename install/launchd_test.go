@@ -125,7 +125,7 @@ func TestScheduleRefused(t *testing.T) {
 		})
 	}
 	// Every line the daemon refuses is refused with the daemon's own error
-	// (supervisor.Daemon: "schedule %q: %w" of cron.ParseStandard's). A
+	// (daemon.Run: "schedule %q: %w" of cron.ParseStandard's). A
 	// day-of-week 7 is among them: robfig/cron knows 0-6 only, so the
 	// installers must not schedule a night the daemon would never run.
 	for _, line := range []string{

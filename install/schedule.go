@@ -12,7 +12,7 @@ import (
 
 // schedule is a batch's cron line, expanded: each field the sorted set of
 // values it matches. The line is read by robfig/cron's standard parser, the
-// one the daemon (supervisor.Daemon) and the batch loader use, and the sets
+// one the daemon (daemon.Run) and the batch loader use, and the sets
 // come from its parsed bit fields; the installers translate them into
 // launchd, systemd and crontab syntax, so the three agree with the daemon on
 // what the line means and refuse what it refuses.

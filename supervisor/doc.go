@@ -15,12 +15,12 @@
 //	maintenance.go  between jobs: re-probe, reconnect, drop stale cache entries
 //	events.go       the hooks' events file, copied into the journal
 //	leftovers.go    after a crash: end the sessions the dead supervisor left
-//	daemon.go       the batch's schedule
 //	summary.go      the night's table for the terminal
 //
 // The preflight is the preflight package's, the notification notify's,
-// the batch's lock internal/batchlock's; one attempt of a job is the
-// session package's; the journal's vocabulary is the journal package's;
-// every health verdict is healthcheck's; the model's API failure classes,
-// its check and its rules are modelapi's.
+// the batch's lock internal/batchlock's, its schedule daemon's; one
+// attempt of a job is the session package's; the journal's vocabulary is
+// the journal package's; every health verdict is healthcheck's; the
+// model's API failure classes, its check, its waits and its trial are
+// modelapi's.
 package supervisor

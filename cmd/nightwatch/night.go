@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/nightwatch-dev/nightwatch/daemon"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
 	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
@@ -223,7 +224,7 @@ func newDaemonCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			err = supervisor.Daemon(ctx, func() (*jobs.Batch, error) { return loadBatch(args[0]) }, opts)
+			err = daemon.Run(ctx, func() (*jobs.Batch, error) { return loadBatch(args[0]) }, opts)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return exitCode(2)

@@ -1,23 +1,28 @@
-package supervisor
+// Package daemon runs a batch on its schedule: a night
+// (supervisor.RunNight) each time its cron schedule comes, the batch file
+// read again before each, never two nights at once.
+package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/supervisor"
 )
 
-// Daemon runs the batch on its schedule until ctx ends. The batch file is
+// Run runs the batch on its schedule until ctx ends. The batch file is
 // read again before each night, so an edit takes effect at the next run
 // without a restart; a file that became invalid skips that night, loudly.
 // Never two nights at once: a night still running when the next is due
 // makes that one skip (and the batch lock stops a manual `run` too).
-func Daemon(ctx context.Context, load func() (*jobs.Batch, error), opts NightOptions) error {
+func Run(ctx context.Context, load func() (*jobs.Batch, error), opts supervisor.NightOptions) error {
 	b, err := load()
 	if err != nil {
 		return err
@@ -29,7 +34,11 @@ func Daemon(ctx context.Context, load func() (*jobs.Batch, error), opts NightOpt
 	if err != nil {
 		return fmt.Errorf("%s: schedule %q: %w", b.File, b.Schedule, err)
 	}
-	log := newLogger(opts.LogWriter)
+	w := opts.LogWriter
+	if w == nil {
+		w = io.Discard
+	}
+	log := zerolog.New(w).With().Timestamp().Logger()
 	c := cron.New(cron.WithChain(cron.SkipIfStillRunning(cronLogger{log})))
 	c.Schedule(sched, cron.FuncJob(func() {
 		b, err := load()
@@ -38,9 +47,9 @@ func Daemon(ctx context.Context, load func() (*jobs.Batch, error), opts NightOpt
 			return
 		}
 		log.Info().Str("batch", b.Name).Msg("night starting")
-		summary, err := RunNight(ctx, b, opts)
+		summary, err := supervisor.RunNight(ctx, b, opts)
 		switch {
-		case errors.Is(err, ErrStopped):
+		case errors.Is(err, supervisor.ErrStopped):
 			log.Warn().Msg("night stopped; the next start resumes it")
 		case err != nil:
 			log.Error().Err(err).Msg("night could not run")
@@ -49,7 +58,7 @@ func Daemon(ctx context.Context, load func() (*jobs.Batch, error), opts NightOpt
 				Str("journal", summary.Journal).Msg("night finished")
 		}
 	}))
-	log.Info().Str("schedule", b.Schedule).Time("next", sched.Next(opts.now())).Msg("daemon waiting for the schedule")
+	log.Info().Str("schedule", b.Schedule).Time("next", sched.Next(now(opts))).Msg("daemon waiting for the schedule")
 	c.Start()
 	<-ctx.Done()
 	// Stop waits for a night in progress; it sees ctx ended and stops
@@ -58,7 +67,7 @@ func Daemon(ctx context.Context, load func() (*jobs.Batch, error), opts NightOpt
 	return nil
 }
 
-func (o NightOptions) now() time.Time {
+func now(o supervisor.NightOptions) time.Time {
 	if o.Now != nil {
 		return o.Now()
 	}
