@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 )
 
 const cacheTitle = "health cache"
@@ -27,7 +27,7 @@ func (e *env) cache(context.Context) []Check {
 	path, settings := e.knobs.StatePath.V, e.knobs.Settings()
 	resetCmd := "nightwatch reset"
 	if e.batch != nil {
-		path = supervisor.CachePath(e.batch)
+		path = statedir.Cache(e.batch.StateDir)
 		settings = e.batch.Health.Settings()
 		resetCmd = "nightwatch reset --state " + path
 	}

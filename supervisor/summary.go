@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
-	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
-	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
 // PrintSummary writes the night's outcome: one line per job, then totals.
@@ -60,9 +58,3 @@ func PrintSummary(w io.Writer, s *NightSummary) {
 func outside(s string, max int) string {
 	return text.Printable(text.OneLine(redact.String(s), max))
 }
-
-// CachePath is the batch's health cache.
-//
-// Deprecated: use statedir.Cache(b.StateDir); kept until doctor/ (owned
-// by another engineer) moves to it.
-func CachePath(b *jobs.Batch) string { return statedir.Cache(b.StateDir) }
