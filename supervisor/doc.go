@@ -6,16 +6,22 @@
 //
 //	night.go        RunNight: lock, journal (new or resumed), preflight, the loop, the end
 //	plan.go         the jobs' state machine and its rules, pure (plan.step(now, event) → actions)
+//	fold.go         plan.apply, the one place a recorded event changes the plan; resume is its fold
 //	apirules.go     the plan's side of the model's API: a failed attempt's class rule applied to its job,
-//	                the night's pause, stop and API checks (the rules, waits and trial are modelapi's)
+//	                the night's pause, stop, API checks and trial (the rules, waits and trial are modelapi's)
 //	loop.go         the one goroutine that owns the plan, the journal and the night's cache writes;
 //	                its one stop path
 //	executor_local.go  the executor interface the loop sees, and the one that runs attempts on this host
 //	cluster.go      a cluster's coordinator lock and shared journal (its executor is queue.Executor)
 //	maintenance.go  between jobs: re-probe, reconnect, drop stale cache entries
+//	resume.go       a retry that resumes a session: its servers first
 //	events.go       the hooks' events file, copied into the journal
+//	effects.go      the jobs' side-effect ledgers, before and after each attempt
 //	leftovers.go    after a crash: end the sessions the dead supervisor left
-//	summary.go      the night's table for the terminal
+//	fresh.go        `run --fresh`: end the dead night before a new one
+//	window.go       how long an unfinished night may be resumed
+//	live.go         the night as `status` shows it: the journal folded through the plan
+//	summary.go      the night's table for the terminal and the notification
 //
 // The preflight is the preflight package's, the notification notify's,
 // the batch's lock internal/batchlock's, its schedule daemon's; one
