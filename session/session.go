@@ -172,8 +172,12 @@ const reconnectVariable = "NIGHTWATCH_RECONNECT_"
 // so that a call blocked inside the session reconnects at once instead of
 // waiting for the supervisor's maintenance; the command goes by the
 // environment, never by a command line. dir is the attempt's folder.
+// The variables only the batch's servers use are left out (serverOnly).
 func commandEnviron(spec Spec, dir string) []string {
 	env := Environ(spec.Batch, spec.Env)
+	// What only the servers use stays out of the CLI's environment: the
+	// MCP config carries it to them (issue 21).
+	env = withoutNames(env, serverOnly(spec.Batch, spec.Job, env))
 	over := map[string]string{}
 	// The CLI's own retries of a failing API stay short: the night waits
 	// out outages and limits without burning the job's attempts.
