@@ -109,3 +109,15 @@ func withoutNames(env []string, names []string) []string {
 	}
 	return out
 }
+
+// leftOut is env's entries of the variables named.
+func leftOut(env []string, names []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(names, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

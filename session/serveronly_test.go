@@ -2,10 +2,14 @@ package session
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -83,6 +87,24 @@ func TestCommandEnvironLeavesOutServerVariables(t *testing.T) {
 		if !slices.Contains(cmd.Env, kv) {
 			t.Errorf("the CLI's environment lacks %s:\n%s", kv, env)
 		}
+	}
+	// The hook and exec-servers find the values left out in the
+	// attempt's owner-only file, named by a path.
+	if v, _ := lookup(cmd.Env, secrets.FileVariable); v != filepath.Join("/state/runs/r/j/1", statedir.AttemptSecrets) {
+		t.Errorf("%s = %q", secrets.FileVariable, v)
+	}
+	f, err := Prepare(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(f.Dir, statedir.AttemptSecrets)
+	data, err := os.ReadFile(path)
+	if fi, serr := os.Stat(path); err != nil || serr != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("secrets file: %v %v", err, serr)
+	}
+	if got := string(data); !strings.Contains(got, "NOTES_KEY=notes-secret") || !strings.Contains(got, "WEB_KEY=web-secret") ||
+		strings.Contains(got, "shared-secret") || strings.Contains(got, "PLAIN") {
+		t.Errorf("secrets file = %s", got)
 	}
 	// The server still gets its own from the MCP config.
 	cfg, err := launchConfig("/bin/nightwatch", b, job, Environ(b, spec.Env))

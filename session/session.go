@@ -8,6 +8,7 @@ package session
 
 import (
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -177,8 +178,14 @@ func commandEnviron(spec Spec, dir string) []string {
 	env := Environ(spec.Batch, spec.Env)
 	// What only the servers use stays out of the CLI's environment: the
 	// MCP config carries it to them (issue 21).
-	env = withoutNames(env, serverOnly(spec.Batch, spec.Job, env))
+	left := serverOnly(spec.Batch, spec.Job, env)
+	env = withoutNames(env, left)
 	over := map[string]string{}
+	// Their values, for the redactor of the session's hook and
+	// exec-servers: a path, never a value (Prepare writes the file).
+	if dir != "" && len(left) > 0 {
+		over[secrets.FileVariable] = filepath.Join(dir, statedir.AttemptSecrets)
+	}
 	// The CLI's own retries of a failing API stay short: the night waits
 	// out outages and limits without burning the job's attempts.
 	if _, set := environ.Lookup(env)("CLAUDE_CODE_MAX_RETRIES"); !set {
