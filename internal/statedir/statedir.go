@@ -80,14 +80,15 @@ func AttemptFiles(root, runID, file string) string {
 	return filepath.Join(Runs(root), runID, "*", "attempt-*", file)
 }
 
+// AttemptSecrets holds the values the session's environment leaves out
+// because only servers use them, for the redactor of the session's
+// nightwatch processes (secrets.FileVariable).
+const AttemptSecrets = "secrets.json"
+
 // The files of an attempt folder.
 const (
 	AttemptSettings  = "settings.json"
 	AttemptMCPConfig = "mcp.json"
-	// AttemptSecrets holds the values the session's environment leaves out
-	// because only servers use them, for the redactor of the session's
-	// nightwatch processes (secrets.FileVariable).
-	AttemptSecrets = "secrets.json"
 	AttemptStream    = "stream.jsonl"
 	AttemptStderr    = "stderr.log"
 	// AttemptFinal is the session's final message (the result's text,
