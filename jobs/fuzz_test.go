@@ -23,6 +23,7 @@ func FuzzLoad(f *testing.F) {
 		}
 	}
 	f.Add([]byte(fullBatch))
+	f.Add([]byte(sessionEnvServers + "session_env: [GH_TOKEN]\njobs:\n  - {name: a, prompt: hi, session_env: [NOTES_KEY, GH_TOKNE]}\n"))
 	for _, tc := range invalidCases {
 		f.Add([]byte(tc.yaml))
 	}

@@ -15,7 +15,7 @@ import (
 var jobFields = []string{
 	"name", "prompt", "prompt_file", "servers", "cwd", "needs",
 	"timeout", "stall_timeout", "retries", "on_unhealthy", "mcp_timeout", "allowed_tools", "verify", "hosts",
-	"side_effects", "max_cost_usd", "max_turns",
+	"side_effects", "max_cost_usd", "max_turns", "session_env",
 }
 
 // jobRefs keeps the lines of a job's references for the checks that need
@@ -110,6 +110,10 @@ func (l *loader) job(b *Batch, i int, n *yaml.Node) (*Job, jobRefs) {
 	j.Verify = s.Verify
 	j.SideEffects = s.SideEffects
 	j.MaxCostUSD, j.MaxTurns = s.MaxCostUSD, s.MaxTurns
+	j.SessionEnv = b.SessionEnv
+	if p, ok := f["session_env"]; ok {
+		j.SessionEnv = l.sessionEnvList(p, field+".session_env")
+	}
 	l.checkStall(b, j, f, field)
 
 	if p, ok := f["allowed_tools"]; ok {

@@ -79,6 +79,7 @@ var topFields = []string{
 	"version", "name", "schedule", "deadline", "max_parallel", "max_cost_usd",
 	"state_dir", "env_file", "env", "fail_open", "agent", "defaults", "health",
 	"servers", "jobs", "notify", "api_retries", "resume", "keep_awake", "api", "cluster",
+	"session_env",
 }
 
 // loader holds the state of one Load: where the file is, the variables
@@ -105,6 +106,12 @@ type loader struct {
 	// envFileLine and stateDirLine are the lines of env_file and
 	// state_dir, for messages.
 	envFileLine, stateDirLine int
+	// refs records the variables expand looks up while a server's MCP
+	// fields are read (Server.Vars); nil elsewhere.
+	refs map[string]bool
+	// sessionEnv are the session_env names read, checked against the
+	// servers' variables once every server is read.
+	sessionEnv []item
 }
 
 // warn records a mistake that does not stop the night (Batch.Cautions).
@@ -272,6 +279,9 @@ func (l *loader) load() *Batch {
 	if p, ok := f["fail_open"]; ok {
 		b.FailOpen, _ = l.boolean(p.val, "fail_open")
 	}
+	if p, ok := f["session_env"]; ok {
+		b.SessionEnv = l.sessionEnvList(p, "session_env")
+	}
 	b.APIRetries = DefaultAPIRetries
 	if p, ok := f["api_retries"]; ok {
 		if v, line, ok := l.integer(p.val, "api_retries", 0); ok {
@@ -302,6 +312,7 @@ func (l *loader) load() *Batch {
 		}
 	}
 	l.jobs(b, f, root.Line)
+	l.checkSessionEnv(b)
 	l.checkRescue(b)
 	l.exposed(b)
 	return b

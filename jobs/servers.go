@@ -2,7 +2,9 @@ package jobs
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,6 +43,10 @@ func (l *loader) server(p pair) *Server {
 	f := l.fields(p.val, field, serverFields...)
 	entry := map[string]any{}
 	before := len(l.problems)
+	// Every variable the MCP fields below expand is the server's
+	// (Server.Vars); the recording stops before reconnect.
+	l.refs = map[string]bool{}
+	defer func() { l.refs = nil }()
 
 	var typ string
 	if q, ok := f["type"]; ok {
@@ -107,6 +113,8 @@ func (l *loader) server(p pair) *Server {
 	}
 
 	srv := &Server{Name: name, Line: p.line()}
+	refs := l.refs
+	l.refs = nil
 	if q, ok := f["reconnect"]; ok {
 		var line int
 		srv.Reconnect, line, _ = l.str(q.val, field+".reconnect")
@@ -127,6 +135,10 @@ func (l *loader) server(p pair) *Server {
 			srv.RequiresEnv = append(srv.RequiresEnv, r.name)
 		}
 	}
+	for _, n := range srv.RequiresEnv {
+		refs[n] = true
+	}
+	srv.Vars = slices.Sorted(maps.Keys(refs))
 	if len(l.problems) > before {
 		// Judging a half-read entry would only add noise ("has no command"
 		// when the command's variable was the problem).

@@ -50,6 +50,10 @@ type Batch struct {
 	EnvFileKeys []string          // the variables env_file sets, in file order (their values are in Env unless env overrides them)
 	Env         map[string]string // env_file then env, expanded
 	FailOpen    bool              // the batch asks the hook to fail open (debugging only)
+	// SessionEnv are the server variables (Server.Vars) every job's
+	// session keeps for its own tools (session_env); a job's own list
+	// replaces it.
+	SessionEnv []string
 	// APIRetries is the sessions' CLAUDE_CODE_MAX_RETRIES (api_retries,
 	// default 2) unless the environment sets it.
 	APIRetries int
@@ -180,6 +184,12 @@ type Server struct {
 	Reconnect string
 	// MaxHold is the server's own max_hold; nil: the batch's.
 	MaxHold *time.Duration
+	// Vars are the variables the server's definition references: every
+	// ${VAR} in the fields that go into the session's MCP config (command,
+	// args, env, url, headers, headersHelper, oauth) and every name of
+	// requires_env, sorted. Not the reconnect command's: the hook runs
+	// that in the session's environment.
+	Vars []string
 	// Line is where the server is defined, for messages.
 	Line int
 }
@@ -214,6 +224,12 @@ type Job struct {
 	// SideEffects: whether a retry may repeat a call that already
 	// succeeded.
 	SideEffects SideEffects
+	// SessionEnv names variables a server uses (Server.Vars) that the
+	// job's session keeps in its own environment, for its own tools
+	// (session_env: a GITHUB_TOKEN both `gh` in Bash and a GitHub server
+	// need). Every other variable a server uses is left out of the
+	// session's environment; the servers get theirs from the MCP config.
+	SessionEnv []string
 	// Hosts pins the job to the cluster's workers that carry one of these
 	// labels (a worker's labels are its host name and its --label flags);
 	// empty: any worker. Only with a cluster: section.

@@ -239,7 +239,14 @@ func (l *loader) str(n *yaml.Node, field string) (string, int, bool) {
 // Claude Code would pass the literal text on: nobody is awake at 2 a.m. to
 // notice a server started with "${API_KEY}" as its key.
 func (l *loader) expand(s string, line int, field string) (string, bool) {
-	out, missing := mcpconfig.Expand(s, l.lookup)
+	lookup := l.lookup
+	if refs := l.refs; refs != nil {
+		lookup = func(name string) (string, bool) {
+			refs[name] = true
+			return l.lookup(name)
+		}
+	}
+	out, missing := mcpconfig.Expand(s, lookup)
 	for _, name := range missing {
 		l.problem(line, field, "variable ${%s} is not set and has no default (set it in env_file, env or the environment, or write ${%s:-default})", name, name)
 	}

@@ -28,7 +28,10 @@ type Plan struct {
 	MCPConfig string `json:"mcpConfig"`
 	// EnvNames are the names of the session's environment variables.
 	EnvNames []string `json:"envNames"`
-	Verify   []string `json:"verify,omitempty"`
+	// ServersOnly are the variables left out of the session's environment
+	// because only servers use them (the MCP config carries them).
+	ServersOnly []string `json:"serversOnly,omitempty"`
+	Verify      []string `json:"verify,omitempty"`
 }
 
 // DryRun is the plan of spec's attempt. A job whose MCP config cannot be
@@ -66,6 +69,7 @@ func DryRun(spec Spec) (Plan, error) {
 		p.EnvNames = append(p.EnvNames, name)
 	}
 	slices.Sort(p.EnvNames)
+	p.ServersOnly = serverOnly(b, job, env)
 	if job.Verify != nil {
 		p.Verify = job.Verify.Command
 	}
@@ -88,6 +92,9 @@ func (p Plan) Print(w io.Writer) {
 		fmt.Fprintf(w, "  verify: %s\n", strings.Join(p.Verify, " "))
 	}
 	fmt.Fprintf(w, "  environment: %s\n", strings.Join(p.EnvNames, " "))
+	if len(p.ServersOnly) > 0 {
+		fmt.Fprintf(w, "  left out for the servers only (session_env keeps one): %s\n", strings.Join(p.ServersOnly, " "))
+	}
 	fmt.Fprintf(w, "  MCP config:\n")
 	for _, line := range strings.Split(strings.TrimRight(p.MCPConfig, "\n"), "\n") {
 		fmt.Fprintf(w, "    %s\n", line)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/hookexe"
+	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
@@ -72,6 +73,18 @@ func Prepare(spec Spec) (Files, error) {
 	}
 	if err := checkMCPConfig(f.MCPConfig, job.Servers); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+	}
+	// What the session's environment leaves out for the servers, its hook
+	// and exec-servers still redact: they read it here (state_dir, which
+	// the deny rules keep from the model), by the path in FileVariable.
+	if left := leftOut(env, serverOnly(b, job, env)); len(left) > 0 {
+		data, err := secrets.FileData(left)
+		if err != nil {
+			return Files{}, fmt.Errorf("job %s: encode the secrets file: %w", job.Name, err)
+		}
+		if err := atomicfile.WriteFileVolatile(filepath.Join(dir, statedir.AttemptSecrets), data, atomicfile.Mode); err != nil {
+			return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+		}
 	}
 
 	command := hookCommand(spec, f)

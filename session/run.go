@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/modelapi"
 )
@@ -109,6 +111,10 @@ func Run(ctx context.Context, spec Spec, f Files, obs Observer) Outcome {
 	// The MCP config holds the servers' resolved secrets (API keys in env,
 	// bearer tokens in headers); only the session and its hook need it.
 	_ = os.Remove(f.MCPConfig)
+	// So do the values the session's environment left out for its servers.
+	if f.Dir != "" {
+		_ = os.Remove(filepath.Join(f.Dir, statedir.AttemptSecrets))
+	}
 	return out
 }
 

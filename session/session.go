@@ -8,6 +8,7 @@ package session
 
 import (
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -172,9 +173,19 @@ const reconnectVariable = "NIGHTWATCH_RECONNECT_"
 // so that a call blocked inside the session reconnects at once instead of
 // waiting for the supervisor's maintenance; the command goes by the
 // environment, never by a command line. dir is the attempt's folder.
+// The variables only the batch's servers use are left out (serverOnly).
 func commandEnviron(spec Spec, dir string) []string {
 	env := Environ(spec.Batch, spec.Env)
+	// What only the servers use stays out of the CLI's environment: the
+	// MCP config carries it to them (issue 21).
+	left := serverOnly(spec.Batch, spec.Job, env)
+	env = withoutNames(env, left)
 	over := map[string]string{}
+	// Their values, for the redactor of the session's hook and
+	// exec-servers: a path, never a value (Prepare writes the file).
+	if dir != "" && len(left) > 0 {
+		over[secrets.FileVariable] = filepath.Join(dir, statedir.AttemptSecrets)
+	}
 	// The CLI's own retries of a failing API stay short: the night waits
 	// out outages and limits without burning the job's attempts.
 	if _, set := environ.Lookup(env)("CLAUDE_CODE_MAX_RETRIES"); !set {

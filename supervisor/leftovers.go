@@ -40,13 +40,15 @@ func killLeftovers(sessions []journal.Event, log zerolog.Logger) {
 	}
 }
 
-// removeSessionConfigs deletes the MCP configs (which hold resolved
-// secrets) that sessions of a killed supervisor left in the run's folder:
+// removeSessionConfigs deletes the MCP configs and secrets files (which
+// hold resolved secrets) that sessions of a killed supervisor left in the run's folder:
 // a session removes its own when it ends, a SIGKILL skips that.
 // Called once the leftover sessions are killed.
 func removeSessionConfigs(stateDir, runID string) {
-	paths, _ := filepath.Glob(statedir.AttemptFiles(stateDir, runID, statedir.AttemptMCPConfig))
-	for _, p := range paths {
-		_ = os.Remove(p)
+	for _, name := range []string{statedir.AttemptMCPConfig, statedir.AttemptSecrets} {
+		paths, _ := filepath.Glob(statedir.AttemptFiles(stateDir, runID, name))
+		for _, p := range paths {
+			_ = os.Remove(p)
+		}
 	}
 }

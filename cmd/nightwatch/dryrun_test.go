@@ -50,9 +50,16 @@ jobs:
 		"allowed tools: mcp__notes, mcp__search (from its servers)",
 		"job b", "allowed tools: mcp__notes__echo (from its allowed_tools)", "verify: " + agent + " check",
 		"environment: ", "MCP_CONNECTION_NONBLOCKING", `"url": "https://search.example/mcp"`,
+		// search's token stays out of job a's session, and of b's (issue 21).
+		"left out for the servers only (session_env keeps one): SEARCH_TOKEN",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("dry run lacks %q:\n%s", want, s)
+		}
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "environment:") && strings.Contains(line, "SEARCH_TOKEN") {
+			t.Errorf("a session's environment has search's variable: %s", line)
 		}
 	}
 	for _, secret := range []string{"st-very-secret-1234", "nk-also-secret-9876"} {

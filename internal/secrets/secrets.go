@@ -11,9 +11,11 @@
 package secrets
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
@@ -24,10 +26,60 @@ import (
 // session hands its hook), and the value of every variable NamesVariable
 // names (the batch's env_file variables, which a session's environment
 // holds under names that may look plain: REGION_SECRET_PATH).
+//
+// It also remembers the values in the file FileVariable names: a
+// session's environment leaves out what only servers use, so its hook and
+// exec-servers learn those values from there. A file that cannot be read
+// is skipped (the process then redacts what it knows).
 func RememberProcess() {
 	env := os.Environ()
 	redact.RememberEnv(env)
 	rememberNamed(env)
+	if path, ok := os.LookupEnv(FileVariable); ok && path != "" {
+		RememberFile(path)
+	}
+}
+
+// FileVariable names (a path, never a value) the owner-only file of a
+// session's attempt that holds the values its environment left out
+// (WriteFileData's form).
+const FileVariable = "NIGHTWATCH_SECRETS_FILE"
+
+// maxFile bounds the file: every variable of a batch fits many times.
+const maxFile = 16 << 20
+
+// fileData is the file's form: NAME=VALUE entries.
+type fileData struct {
+	Env []string `json:"env"`
+}
+
+// FileData is the content of a FileVariable file for env's entries.
+func FileData(env []string) ([]byte, error) {
+	return json.Marshal(fileData{Env: env})
+}
+
+// RememberFile remembers the values of a FileVariable file by
+// RememberBatch's rule for env_file values: a secret's name whatever the
+// value, a plain name's from MinPlainLen bytes, never a base variable's.
+func RememberFile(path string) {
+	data, err := atomicfile.Read(path, maxFile)
+	if err != nil {
+		return
+	}
+	var f fileData
+	if json.Unmarshal(data, &f) != nil {
+		return
+	}
+	var values []string
+	for _, kv := range f.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok, k == "", v == "", environ.IsBase(k):
+		case redact.SensitiveName(k) || len(v) >= MinPlainLen:
+			values = append(values, v)
+		}
+	}
+	redact.Remember(values...)
 }
 
 // NamesVariable is the variable of a session's environment that names

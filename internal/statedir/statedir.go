@@ -80,6 +80,11 @@ func AttemptFiles(root, runID, file string) string {
 	return filepath.Join(Runs(root), runID, "*", "attempt-*", file)
 }
 
+// AttemptSecrets holds the values the session's environment leaves out
+// because only servers use them, for the redactor of the session's
+// nightwatch processes (secrets.FileVariable).
+const AttemptSecrets = "secrets.json"
+
 // The files of an attempt folder.
 const (
 	AttemptSettings  = "settings.json"
