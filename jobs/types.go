@@ -7,6 +7,7 @@ package jobs
 import (
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/launch"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
@@ -180,6 +181,9 @@ type Server struct {
 	Reconnect string
 	// MaxHold is the server's own max_hold; nil: the batch's.
 	MaxHold *time.Duration
+	// Restart are a stdio server's restart and hang bounds (its restart:
+	// block), for its exec-server; zero fields take the defaults.
+	Restart launch.Bounds
 	// Line is where the server is defined, for messages.
 	Line int
 }

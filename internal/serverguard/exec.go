@@ -24,9 +24,12 @@ type Entry struct {
 	Server string
 	Keep   []string
 	Argv   []string
-	// Limits left zero take the defaults (Config).
+	// Limits left zero take the defaults (Config): Restarts below zero
+	// never restarts, NoHang never judges the server hung.
 	Restarts               int
+	Window                 time.Duration
 	HangAfter, PingTimeout time.Duration
+	NoHang                 bool
 }
 
 // Serve runs an exec-server: the server of e with the least-privilege
@@ -52,8 +55,11 @@ func Serve(e Entry, stderr io.Writer) int {
 	defer stopWatch()
 	env := os.Environ()
 	cfg := Config{Server: e.Server, Argv: e.Argv, Env: launch.Environment(env, e.Keep), Stderr: stderr,
-		Restarts: e.Restarts, HangAfter: e.HangAfter, PingTimeout: e.PingTimeout,
+		Restarts: e.Restarts, Window: e.Window, HangAfter: e.HangAfter, PingTimeout: e.PingTimeout,
 		Notify: Announcer(os.LookupEnv, e.Server, stderr)}
+	if e.NoHang {
+		cfg.HangAfter = -1
+	}
 	err = Run(ctx, cfg, os.Stdin, os.Stdout)
 	var ee *exec.ExitError
 	switch {

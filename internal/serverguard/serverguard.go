@@ -51,7 +51,9 @@ type Config struct {
 	// in the window doubles it, up to MaxBackoff.
 	Backoff, MaxBackoff time.Duration
 	// HangAfter: a request outstanding this long gets a ping; a ping
-	// unanswered for PingTimeout means the server hangs.
+	// unanswered for PingTimeout means the server hangs. A negative
+	// HangAfter never judges the server hung: one that runs a long call
+	// and answers nothing meanwhile, not even a ping, is left to it.
 	HangAfter, PingTimeout time.Duration
 	// StartTimeout bounds the answer to the replayed initialize.
 	StartTimeout time.Duration
@@ -91,7 +93,9 @@ func (c *Config) defaults() {
 	set(&c.Window, DefaultWindow)
 	set(&c.Backoff, DefaultBackoff)
 	set(&c.MaxBackoff, DefaultMaxBackoff)
-	set(&c.HangAfter, DefaultHangAfter)
+	if c.HangAfter == 0 {
+		c.HangAfter = DefaultHangAfter
+	}
 	set(&c.PingTimeout, DefaultPingTimeout)
 	set(&c.StartTimeout, DefaultStartTimeout)
 	set(&c.Grace, DefaultGrace)
@@ -293,7 +297,10 @@ func bytesTrim(b []byte) []byte {
 }
 
 func (g *guard) tick() time.Duration {
-	d := min(g.cfg.HangAfter, g.cfg.PingTimeout, g.cfg.Backoff, time.Second) / 4
+	d := min(g.cfg.PingTimeout, g.cfg.Backoff, time.Second) / 4
+	if g.cfg.HangAfter > 0 {
+		d = min(d, g.cfg.HangAfter/4)
+	}
 	return max(d, 5*time.Millisecond)
 }
 
@@ -615,7 +622,7 @@ func (g *guard) timers(now time.Time) error {
 			g.kill(fmt.Sprintf("hung: no answer to the replayed initialize within %s", g.cfg.StartTimeout))
 		}
 	case up:
-		if g.child == nil || g.dying != "" {
+		if g.child == nil || g.dying != "" || g.cfg.HangAfter < 0 {
 			return nil
 		}
 		if g.pingID != "" && g.oldest().IsZero() {

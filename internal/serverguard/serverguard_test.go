@@ -269,6 +269,52 @@ func TestHungServerIsRestarted(t *testing.T) {
 	}
 }
 
+// A server that answers nothing, not even a ping, while it runs a long
+// call is restarted under a hang bound, and left to finish with the hang
+// check off (a server's restart: {hang_after: off}).
+func TestHangBoundOff(t *testing.T) {
+	tests := []struct {
+		name      string
+		hangAfter time.Duration
+		restarted bool
+	}{
+		{"hang bound", 50 * time.Millisecond, true},
+		{"hang check off", -1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := guarded(t, Config{HangAfter: tt.hangAfter, PingTimeout: 100 * time.Millisecond})
+			c.handshake()
+			pid := c.currentPID()
+			// SIGSTOP: the server answers nothing until SIGCONT.
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			c.waitFor("the server to stop", func() bool { return processState(pid) == "T" })
+			c.nextID++
+			id := c.nextID
+			c.send(map[string]any{"id": id, "method": "tools/call", "params": map[string]any{"name": "echo", "arguments": map[string]any{"message": "long"}}})
+			if tt.restarted {
+				if r := c.answer(id); !strings.Contains(errorText(r), RestartedMarker) {
+					t.Fatalf("the call to the stopped server got %v, want the restart error", r)
+				}
+				return
+			}
+			// Many ticks of a 50 ms bound pass; nothing may kill it.
+			time.Sleep(time.Second)
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			if r := c.answer(id); !echoes(r, "long") {
+				t.Fatalf("the long call got %v, want its answer", r)
+			}
+			if re := c.eventsOf(Restarted); len(re) != 0 || c.currentPID() != pid {
+				t.Errorf("restarts = %+v (pid %d, was %d), want none", re, c.currentPID(), pid)
+			}
+		})
+	}
+}
+
 // A slow call whose server answers pings is not a hang.
 func TestSlowCallIsNotAHang(t *testing.T) {
 	c := guarded(t, Config{HangAfter: 50 * time.Millisecond, PingTimeout: 200 * time.Millisecond})

@@ -1,0 +1,72 @@
+package session
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/launch"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+)
+
+// TestRestartBoundsRealClaude: a stdio server's restart: block reaches the
+// exec-server of a real session, on every supported CLI version. The same
+// two calls (die, then echo) with the default bounds: exec-server restarts
+// the server under the CLI (server-restarted) and the die gets the restart
+// error; with restart: {max: 0}: the first loss is final (server-lost,
+// exec-server exits) and the die gets the loss. Either way the echo is
+// answered: both CLIs start a stdio server whose process exited again at
+// its next call (a new exec-server, not a repair of nightwatch's).
+func TestRestartBoundsRealClaude(t *testing.T) { testkit.ForEachClaude(t, testRestartBoundsRealClaude) }
+
+func testRestartBoundsRealClaude(t *testing.T, version string) {
+	claude := testkit.ClaudeBinOf(t, version)
+	server := testkit.BuildTestServer(t)
+	binary := testkit.BuildNightwatch(t)
+	api := fakeapi.Start(t)
+	zero := 0
+	tests := []struct {
+		name   string
+		bounds launch.Bounds
+		says   string // in the die's error
+		kind   string // the event exec-server writes for the die
+	}{
+		{"default", launch.Bounds{}, healthcheck.GuardRestarted, healthcheck.EventServerRestarted},
+		{"never restarted", launch.Bounds{Restarts: &zero}, "restarted 0 times", healthcheck.EventServerLost},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			session := "rb-" + strings.ReplaceAll(tt.name, " ", "-") + "-" + version
+			srv := sessionTestStdio("notes", server)
+			srv.Restart = tt.bounds
+			b := sessionTestBatch(t, srv)
+			b.Agent.Command = claude
+			job := sessionTestJob("bounds", "SESSION "+session+"\n"+
+				`CALL mcp__notes__die {}`+"\n"+`CALL mcp__notes__echo {"message":"after the die"}`, "notes")
+			job.Cwd = t.TempDir()
+			spec := sessionTestSpec(b, job, sessionTestClaudeEnv(t, api)...)
+			spec.Binary = binary
+			_, f, _ := sessionTestRun(t, context.Background(), spec)
+			got := api.SessionToolResults(session)
+			if len(got) != 2 || !got[0].IsError || !strings.Contains(got[0].Content, tt.says) {
+				t.Fatalf("the model saw %+v, want the die's error saying %q and the echo's result", got, tt.says)
+			}
+			if got[1].IsError || !strings.Contains(got[1].Content, "after the die") {
+				t.Errorf("echo after the die: %+v, want answered", got[1])
+			}
+			tail := healthcheck.EventTail{Path: f.Events}
+			var kinds []string
+			for _, ev := range tail.Next() {
+				if ev.Server == "notes" && strings.HasPrefix(ev.Kind, "server-") {
+					kinds = append(kinds, ev.Kind)
+				}
+			}
+			if !strings.Contains(strings.Join(kinds, " "), tt.kind) {
+				t.Errorf("exec-server's events %q, want %s", kinds, tt.kind)
+			}
+		})
+	}
+}
