@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/launch"
@@ -56,7 +57,10 @@ func Serve(e Entry, stderr io.Writer) int {
 	env := os.Environ()
 	cfg := Config{Server: e.Server, Argv: e.Argv, Env: launch.Environment(env, e.Keep), Stderr: stderr,
 		Restarts: e.Restarts, Window: e.Window, HangAfter: e.HangAfter, PingTimeout: e.PingTimeout,
-		Notify: Announcer(os.LookupEnv, e.Server, stderr)}
+		Notify: Announcer(os.LookupEnv, e.Server, stderr),
+		// Read when a call is lost, from the ledger the session's
+		// environment names (the job's, with its servers' tools/list hints).
+		Hints: func(tool string) effects.Hints { return effects.HintsFrom(os.LookupEnv, e.Server, tool) }}
 	if e.NoHang {
 		cfg.HangAfter = -1
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 )
 
@@ -240,6 +241,46 @@ func TestCallInFlightGetsTheRestartError(t *testing.T) {
 	}
 	if n := len(c.starts()); n != 2 {
 		t.Errorf("%d starts, want 2 (the die call must not be replayed)", n)
+	}
+}
+
+// The error of a call in flight ends with whether it can be made again,
+// from its tool's hints (Config.Hints), at a restart and at a loss alike.
+func TestInFlightWordingFollowsTheHints(t *testing.T) {
+	yes := true
+	const again, check = "the call can be made again.", "it may have taken effect: check before repeating it."
+	tests := []struct {
+		name     string
+		restarts int
+		hints    func(string) effects.Hints
+		marker   string
+		want     string
+	}{
+		{"restart, idempotent", 0, func(tool string) effects.Hints {
+			if tool == "die" {
+				return effects.Hints{Idempotent: &yes}
+			}
+			return effects.Hints{}
+		}, RestartedMarker, again},
+		{"restart, no hints", 0, nil, RestartedMarker, check},
+		{"restart, another tool's hints", 0, func(tool string) effects.Hints {
+			if tool == "echo" {
+				return effects.Hints{Idempotent: &yes}
+			}
+			return effects.Hints{}
+		}, RestartedMarker, check},
+		{"loss, idempotent", -1, func(string) effects.Hints { return effects.Hints{ReadOnly: &yes} }, "could not be brought back", again},
+		{"loss, no hints", -1, nil, "could not be brought back", check},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := guarded(t, Config{Restarts: tt.restarts, Hints: tt.hints})
+			c.handshake()
+			msg := errorText(c.call("die", nil))
+			if !strings.Contains(msg, tt.marker) || !strings.HasSuffix(msg, tt.want) || !strings.Contains(msg, "did not complete") {
+				t.Errorf("the call in flight got %q, want %q … %q", msg, tt.marker, tt.want)
+			}
+		})
 	}
 }
 
