@@ -106,7 +106,7 @@ func Run(ctx context.Context, o Options) []Check {
 		}
 	}
 	for _, c := range []func(context.Context) []Check{
-		e.failOpen, e.hooksOff, e.configPath, e.shadowed, e.env, e.cache, e.hooks, e.definitions, e.reconnect, e.agent,
+		e.failOpen, e.hooksOff, e.configPath, e.shadowed, e.env, e.cache, e.hooks, e.hookTimeouts, e.definitions, e.reconnect, e.agent,
 		e.allowedTools, e.serverEnv, e.schtasks, e.hookPaths, e.entrySecrets, e.cluster,
 	} {
 		checks = append(checks, c(ctx)...)

@@ -107,12 +107,15 @@ func (s *sandbox) writeJSON(path string, v any) {
 }
 
 func hooksSettings(matcher string, commands ...string) map[string]any {
-	var hooks []map[string]any
-	for _, c := range commands {
-		hooks = append(hooks, map[string]any{"type": "command", "command": c, "timeout": 60})
+	entry := func(timeout int) []map[string]any {
+		var hooks []map[string]any
+		for _, c := range commands {
+			hooks = append(hooks, map[string]any{"type": "command", "command": c, "timeout": timeout})
+		}
+		return []map[string]any{{"matcher": matcher, "hooks": hooks}}
 	}
-	entry := []map[string]any{{"matcher": matcher, "hooks": hooks}}
-	return map[string]any{"hooks": map[string]any{"PreToolUse": entry, "PostToolUse": entry, "PostToolUseFailure": entry}}
+	// PreToolUse's timeout fits the default hold (the README's 180 s).
+	return map[string]any{"hooks": map[string]any{"PreToolUse": entry(180), "PostToolUse": entry(60), "PostToolUseFailure": entry(60)}}
 }
 
 func write(t *testing.T, path, body string) {

@@ -276,17 +276,23 @@ type hookMatch struct {
 	Hooks   []struct {
 		Type    string `json:"type"`
 		Command string `json:"command"`
+		// Timeout is the hook's timeout in seconds (nil: Claude Code's
+		// default, 600 s).
+		Timeout *float64 `json:"timeout"`
 	} `json:"hooks"`
 }
 
-type hookCommand struct{ event, matcher, command string }
+type hookCommand struct {
+	event, matcher, command string
+	timeout                 *float64
+}
 
 func (s *settings) commands() []hookCommand {
 	var out []hookCommand
 	for event, ms := range s.Hooks {
 		for _, m := range ms {
 			for _, h := range m.Hooks {
-				out = append(out, hookCommand{event, m.Matcher, h.Command})
+				out = append(out, hookCommand{event, m.Matcher, h.Command, h.Timeout})
 			}
 		}
 	}

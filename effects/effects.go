@@ -70,6 +70,49 @@ type Hints struct {
 // effects.
 func (h Hints) IsReadOnly() bool { return h.ReadOnly != nil && *h.ReadOnly }
 
+// CanRepeat says whether a call to the tool may simply be made again
+// after it was interrupted with its server: a read-only tool, or one whose
+// idempotentHint is true. Without hints it may not (the MCP default of
+// idempotentHint is false).
+func (h Hints) CanRepeat() bool {
+	return h.IsReadOnly() || h.Idempotent != nil && *h.Idempotent
+}
+
+// Interrupted is what the model reads of a call to the tool that was
+// interrupted with its server (its effect unknown), as the end of a
+// sentence: whether it can simply be made again. The one wording of it:
+// exec-server's error for a call in flight when its server died and the
+// hook's added context after a failed call both end with it.
+func (h Hints) Interrupted() string {
+	if h.CanRepeat() {
+		return "the call can be made again"
+	}
+	return "it may have taken effect: check before repeating it"
+}
+
+// HintsOf is server's tool's hints in the ledger (none when unknown).
+func (l *Ledger) HintsOf(server, tool string) Hints {
+	if l == nil {
+		return Hints{}
+	}
+	return l.Tools[server][tool]
+}
+
+// HintsFrom reads server's tool's hints from the ledger the environment
+// names (PathEnv); none outside a job that keeps one, or when it cannot
+// be read.
+func HintsFrom(getenv func(string) (string, bool), server, tool string) Hints {
+	path, _ := getenv(PathEnv)
+	if strings.TrimSpace(path) == "" {
+		return Hints{}
+	}
+	l, err := Read(path)
+	if err != nil {
+		return Hints{}
+	}
+	return l.HintsOf(server, tool)
+}
+
 // Call is one successful call to a tool that is not read-only.
 type Call struct {
 	// N numbers the job's calls from 1, in the order recorded.
@@ -141,7 +184,7 @@ func RecordTask(path string, attempt int, server, tool string, now time.Time) er
 
 // ReadOnly says whether server's tool is read-only by its hints.
 func (l *Ledger) ReadOnly(server, tool string) bool {
-	return l != nil && l.Tools[server][tool].IsReadOnly()
+	return l.HintsOf(server, tool).IsReadOnly()
 }
 
 // Earlier is the call of an attempt before attempt with the same server,

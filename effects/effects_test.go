@@ -171,3 +171,57 @@ func TestBadFilesRefused(t *testing.T) {
 		t.Errorf("a missing ledger: %+v, %v; want empty", l, err)
 	}
 }
+
+// TestInterrupted: whether a call interrupted with its server can simply
+// be made again comes from its tool's hints alone: read-only or
+// idempotent, yes; anything else, unhinted included, may have taken
+// effect. The ledger and the environment give the hints.
+func TestInterrupted(t *testing.T) {
+	yes, no := true, false
+	const again, check = "the call can be made again", "it may have taken effect: check before repeating it"
+	tests := []struct {
+		name string
+		h    Hints
+		want string
+	}{
+		{"no hints", Hints{}, check},
+		{"idempotent", Hints{Idempotent: &yes}, again},
+		{"not idempotent", Hints{Idempotent: &no}, check},
+		{"read-only", Hints{ReadOnly: &yes}, again},
+		{"destructive and idempotent", Hints{Destructive: &yes, Idempotent: &yes}, again},
+		{"not read-only", Hints{ReadOnly: &no}, check},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.h.Interrupted(); got != tt.want {
+				t.Errorf("Interrupted = %q, want %q", got, tt.want)
+			}
+			if got := tt.h.CanRepeat(); got != (tt.want == again) {
+				t.Errorf("CanRepeat = %v", got)
+			}
+		})
+	}
+
+	path := filepath.Join(t.TempDir(), FileName)
+	if err := Prepare(path, map[string]map[string]Hints{"notes": {"put": {Idempotent: &yes}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	for _, c := range []struct {
+		getenv       func(string) (string, bool)
+		server, tool string
+		want         bool
+	}{
+		{env(map[string]string{PathEnv: path}), "notes", "put", true},
+		{env(map[string]string{PathEnv: path}), "notes", "other", false},
+		{env(map[string]string{PathEnv: path}), "search", "put", false},
+		{env(nil), "notes", "put", false},
+		{env(map[string]string{PathEnv: filepath.Join(t.TempDir(), "missing.json")}), "notes", "put", false},
+	} {
+		if got := HintsFrom(c.getenv, c.server, c.tool).CanRepeat(); got != c.want {
+			t.Errorf("HintsFrom(%s, %s) can repeat = %v, want %v", c.server, c.tool, got, c.want)
+		}
+	}
+}

@@ -59,6 +59,7 @@ func TestClassifyReference(t *testing.T) {
 		{"s_die_then_echo", "2.1.332", "Connection closed", mcpconfig.Stdio, CodeTransport, opensAtOnce, false},
 		{"guard_restart", "2.1.197", "MCP error -32000: nightwatch restarted MCP server \"s\" (exited with code 3): this call did not complete and was not repeated; ids and handles from before the restart may be gone; the call can be made again.", mcpconfig.Stdio, CodeTransport, opensAtOnce, false},
 		{"guard_restart", "2.1.332", "nightwatch restarted MCP server \"s\" (hung: a request was outstanding for 1m0s and a ping got no answer within 20s): this call did not complete and was not repeated; ids and handles from before the restart may be gone; the call can be made again.", mcpconfig.Stdio, CodeTransport, opensAtOnce, false},
+		{"guard_restart_not_idempotent", "2.1.332", "nightwatch restarted MCP server \"s\" (exited with code 3): this call did not complete and was not repeated; ids and handles from before the restart may be gone; it may have taken effect: check before repeating it.", mcpconfig.Stdio, CodeTransport, opensAtOnce, false},
 		{"s_timeout_field", "both", `MCP server "notes" tool "hang" timed out after 2s`, mcpconfig.Stdio, CodeTimeout, opensAtOnce, false},
 		{"sig_term_tool", "2.1.197", "MCP error -32000: Connection closed", mcpconfig.Stdio, CodeTransport, opensAtOnce, false},
 		// in-flight §2.2 f2-force, measured again for issue 20 (the server answers tools/call with a task).

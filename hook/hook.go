@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/cluster/peers"
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
@@ -214,7 +215,7 @@ func (h *handler) handle(ctx context.Context) int {
 		// told so, or it takes the failure for the server's last word.
 		if e != nil && cl.MarksUnhealthy && srv != nil {
 			if hold := h.checker.HoldFor(server, e); hold > 0 {
-				h.addContext(PostToolUseFailure, RepairContext(server, hold))
+				h.addContext(PostToolUseFailure, RepairContext(server, hold, effects.HintsFrom(h.env.Getenv, server, tool)))
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
@@ -90,11 +91,12 @@ func BackContext(server string, waited time.Duration) string {
 }
 
 // RepairContext is what the model reads after a call failed because its
-// server went down, when nightwatch holds the next call for it: call it
-// again rather than give up, and do not trust what it handed out before.
-func RepairContext(server string, maxHold time.Duration) string {
+// server went down, when nightwatch holds the next call for it: do not
+// give up on the server, repeat the call only as its tool's hints allow
+// (effects.Hints.Interrupted), and do not trust what it handed out before.
+func RepairContext(server string, maxHold time.Duration, h effects.Hints) string {
 	return fmt.Sprintf("nightwatch: MCP server %q went down during this call and is being restarted or waited for. "+
-		"The next call to its tools (mcp__%s__*) will wait for it, up to %s, so make the call again rather than give up on it. "+
-		"Ids and handles it returned before may be gone; whether this call took effect is unknown.",
-		server, mcpconfig.NormalizeName(server), roundWait(maxHold))
+		"The next call to its tools (mcp__%s__*) will wait for it, up to %s, so do not give up on it. "+
+		"This call did not complete: %s. Ids and handles it returned before may be gone.",
+		server, mcpconfig.NormalizeName(server), roundWait(maxHold), h.Interrupted())
 }

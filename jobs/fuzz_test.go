@@ -24,6 +24,7 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Add([]byte(fullBatch))
 	f.Add([]byte(sessionEnvServers + "session_env: [GH_TOKEN]\njobs:\n  - {name: a, prompt: hi, session_env: [NOTES_KEY, GH_TOKNE]}\n"))
+	f.Add([]byte("version: 1\nname: n\nagent: {command: /bin/true}\nservers:\n  notes:\n    command: /bin/true\n    restart: {max: 2, within: 5m, hang_after: off, ping_timeout: 30s}\njobs:\n  - {name: a, prompt: hi, servers: [notes]}\n"))
 	for _, tc := range invalidCases {
 		f.Add([]byte(tc.yaml))
 	}

@@ -56,6 +56,19 @@ func (b *Batch) LongestHold(j *Job) time.Duration {
 	return longest
 }
 
+// LongestHoldOfAll is the longest a call of any job (or of a session
+// outside the batch's jobs) may be held, over every server.
+func (b *Batch) LongestHoldOfAll() time.Duration {
+	hold := b.HoldOf(nil, nil)
+	for _, j := range b.Jobs {
+		hold = max(hold, b.LongestHold(j))
+	}
+	for _, srv := range b.Servers {
+		hold = max(hold, b.HoldOf(nil, srv))
+	}
+	return hold
+}
+
 // checkStall refuses a stall_timeout a hold could outlast: Claude Code
 // 2.1.197 prints nothing while a hook holds a call, and the hook's holding
 // line counts as output only when it is written.
@@ -70,4 +83,43 @@ func (l *loader) checkStall(b *Batch, j *Job, f map[string]pair, field string) {
 	}
 	l.problem(line, name, "%s must exceed the longest hold of job %s's calls (%s: health.max_hold or a server's max_hold), "+
 		"or a held call would read as a stalled session", j.StallTimeout, j.Name, hold)
+}
+
+// The bounds of the hook's timeout in Claude Code's settings.
+const (
+	// MinHookTimeout is the least timeout of nightwatch's hook, in
+	// seconds; a job whose calls may be held gets more (HookTimeout).
+	MinHookTimeout = 60
+	// hookTimeoutMargin is what the hook's timeout adds to the longest
+	// hold, probe and reconnect, for a hook started on a busy machine.
+	hookTimeoutMargin = 30 * time.Second
+	// MaxHookTimeout is the longest hook timeout Claude Code 2.1.197
+	// keeps, in seconds: over 2^31 ms its timer overflows and cancels the
+	// hook at once (reference claude-code-in-flight §1.2).
+	MaxHookTimeout = 2147483
+)
+
+// HookTimeout is the timeout, in seconds, nightwatch's hook needs in
+// Claude Code's settings for the calls of job j (nil: of every job): long
+// enough for the longest hold, the probes that end it, the reconnects and
+// the wait for another hook's probe, so that the hook's own bound always
+// ends a hold first (a CLI timeout sends the call to the dead server).
+// The night writes it into its sessions' settings; doctor holds a hook
+// installed by hand to it.
+func (b *Batch) HookTimeout(j *Job) int {
+	probe := b.Health.ProbeTimeout
+	if probe <= 0 {
+		probe = DefaultHealth().ProbeTimeout
+	}
+	rc := b.Health.ReconnectTimeout
+	if rc <= 0 {
+		rc = DefaultHealth().ReconnectTimeout
+	}
+	hold := b.LongestHoldOfAll()
+	if j != nil {
+		hold = b.LongestHold(j)
+	}
+	d := hold + 3*probe + 2*rc + hookTimeoutMargin
+	secs := max(int((d+time.Second-1)/time.Second), MinHookTimeout)
+	return min(secs, MaxHookTimeout)
 }

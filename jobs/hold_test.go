@@ -61,3 +61,35 @@ func TestMaxHold(t *testing.T) {
 		})
 	}
 }
+
+// TestHookTimeout: the hook's timeout covers the longest hold, three
+// probes, two reconnects and a margin, at least 60 s, for one job or for
+// every call of the batch.
+func TestHookTimeout(t *testing.T) {
+	const head = "version: 1\nname: n\nagent: {command: /bin/true}\n"
+	tests := []struct {
+		name     string
+		yaml     string
+		job, all int
+	}{
+		{"defaults", "servers:\n  notes: {command: /bin/true}\njobs:\n  - {name: a, prompt: hi, servers: [notes]}\n", 175, 175},
+		{"a server's longer hold counts for its jobs and for all", "servers:\n  notes: {command: /bin/true, max_hold: 4m}\n  other: {command: /bin/true}\n" +
+			"jobs:\n  - {name: a, prompt: hi, servers: [other]}\n  - {name: b, prompt: hi, servers: [notes]}\n", 175, 295},
+		{"slower probes and reconnects", "health: {probe_timeout: 10s, reconnect_timeout: 20s}\njobs:\n  - {name: a, prompt: hi}\n", 220, 220},
+		{"no hold: the least", "health: {max_hold: 0}\njobs:\n  - {name: a, prompt: hi}\n", 60, 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := Load(writeFile(t, t.TempDir(), "night.yaml", head+tt.yaml), noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := b.HookTimeout(b.Jobs[0]); got != tt.job {
+				t.Errorf("HookTimeout(first job) = %d, want %d", got, tt.job)
+			}
+			if got := b.HookTimeout(nil); got != tt.all {
+				t.Errorf("HookTimeout(nil) = %d, want %d", got, tt.all)
+			}
+		})
+	}
+}

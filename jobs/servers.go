@@ -26,7 +26,7 @@ var (
 	serverFields = []string{
 		"type", "command", "args", "env", "url", "headers",
 		"timeout", "alwaysLoad", "oauth", "headersHelper",
-		"requires_env", "reconnect", "max_hold", // nightwatch's own, never written to the MCP config
+		"requires_env", "reconnect", "max_hold", "restart", // nightwatch's own, never written to the MCP config
 	}
 )
 
@@ -128,6 +128,9 @@ func (l *loader) server(p pair) *Server {
 			srv.MaxHold = &v
 		}
 	}
+	if q, ok := f["restart"]; ok {
+		srv.Restart = l.restart(q.val, field+".restart")
+	}
 	var required []requiredVar
 	if q, ok := f["requires_env"]; ok {
 		required = l.requiredEnv(q.val, field+".requires_env", env)
@@ -165,6 +168,9 @@ func (l *loader) server(p pair) *Server {
 	other := remoteFields
 	if mcp.Transport != mcpconfig.Stdio {
 		other = stdioFields
+	}
+	if q, ok := f["restart"]; ok && mcp.Transport != mcpconfig.Stdio {
+		l.problem(q.line(), field+".restart", "is not used by a %s server (nightwatch restarts only the stdio servers it starts)", mcp.Transport)
 	}
 	for _, k := range other {
 		if q, ok := f[k]; ok {

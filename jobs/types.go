@@ -7,6 +7,7 @@ package jobs
 import (
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/launch"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
@@ -190,6 +191,9 @@ type Server struct {
 	// requires_env, sorted. Not the reconnect command's: the hook runs
 	// that in the session's environment.
 	Vars []string
+	// Restart are a stdio server's restart and hang bounds (its restart:
+	// block), for its exec-server; zero fields take the defaults.
+	Restart launch.Bounds
 	// Line is where the server is defined, for messages.
 	Line int
 }

@@ -12,14 +12,15 @@ import (
 // launchConfig is the job's MCP config (mcpConfig) with every stdio server
 // started through nightwatch:
 //
-//	{"command": <nightwatch>, "args": ["exec-server", "--server", <name>, "--keep", "A,B", "--", <command>, <args…>], "env": {…}}
+//	{"command": <nightwatch>, "args": ["exec-server", "--server", <name>, "--keep", "A,B", <the server's restart: bounds as flags>, "--", <command>, <args…>], "env": {…}}
 //
 // Claude Code gives each server it spawns its own environment, which holds
 // every key of the night (env_file, env, ANTHROPIC_API_KEY); exec-server
 // drops all of it but the base variables and the names the server's own
 // env sets, and runs the server as its child, restarting it when it dies
-// or hangs (package serverguard). Only names
-// travel on the command line; the values stay in "env".
+// or hangs (package serverguard), within the bounds of the server's
+// restart: block. Only names and bounds travel on the command line; the
+// values stay in "env".
 func launchConfig(binary string, b *jobs.Batch, job *jobs.Job, env []string) ([]byte, error) {
 	data, err := mcpConfig(b, job, env)
 	if err != nil {
@@ -32,7 +33,11 @@ func launchConfig(binary string, b *jobs.Batch, job *jobs.Job, env []string) ([]
 		return nil, fmt.Errorf("re-read: %w", err)
 	}
 	for name, entry := range cfg.MCPServers {
-		if err := launchEntry(binary, name, entry); err != nil {
+		var bounds launch.Bounds
+		if srv := b.Server(name); srv != nil {
+			bounds = srv.Restart
+		}
+		if err := launchEntry(binary, name, bounds, entry); err != nil {
 			return nil, fmt.Errorf("server %q: %w", name, err)
 		}
 	}
@@ -45,7 +50,7 @@ func launchConfig(binary string, b *jobs.Batch, job *jobs.Job, env []string) ([]
 
 // launchEntry rewrites one stdio entry in place; other transports are left
 // as they are.
-func launchEntry(binary, name string, entry map[string]json.RawMessage) error {
+func launchEntry(binary, name string, bounds launch.Bounds, entry map[string]json.RawMessage) error {
 	rawCommand, ok := entry["command"]
 	if !ok {
 		return nil
@@ -77,7 +82,7 @@ func launchEntry(binary, name string, entry map[string]json.RawMessage) error {
 		keep = append(keep, k)
 	}
 	slices.Sort(keep)
-	argv := launch.Args(name, keep, append([]string{command}, args...))
+	argv := launch.Args(name, keep, bounds, append([]string{command}, args...))
 	var err error
 	if entry["command"], err = json.Marshal(binary); err != nil {
 		return err

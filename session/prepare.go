@@ -89,7 +89,7 @@ func Prepare(spec Spec) (Files, error) {
 
 	command := hookCommand(spec, f)
 	deny := denyRules(spec)
-	settings, err := json.MarshalIndent(newSettings(command, hookTimeout(b, job), deny), "", "  ")
+	settings, err := json.MarshalIndent(newSettings(command, b.HookTimeout(job), deny), "", "  ")
 	if err != nil {
 		return Files{}, fmt.Errorf("job %s: encode settings: %w", job.Name, err)
 	}
@@ -359,25 +359,6 @@ func newSettings(command string, timeout int, deny []string) settings {
 		s.Hooks[ev] = []hookMatcher{{Matcher: "mcp__.*", Hooks: []hookHandler{hh}}}
 	}
 	return s
-}
-
-// hookTimeout is the hook's timeout in the session's settings, in seconds:
-// long enough for the longest hold of the job's calls, the probe that ends
-// it, a reconnect and the wait for another hook's probe, so that the
-// hook's own bound always ends a hold first (a CLI timeout sends the call
-// to the dead server). Never above maxHookTimeout.
-func hookTimeout(b *jobs.Batch, job *jobs.Job) int {
-	probe := b.Health.ProbeTimeout
-	if probe <= 0 {
-		probe = jobs.DefaultHealth().ProbeTimeout
-	}
-	rc := b.Health.ReconnectTimeout
-	if rc <= 0 {
-		rc = jobs.DefaultHealth().ReconnectTimeout
-	}
-	d := b.LongestHold(job) + 3*probe + 2*rc + hookTimeoutMargin
-	secs := max(int((d+time.Second-1)/time.Second), hookTimeoutSeconds)
-	return min(secs, maxHookTimeout)
 }
 
 // checkSettings reads the settings file back and checks the hook is

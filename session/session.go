@@ -31,19 +31,6 @@ import (
 // SIGKILL. Claude Code uses it to close its MCP servers.
 const grace = 5 * time.Second
 
-// hookTimeoutSeconds is the least timeout of nightwatch's hook inside
-// Claude Code; a job whose calls may be held gets more (hookTimeout).
-const hookTimeoutSeconds = 60
-
-// hookTimeoutMargin is what the hook's timeout adds to the longest hold,
-// probe and reconnect, for a hook started on a busy machine.
-const hookTimeoutMargin = 30 * time.Second
-
-// maxHookTimeout is the longest hook timeout Claude Code 2.1.197 keeps:
-// over 2^31 ms its timer overflows and cancels the hook at once (reference
-// claude-code-in-flight §1.2).
-const maxHookTimeout = 2147483
-
 // promptArgMax is the longest prompt passed as an argument. Linux refuses
 // any single argument over 128 KiB (MAX_ARG_STRLEN) with E2BIG; longer
 // prompts go through stdin, which `claude -p` reads when no prompt

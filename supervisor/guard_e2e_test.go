@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/journal"
@@ -74,7 +75,8 @@ jobs:
 // the server up: the night journals server-lost and stops the attempt
 // while the job's other server still works on a long call, and the job
 // goes the way of a job whose server the session could not use (here
-// on_unhealthy: skip).
+// on_unhealthy: skip). The night's maintenance runs once an hour here:
+// the loss is acted on when exec-server writes it, not at a later wake.
 func TestNightStdioServerLostMidSession(t *testing.T) {
 	testkit.ForEachClaude(t, testNightStdioServerLostMidSession)
 }
@@ -96,7 +98,7 @@ jobs:
 `, jsonString(testkit.ClaudeBinOf(t, version)), jsonString(server), jsonString(control), jsonString(server),
 		jsonString(prompt("g2", `mcp__notes__break {"mode":"exit-at-start"}`, `mcp__other__slow {"ms":120000}`))))
 
-	s := f.run(b)
+	s := f.runWith(b, time.Hour)
 	if s.Skipped != 1 {
 		t.Fatalf("want the job skipped for its lost server, got %+v", s.Jobs)
 	}

@@ -25,6 +25,12 @@ import (
 func (n *night) loop(ctx context.Context) error {
 	ticker := time.NewTicker(n.opts.Maintenance)
 	defer ticker.Stop()
+	// A line the hooks or an exec-server append (a server lost
+	// mid-session above all) is read when it comes, not at the next tick.
+	grew, stopWatch, watched := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	since := fileSize(n.events.Path)
+	go func() { defer close(watched); watchEvents(n.events.Path, since, eventsPoll, grew, stopWatch) }()
+	defer func() { close(stopWatch); <-watched }()
 	wake := true
 	for {
 		if ctx.Err() != nil {
@@ -68,6 +74,11 @@ func (n *night) loop(ctx context.Context) error {
 			}
 			n.observe(ctx, r.Seen)
 			wake = false // an observation changes no job's phase
+		case <-grew:
+			// A server lost stops its attempt here (absorbGuard); the
+			// attempt's end then wakes the plan.
+			n.absorbServerEvents()
+			wake = false
 		case <-ticker.C:
 			n.do(ctx, n.plan.step(n.now(), evTick{}))
 		case <-ctx.Done():

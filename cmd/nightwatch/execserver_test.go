@@ -50,6 +50,9 @@ func TestExecServerExitCodes(t *testing.T) {
 		{[]string{"exec-server", "--", "sh", "-c", "exit 3"}, 3},
 		{[]string{"exec-server", "--", "/nonexistent/server"}, 2},
 		{[]string{"exec-server", "--keep", "A B", "--", "true"}, 2},
+		{[]string{"exec-server", "--restarts", "-1", "--", "true"}, 2},
+		{[]string{"exec-server", "--hang-after", "-1s", "--", "true"}, 2},
+		{[]string{"exec-server", "--restarts", "0", "--window", "1m", "--no-hang-check", "--ping-timeout", "5s", "--", "true"}, 0},
 	} {
 		err := exec.Command(bin, c.args...).Run()
 		code := 0
@@ -153,5 +156,53 @@ func TestExecServerRestartsThenLosesItsServer(t *testing.T) {
 	want := []string{healthcheck.EventServerStarted, healthcheck.EventServerRestarted, healthcheck.EventServerStarted, healthcheck.EventServerLost}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("events %q, want %q", kinds, want)
+	}
+}
+
+// A server's restart: {max: 0} reaches exec-server as --restarts 0: its
+// first death mid-session is final (lost), not repaired.
+func TestExecServerRestartsZeroNeverRestarts(t *testing.T) {
+	bin := testkit.BuildNightwatch(t)
+	server := testkit.BuildTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "exec-server", "--server", "notes", "--restarts", "0", "--no-hang-check", "--", server)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	rpc := func(id int, method string, params any) string {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if _, err := stdin.Write(append(b, '\n')); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				t.Fatalf("exec-server closed its output waiting for %s: %v", method, err)
+			}
+			var m map[string]any
+			if json.Unmarshal(line, &m) == nil && m["id"] == float64(id) {
+				return string(line)
+			}
+		}
+	}
+	rpc(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "t", "version": "1"}})
+	_, _ = stdin.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+	if got := rpc(2, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"message": "up"}}); !strings.Contains(got, "up") {
+		t.Fatalf("echo: %s", got)
+	}
+	if got := rpc(3, "tools/call", map[string]any{"name": "die", "arguments": map[string]any{}}); !strings.Contains(got, "could not be brought back") {
+		t.Errorf("die with --restarts 0: %s, want the loss", got)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exec-server ended %v, want exit 1 (lost)", err)
 	}
 }

@@ -16,7 +16,9 @@ package launch
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 )
@@ -66,13 +68,51 @@ func validName(n string) bool {
 	return true
 }
 
+// Bounds are one stdio server's restart and hang limits (a server's
+// restart: block in the batch), carried to its exec-server as flags. They
+// are numbers, never secrets. A zero field leaves exec-server's default.
+type Bounds struct {
+	// Restarts within Within before the server is given up; nil: the
+	// default; 0: never restarted (its first loss is final).
+	Restarts *int
+	Within   time.Duration
+	// HangAfter: a request outstanding this long gets a ping; NoHang: the
+	// server is never judged hung (it may run a long call and answer
+	// nothing meanwhile, not even a ping).
+	HangAfter time.Duration
+	NoHang    bool
+	// PingTimeout: a ping unanswered this long means the server hangs.
+	PingTimeout time.Duration
+}
+
+// Flags are b as exec-server's flags (none for the zero Bounds).
+func (b Bounds) Flags() []string {
+	var out []string
+	if b.Restarts != nil {
+		out = append(out, "--restarts", strconv.Itoa(*b.Restarts))
+	}
+	if b.Within > 0 {
+		out = append(out, "--window", b.Within.String())
+	}
+	if b.NoHang {
+		out = append(out, "--no-hang-check")
+	} else if b.HangAfter > 0 {
+		out = append(out, "--hang-after", b.HangAfter.String())
+	}
+	if b.PingTimeout > 0 {
+		out = append(out, "--ping-timeout", b.PingTimeout.String())
+	}
+	return out
+}
+
 // Args builds the exec-server arguments that run argv, the session's
-// server named server, with the given kept names (for the session's MCP
-// config): the binary's own path comes first.
-func Args(server string, keep []string, argv []string) []string {
+// server named server, with the given kept names and bounds (for the
+// session's MCP config): the binary's own path comes first.
+func Args(server string, keep []string, bounds Bounds, argv []string) []string {
 	out := []string{"exec-server", "--server", server}
 	if len(keep) > 0 {
 		out = append(out, "--keep", strings.Join(keep, ","))
 	}
+	out = append(out, bounds.Flags()...)
 	return append(append(out, "--"), argv...)
 }

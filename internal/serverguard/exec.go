@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/launch"
@@ -24,9 +25,12 @@ type Entry struct {
 	Server string
 	Keep   []string
 	Argv   []string
-	// Limits left zero take the defaults (Config).
+	// Limits left zero take the defaults (Config): Restarts below zero
+	// never restarts, NoHang never judges the server hung.
 	Restarts               int
+	Window                 time.Duration
 	HangAfter, PingTimeout time.Duration
+	NoHang                 bool
 }
 
 // Serve runs an exec-server: the server of e with the least-privilege
@@ -52,8 +56,14 @@ func Serve(e Entry, stderr io.Writer) int {
 	defer stopWatch()
 	env := os.Environ()
 	cfg := Config{Server: e.Server, Argv: e.Argv, Env: launch.Environment(env, e.Keep), Stderr: stderr,
-		Restarts: e.Restarts, HangAfter: e.HangAfter, PingTimeout: e.PingTimeout,
-		Notify: Announcer(os.LookupEnv, e.Server, stderr)}
+		Restarts: e.Restarts, Window: e.Window, HangAfter: e.HangAfter, PingTimeout: e.PingTimeout,
+		Notify: Announcer(os.LookupEnv, e.Server, stderr),
+		// Read when a call is lost, from the ledger the session's
+		// environment names (the job's, with its servers' tools/list hints).
+		Hints: func(tool string) effects.Hints { return effects.HintsFrom(os.LookupEnv, e.Server, tool) }}
+	if e.NoHang {
+		cfg.HangAfter = -1
+	}
 	err = Run(ctx, cfg, os.Stdin, os.Stdout)
 	var ee *exec.ExitError
 	switch {

@@ -111,3 +111,16 @@ func cancelledID(line []byte) string {
 	}
 	return idKey(m.Params.RequestID)
 }
+
+// toolName is the tool a tools/call request names ("" when none).
+func toolName(line []byte) string {
+	var m struct {
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return ""
+	}
+	return m.Params.Name
+}

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 )
@@ -51,7 +52,9 @@ type Config struct {
 	// in the window doubles it, up to MaxBackoff.
 	Backoff, MaxBackoff time.Duration
 	// HangAfter: a request outstanding this long gets a ping; a ping
-	// unanswered for PingTimeout means the server hangs.
+	// unanswered for PingTimeout means the server hangs. A negative
+	// HangAfter never judges the server hung: one that runs a long call
+	// and answers nothing meanwhile, not even a ping, is left to it.
 	HangAfter, PingTimeout time.Duration
 	// StartTimeout bounds the answer to the replayed initialize.
 	StartTimeout time.Duration
@@ -62,6 +65,10 @@ type Config struct {
 	Grace time.Duration
 	// Notify hears every start, restart and loss (nil: nobody).
 	Notify func(Event)
+	// Hints gives a tool's hints (from the job's side-effect ledger), for
+	// the error of a call in flight when the server died: whether it can
+	// be made again (nil: no hints, it may have taken effect).
+	Hints func(tool string) effects.Hints
 }
 
 // Defaults for a zero Config field.
@@ -91,7 +98,9 @@ func (c *Config) defaults() {
 	set(&c.Window, DefaultWindow)
 	set(&c.Backoff, DefaultBackoff)
 	set(&c.MaxBackoff, DefaultMaxBackoff)
-	set(&c.HangAfter, DefaultHangAfter)
+	if c.HangAfter == 0 {
+		c.HangAfter = DefaultHangAfter
+	}
 	set(&c.PingTimeout, DefaultPingTimeout)
 	set(&c.StartTimeout, DefaultStartTimeout)
 	set(&c.Grace, DefaultGrace)
@@ -143,10 +152,17 @@ var ErrEndedAtStart = errors.New("the MCP server ended before it answered")
 const RestartedMarker = healthcheck.GuardRestarted
 
 // RestartError is the message of a call that was in flight when its server
-// ended (how): one line for the model.
-func RestartError(server, how string) string {
+// ended (how): one line for the model, ending with whether the call can be
+// made again (its tool's hints: effects.Hints.Interrupted).
+func RestartError(server, how string, h effects.Hints) string {
 	return fmt.Sprintf("%s %q (%s): this call did not complete and was not repeated; "+
-		"ids and handles from before the restart may be gone; the call can be made again.", RestartedMarker, server, how)
+		"ids and handles from before the restart may be gone; %s.", RestartedMarker, server, how, h.Interrupted())
+}
+
+// LostError is the message of a call that was in flight when its server
+// ended for good (why).
+func LostError(server, why string, h effects.Hints) string {
+	return fmt.Sprintf("nightwatch: MCP server %q could not be brought back (%s): this call did not complete; %s.", server, why, h.Interrupted())
 }
 
 // errorCode is the JSON-RPC code of the guard's own errors (the
@@ -183,8 +199,10 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 type call struct {
 	id     json.RawMessage
 	method string
-	line   []byte
-	sent   time.Time
+	// tool is a tools/call's tool name ("" for other methods).
+	tool string
+	line []byte
+	sent time.Time
 }
 
 // serverReq is a request a process sent the client, under the id the
@@ -293,7 +311,10 @@ func bytesTrim(b []byte) []byte {
 }
 
 func (g *guard) tick() time.Duration {
-	d := min(g.cfg.HangAfter, g.cfg.PingTimeout, g.cfg.Backoff, time.Second) / 4
+	d := min(g.cfg.PingTimeout, g.cfg.Backoff, time.Second) / 4
+	if g.cfg.HangAfter > 0 {
+		d = min(d, g.cfg.HangAfter/4)
+	}
 	return max(d, 5*time.Millisecond)
 }
 
@@ -451,7 +472,11 @@ func (g *guard) fromClient(line []byte) {
 		return
 	}
 	if m.kind == request {
-		g.pending[idKey(m.id)] = &call{id: m.id, method: m.method, line: line, sent: time.Now()}
+		c := &call{id: m.id, method: m.method, line: line, sent: time.Now()}
+		if m.method == "tools/call" {
+			c.tool = toolName(line)
+		}
+		g.pending[idKey(m.id)] = c
 	}
 	g.toServer(line)
 }
@@ -567,7 +592,7 @@ func (g *guard) ended(err error) error {
 	// What the dead process owed the client will never come.
 	for key, c := range g.pending {
 		delete(g.pending, key)
-		g.toClient(errorReply(c.id, errorCode, RestartError(g.cfg.Server, how)))
+		g.toClient(errorReply(c.id, errorCode, RestartError(g.cfg.Server, how, g.hints(c))))
 	}
 	pause := g.cfg.Backoff << len(g.restarts)
 	if pause <= 0 || pause > g.cfg.MaxBackoff {
@@ -585,7 +610,7 @@ func (g *guard) lose(why string) error {
 	msg := fmt.Sprintf("nightwatch: MCP server %q could not be brought back (%s): this call was not sent.", g.cfg.Server, why)
 	for key, c := range g.pending {
 		delete(g.pending, key)
-		g.toClient(errorReply(c.id, errorCode, msg))
+		g.toClient(errorReply(c.id, errorCode, LostError(g.cfg.Server, why, g.hints(c))))
 	}
 	for _, line := range g.held {
 		if m := parse(line); m.kind == request {
@@ -615,7 +640,7 @@ func (g *guard) timers(now time.Time) error {
 			g.kill(fmt.Sprintf("hung: no answer to the replayed initialize within %s", g.cfg.StartTimeout))
 		}
 	case up:
-		if g.child == nil || g.dying != "" {
+		if g.child == nil || g.dying != "" || g.cfg.HangAfter < 0 {
 			return nil
 		}
 		if g.pingID != "" && g.oldest().IsZero() {
@@ -695,6 +720,15 @@ func (g *guard) stop() error {
 		return c.err
 	}
 	return nil
+}
+
+// hints are the hints of the tool c called (none for other methods: a
+// call that is not a tool's may have had effects all the same).
+func (g *guard) hints(c *call) effects.Hints {
+	if c.tool == "" || g.cfg.Hints == nil {
+		return effects.Hints{}
+	}
+	return g.cfg.Hints(c.tool)
 }
 
 func (g *guard) notify(ev Event) {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 )
 
@@ -243,6 +244,46 @@ func TestCallInFlightGetsTheRestartError(t *testing.T) {
 	}
 }
 
+// The error of a call in flight ends with whether it can be made again,
+// from its tool's hints (Config.Hints), at a restart and at a loss alike.
+func TestInFlightWordingFollowsTheHints(t *testing.T) {
+	yes := true
+	const again, check = "the call can be made again.", "it may have taken effect: check before repeating it."
+	tests := []struct {
+		name     string
+		restarts int
+		hints    func(string) effects.Hints
+		marker   string
+		want     string
+	}{
+		{"restart, idempotent", 0, func(tool string) effects.Hints {
+			if tool == "die" {
+				return effects.Hints{Idempotent: &yes}
+			}
+			return effects.Hints{}
+		}, RestartedMarker, again},
+		{"restart, no hints", 0, nil, RestartedMarker, check},
+		{"restart, another tool's hints", 0, func(tool string) effects.Hints {
+			if tool == "echo" {
+				return effects.Hints{Idempotent: &yes}
+			}
+			return effects.Hints{}
+		}, RestartedMarker, check},
+		{"loss, idempotent", -1, func(string) effects.Hints { return effects.Hints{ReadOnly: &yes} }, "could not be brought back", again},
+		{"loss, no hints", -1, nil, "could not be brought back", check},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := guarded(t, Config{Restarts: tt.restarts, Hints: tt.hints})
+			c.handshake()
+			msg := errorText(c.call("die", nil))
+			if !strings.Contains(msg, tt.marker) || !strings.HasSuffix(msg, tt.want) || !strings.Contains(msg, "did not complete") {
+				t.Errorf("the call in flight got %q, want %q … %q", msg, tt.marker, tt.want)
+			}
+		})
+	}
+}
+
 // A hung process (SIGSTOP) is found by its unanswered ping, killed with
 // its group and started again.
 func TestHungServerIsRestarted(t *testing.T) {
@@ -266,6 +307,52 @@ func TestHungServerIsRestarted(t *testing.T) {
 	re := c.eventsOf(Restarted)
 	if len(re) != 1 || !strings.Contains(re[0].Reason, "hung") {
 		t.Errorf("restarts = %+v, want one for a hang", re)
+	}
+}
+
+// A server that answers nothing, not even a ping, while it runs a long
+// call is restarted under a hang bound, and left to finish with the hang
+// check off (a server's restart: {hang_after: off}).
+func TestHangBoundOff(t *testing.T) {
+	tests := []struct {
+		name      string
+		hangAfter time.Duration
+		restarted bool
+	}{
+		{"hang bound", 50 * time.Millisecond, true},
+		{"hang check off", -1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := guarded(t, Config{HangAfter: tt.hangAfter, PingTimeout: 100 * time.Millisecond})
+			c.handshake()
+			pid := c.currentPID()
+			// SIGSTOP: the server answers nothing until SIGCONT.
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			c.waitFor("the server to stop", func() bool { return processState(pid) == "T" })
+			c.nextID++
+			id := c.nextID
+			c.send(map[string]any{"id": id, "method": "tools/call", "params": map[string]any{"name": "echo", "arguments": map[string]any{"message": "long"}}})
+			if tt.restarted {
+				if r := c.answer(id); !strings.Contains(errorText(r), RestartedMarker) {
+					t.Fatalf("the call to the stopped server got %v, want the restart error", r)
+				}
+				return
+			}
+			// Many ticks of a 50 ms bound pass; nothing may kill it.
+			time.Sleep(time.Second)
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			if r := c.answer(id); !echoes(r, "long") {
+				t.Fatalf("the long call got %v, want its answer", r)
+			}
+			if re := c.eventsOf(Restarted); len(re) != 0 || c.currentPID() != pid {
+				t.Errorf("restarts = %+v (pid %d, was %d), want none", re, c.currentPID(), pid)
+			}
+		})
 	}
 }
 
