@@ -209,7 +209,9 @@ func (c *Checker) update(change func(f *File) error) error {
 // Gate decides from the cache alone; it touches nothing but the cache file,
 // and decodes only server's entry when the file is in Layout.
 func (c *Checker) Gate(server string) (Gate, *Entry) {
-	return c.gateIn(c.Snapshot(), server)
+	sn := c.Snapshot()
+	defer sn.Close()
+	return c.gateIn(sn, server)
 }
 
 // Snapshot reads the cache once, saying what is wrong with it.
@@ -249,6 +251,7 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 func (c *Checker) DecideIn(ctx context.Context, sn *Snapshot, server string, lookup func() *mcpconfig.Server) Decision {
 	if sn == nil {
 		sn = c.Snapshot()
+		defer sn.Close()
 	}
 	switch g, e := c.gateIn(sn, server); g {
 	case GateAllow:
@@ -589,6 +592,7 @@ func (c *Checker) RecordSuccess(server string, srv *mcpconfig.Server) {
 func (c *Checker) RecordSuccessIn(sn *Snapshot, server string, lookup func() *mcpconfig.Server) {
 	if sn == nil {
 		sn = c.Snapshot()
+		defer sn.Close()
 	}
 	now := c.now()
 	if _, e := c.gateIn(sn, server); e != nil && e.Status == StatusHealthy && e.ConsecutiveFailures == 0 &&

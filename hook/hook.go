@@ -150,6 +150,7 @@ func newHandler(env Env, p *Payload) *handler {
 }
 
 func (h *handler) close() {
+	h.snap.Close()
 	if h.logFile != nil {
 		_ = h.logFile.Close()
 	}
@@ -225,6 +226,7 @@ func (h *handler) handle(ctx context.Context) int {
 
 func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 	d := h.checker.DecideIn(ctx, h.snap, server, func() *mcpconfig.Server { return h.lookup(server) })
+	h.snap.Close()
 	h.snap = nil // whatever comes next reads the file as it is then
 	if d.Note != "" {
 		h.say("nightwatch: " + d.Note)
