@@ -225,6 +225,19 @@ func (c *Checker) Snapshot() *Snapshot {
 	return sn
 }
 
+// GateIn is Gate on a cache the caller read (Snapshot), for a hook that
+// reads it once per call.
+func (c *Checker) GateIn(sn *Snapshot, server string) (Gate, *Entry) { return c.gateIn(sn, server) }
+
+// KnownHealthy says whether a call that worked tells nothing new of the
+// server whose entry is e: healthy, nothing counted, more than half its
+// TTL left. RecordSuccess writes nothing then, so a busy session does not
+// fsync the cache after every call.
+func (c *Checker) KnownHealthy(e *Entry) bool {
+	return e != nil && e.Status == StatusHealthy && e.ConsecutiveFailures == 0 &&
+		e.ExpiresAt.Time().Sub(c.now()) > c.Settings.withDefaults().TTL/2
+}
+
 // gateIn is Gate on a cache already read, with the entry clamped to the
 // settings as every read is.
 func (c *Checker) gateIn(sn *Snapshot, server string) (Gate, *Entry) {
@@ -596,9 +609,7 @@ func (c *Checker) RecordSuccessIn(sn *Snapshot, server string, lookup func() *mc
 		sn = c.Snapshot()
 		defer sn.Close()
 	}
-	now := c.now()
-	if _, e := c.gateIn(sn, server); e != nil && e.Status == StatusHealthy && e.ConsecutiveFailures == 0 &&
-		e.ExpiresAt.Time().Sub(now) > c.Settings.withDefaults().TTL/2 {
+	if _, e := c.gateIn(sn, server); c.KnownHealthy(e) {
 		return
 	}
 	srv := lookup()
