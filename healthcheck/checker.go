@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	// The probe vocabulary only: healthcheck links no prober (the hook's
+	// hot path decides without net/http); callers pass probe.Probe.
+	probe "github.com/nightwatch-dev/nightwatch/healthcheck/verdict"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
@@ -209,7 +211,9 @@ func (c *Checker) update(change func(f *File) error) error {
 // Gate decides from the cache alone; it touches nothing but the cache file,
 // and decodes only server's entry when the file is in Layout.
 func (c *Checker) Gate(server string) (Gate, *Entry) {
-	return c.gateIn(c.Snapshot(), server)
+	sn := c.Snapshot()
+	defer sn.Close()
+	return c.gateIn(sn, server)
 }
 
 // Snapshot reads the cache once, saying what is wrong with it.
@@ -219,6 +223,19 @@ func (c *Checker) Snapshot() *Snapshot {
 		c.warn("nightwatch: " + err.Error())
 	}
 	return sn
+}
+
+// GateIn is Gate on a cache the caller read (Snapshot), for a hook that
+// reads it once per call.
+func (c *Checker) GateIn(sn *Snapshot, server string) (Gate, *Entry) { return c.gateIn(sn, server) }
+
+// KnownHealthy says whether a call that worked tells nothing new of the
+// server whose entry is e: healthy, nothing counted, more than half its
+// TTL left. RecordSuccess writes nothing then, so a busy session does not
+// fsync the cache after every call.
+func (c *Checker) KnownHealthy(e *Entry) bool {
+	return e != nil && e.Status == StatusHealthy && e.ConsecutiveFailures == 0 &&
+		e.ExpiresAt.Time().Sub(c.now()) > c.Settings.withDefaults().TTL/2
 }
 
 // gateIn is Gate on a cache already read, with the entry clamped to the
@@ -249,6 +266,7 @@ func (c *Checker) Decide(ctx context.Context, server string, lookup func() *mcpc
 func (c *Checker) DecideIn(ctx context.Context, sn *Snapshot, server string, lookup func() *mcpconfig.Server) Decision {
 	if sn == nil {
 		sn = c.Snapshot()
+		defer sn.Close()
 	}
 	switch g, e := c.gateIn(sn, server); g {
 	case GateAllow:
@@ -589,10 +607,9 @@ func (c *Checker) RecordSuccess(server string, srv *mcpconfig.Server) {
 func (c *Checker) RecordSuccessIn(sn *Snapshot, server string, lookup func() *mcpconfig.Server) {
 	if sn == nil {
 		sn = c.Snapshot()
+		defer sn.Close()
 	}
-	now := c.now()
-	if _, e := c.gateIn(sn, server); e != nil && e.Status == StatusHealthy && e.ConsecutiveFailures == 0 &&
-		e.ExpiresAt.Time().Sub(now) > c.Settings.withDefaults().TTL/2 {
+	if _, e := c.gateIn(sn, server); c.KnownHealthy(e) {
 		return
 	}
 	srv := lookup()

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	// The probe vocabulary only: healthcheck links no prober (the hook's
+	// hot path decides without net/http); callers pass probe.Probe.
+	probe "github.com/nightwatch-dev/nightwatch/healthcheck/verdict"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 

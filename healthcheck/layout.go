@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"sort"
 	"strconv"
@@ -125,13 +126,24 @@ type Snapshot struct {
 	file   *File
 	err    error
 	warn   func(string)
+	// search, for a large file in Layout, finds one entry on the open
+	// file without reading the rest (search.go); found keeps its answers.
+	search *searcher
+	found  map[string][]byte
 }
 
 // Snapshot reads the cache file once. Errors are those of Read, returned
 // by Err; a snapshot with an error is an empty cache.
+//
+// A large file in Layout is not read: the Snapshot keeps it open and
+// searches it for each server asked of it, until Close.
 func (s *Store) Snapshot() *Snapshot {
 	snap := &Snapshot{path: s.Path, warn: s.warn}
-	b, err := atomicfile.Read(s.Path, MaxCacheSize)
+	b, sr, err := s.open()
+	if sr != nil {
+		snap.search, snap.layout = sr, true
+		return snap
+	}
 	if err == nil && inLayout(b) {
 		snap.data, snap.layout = b, true
 		return snap
@@ -153,16 +165,90 @@ func (s *Store) Snapshot() *Snapshot {
 	return snap
 }
 
+// open is the cache file opened for a Snapshot: a searcher when it is a
+// large file in Layout, else its bytes, with atomicfile.Read's errors.
+func (s *Store) open() ([]byte, *searcher, error) {
+	read := func() ([]byte, *searcher, error) {
+		b, err := atomicfile.Read(s.Path, MaxCacheSize) // its words for what is wrong
+		return b, nil, err
+	}
+	f, err := atomicfile.OpenRegular(s.Path)
+	if err != nil {
+		return read()
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > MaxCacheSize {
+		_ = f.Close()
+		return read()
+	}
+	if fi.Size() >= searchFrom {
+		if sr := openSearch(f, fi.Size()); sr != nil {
+			return nil, sr, nil
+		}
+	}
+	defer f.Close()
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxCacheSize+1)); err != nil || buf.Len() > MaxCacheSize {
+		return read()
+	}
+	return buf.Bytes(), nil, nil
+}
+
+// Close lets go of the file a Snapshot searches (see Snapshot); a
+// Snapshot that read its file whole holds nothing. Lookups after Close
+// read nothing more. Close of nil does nothing.
+func (sn *Snapshot) Close() {
+	if sn != nil && sn.search != nil {
+		_ = sn.search.f.Close()
+		sn.search = nil
+	}
+}
+
+// whole reads a searched file whole and closes it: a Snapshot's names
+// need it, and so does a file its search could not use (why), which is
+// then parsed whole as a file in any other layout is.
+func (sn *Snapshot) whole(why error) {
+	sr := sn.search
+	if sr == nil {
+		return
+	}
+	data := make([]byte, sr.size)
+	_, err := sr.f.ReadAt(data, 0)
+	sn.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
+		sn.data = nil
+		if sn.warn != nil {
+			sn.warn(fmt.Sprintf("nightwatch: read health cache %s: %v; deciding as with no cache", sn.path, err))
+		}
+		return
+	}
+	sn.data = data
+	if why == nil && inLayout(data) {
+		return
+	}
+	sn.layout, sn.data = false, nil
+	sn.file, sn.err = parseFile(sn.path, data)
+	if sn.err != nil && sn.warn != nil {
+		sn.warn("nightwatch: " + sn.err.Error())
+	}
+	if sn.err == nil && len(sn.file.Dropped) > 0 && sn.warn != nil {
+		(&Store{Path: sn.path, Warn: sn.warn}).warnDropped(sn.file.Dropped)
+	}
+}
+
 // Err is the error reading the file met (nil for a missing file).
 func (sn *Snapshot) Err() error { return sn.err }
 
 // Entry is server's entry, or nil; an entry that cannot be read is nil
 // and said through the store's Warn.
 func (sn *Snapshot) Entry(server string) *Entry {
+	var line []byte
+	if sn.layout {
+		line = sn.line(server) // may find the file is not in Layout
+	}
 	if !sn.layout {
 		return sn.file.Entry(server)
 	}
-	line := sn.line(server)
 	if line == nil {
 		return nil
 	}
@@ -179,14 +265,35 @@ func (sn *Snapshot) Entry(server string) *Entry {
 // Has reports whether the cache has an entry for server, without decoding
 // it.
 func (sn *Snapshot) Has(server string) bool {
+	var line []byte
+	if sn.layout {
+		line = sn.line(server) // may find the file is not in Layout
+	}
 	if !sn.layout {
 		return sn.file.Servers[server] != nil
 	}
-	return sn.line(server) != nil
+	return line != nil
 }
 
 // line is server's entry in a Layout file, without its comma.
 func (sn *Snapshot) line(server string) []byte {
+	if sn.search != nil {
+		if l, ok := sn.found[server]; ok {
+			return l
+		}
+		l, err := sn.search.find(server)
+		if err == nil {
+			if sn.found == nil {
+				sn.found = map[string][]byte{}
+			}
+			sn.found[server] = l
+			return l
+		}
+		sn.whole(err)
+		if !sn.layout {
+			return nil // callers ask sn.file
+		}
+	}
 	want := append([]byte("\n"+entryIndent), entryKey(server)...)
 	want = append(want, ": "...)
 	at := bytes.Index(sn.data, want)
@@ -209,6 +316,12 @@ func (sn *Snapshot) Names() []string {
 		}
 		sort.Strings(names)
 		return names
+	}
+	if sn.search != nil {
+		sn.whole(nil)
+		if !sn.layout {
+			return sn.Names()
+		}
 	}
 	var names []string
 	prefix := []byte("\n" + entryIndent + "\"")

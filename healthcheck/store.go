@@ -131,15 +131,18 @@ var ErrCorrupt = errors.New("corrupt health cache")
 // MaxCacheSize bounds the cache file a hook reads. An entry is a name, a
 // status, a few timestamps and counts and one error line: about 360 bytes
 // for a probed server, under 2 KiB with a long error, so 16 MiB is some
-// 8,000 to 45,000 servers. Measured (BenchmarkSnapshotEntry, 2 cores): a
-// whole parse allocates about 2.9 KB and 27 allocations per entry (10,000
-// servers: 3.6 MB of file, 29 MB allocated, 270,000 allocations; 1.6 s
-// measured on a machine shared with a load average of 25), so a 16 MiB
-// file costs a full parse (Update, status, a file not in Layout) well over
-// a second and some 130 MiB, not "a fraction of a second"; a hook's lookup in a file in Layout reads the bytes and decodes
-// one entry (3.6 MB allocated at 10,000 servers, no per-entry work). A
-// larger file is not a cache nightwatch wrote: it is set aside like a
-// corrupt one, instead of costing every hook seconds and gigabytes.
+// 8,000 to 45,000 servers. Measured (BenchmarkSnapshotEntry, 2 shared
+// cores at a load average of 18-39, 2026-12-02): a whole parse costs
+// about 2.9 KB and 27 allocations per entry (10,000 servers, a 3.6 MB
+// file: 29 MB allocated, 270,000 allocations, 0.6 s), so a 16 MiB file
+// costs a whole parse (Update, status, a file not in Layout) some 130 MiB
+// and seconds, not "a fraction of a second". A hook's lookup in a file in
+// Layout does not parse it: it binary-searches the sorted lines with
+// positioned reads (search.go), 7.7 KB and 70 allocations whatever the
+// size (0.17-0.26 ms at 10,000 servers under that load), so 16 MiB costs
+// a hook some 16 steps of one or two reads of 4 KiB. A larger file is not a cache nightwatch
+// wrote: it is set aside like a corrupt one, instead of costing every
+// whole parse seconds and gigabytes.
 const MaxCacheSize = 16 << 20
 
 // Read returns the current file. A missing file is an empty cache. A

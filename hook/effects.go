@@ -1,16 +1,12 @@
 package hook
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
-	"strconv"
 	"strings"
 
 	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
-	"github.com/nightwatch-dev/nightwatch/internal/knobs"
+	"github.com/nightwatch-dev/nightwatch/hook/hot"
 )
 
 // The hook's part of a job's side-effect ledger (package effects): after a
@@ -19,54 +15,15 @@ import (
 // of the job made. Only sessions of a job that keeps a ledger (effects.PathEnv
 // set) read tool_input at all; every other call costs what it did.
 
-// ledgerOf is the session's ledger file and attempt; ok is false outside
-// a job that keeps one.
-func ledgerOf(getenv knobs.Getenv) (path string, attempt int, ok bool) {
-	path, _ = getenv(effects.PathEnv)
-	a, _ := getenv(effects.AttemptEnv)
-	attempt, err := strconv.Atoi(strings.TrimSpace(a))
-	if strings.TrimSpace(path) == "" || err != nil || attempt <= 0 {
-		return "", 0, false
-	}
-	return path, attempt, true
-}
-
-// decodeFor reads the payload, with tool_input when the session keeps a
-// ledger.
-func decodeFor(getenv knobs.Getenv, r io.Reader) (*Payload, error) {
-	if _, _, ok := ledgerOf(getenv); ok {
-		return DecodeInput(r)
-	}
-	return Decode(r)
-}
-
-// input is the call's input for the ledger.
-func (h *handler) input() effects.Input {
-	if h.p.InputCut {
-		// Too large to keep: keyed by all its bytes, as effects.Key keys
-		// what is not JSON.
-		return effects.Input{Key: "raw:" + hex.EncodeToString(h.p.InputSum[:16])}
-	}
-	return effects.Input{Raw: []byte(h.p.Input), Key: effects.Key([]byte(h.p.Input))}
-}
-
 // repeatDenied refuses the call when an earlier attempt of the job made
 // the same successful call to a tool that is not read-only. A ledger it
 // cannot read lets the call through, and says so.
 func (h *handler) repeatDenied(server, tool string) (code int, denied bool) {
-	path, attempt, ok := ledgerOf(h.env.Getenv)
-	if !ok {
-		return ExitAllow, false
-	}
-	l, err := effects.Read(path)
+	earlier, err := hot.RepeatOf(h.env.Getenv, h.p, server, tool)
 	if err != nil {
 		h.say(fmt.Sprintf("nightwatch: %v; repeated calls are not checked", err))
 		return ExitAllow, false
 	}
-	if l.AllowRepeat || len(l.Before(attempt)) == 0 || l.ReadOnly(server, tool) {
-		return ExitAllow, false
-	}
-	earlier := l.Earlier(attempt, server, tool, h.input().Key)
 	if earlier == nil {
 		return ExitAllow, false
 	}
@@ -76,14 +33,7 @@ func (h *handler) repeatDenied(server, tool string) (code int, denied bool) {
 	h.checker.Events.Append(healthcheck.Event{Time: h.now(), Kind: healthcheck.EventRepeatRefused,
 		Session: h.p.SessionID, ToolUseID: h.p.ToolUseID, Server: server, Tool: h.p.ToolName})
 	h.log.Info().Str("server", server).Str("tool", tool).Int("earlier_attempt", earlier.Attempt).Msg("repeat of a side effect refused")
-	out, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{
-		"hookEventName":            PreToolUse,
-		"permissionDecision":       "deny",
-		"permissionDecisionReason": msg,
-	}})
-	fmt.Fprintln(h.env.Stdout, string(out))
-	fmt.Fprintln(h.env.Stderr, msg)
-	return ExitBlock, true
+	return hot.Deny(h.env.Stdout, h.env.Stderr, msg), true
 }
 
 // recordTask notes in the job's ledger that the failed call's server
@@ -91,7 +41,7 @@ func (h *handler) repeatDenied(server, tool string) (code int, denied bool) {
 // matched only in a failed call's error): the job is not done while that
 // work runs on unseen.
 func (h *handler) recordTask(server, tool string) {
-	path, attempt, ok := ledgerOf(h.env.Getenv)
+	path, attempt, ok := hot.LedgerOf(h.env.Getenv)
 	// The whole error is the CLI's sentence: a tool's own error text that
 	// merely quotes it somewhere is not taken for it.
 	if !ok || !strings.HasPrefix(strings.TrimSpace(h.p.Error), healthcheck.TaskResultText) {
@@ -106,7 +56,7 @@ func (h *handler) recordTask(server, tool string) {
 // recordEffect adds a call that succeeded to the job's ledger (the ledger
 // leaves out read-only tools).
 func (h *handler) recordEffect(server, tool string) {
-	path, attempt, ok := ledgerOf(h.env.Getenv)
+	path, attempt, ok := hot.LedgerOf(h.env.Getenv)
 	if !ok {
 		return
 	}
@@ -116,7 +66,7 @@ func (h *handler) recordEffect(server, tool string) {
 	}
 	in := effects.Input{Raw: []byte(h.p.Input)} // Record keys and digests it
 	if h.p.InputCut {
-		in = h.input()
+		in = hot.InputOf(h.p)
 	}
 	if _, err := effects.Record(path, attempt, server, tool, in, h.now(), h.secrets...); err != nil {
 		h.say(fmt.Sprintf("nightwatch: side-effect ledger: %v", err))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/hook/hot"
 	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
@@ -40,7 +41,7 @@ func (h *handler) hold(ctx context.Context, server, tool string, d healthcheck.D
 	h.checker.Events.Append(healthcheck.Event{Time: h.now(), Kind: healthcheck.EventHolding, Session: h.p.SessionID,
 		Server: server, Tool: h.p.ToolName, Code: code, Until: h.now().Add(d.Hold), Dir: dir})
 	h.say(fmt.Sprintf("nightwatch: MCP server %q is down (%s) but may be back soon; holding this call up to %s for it",
-		server, condition(healthcheck.FailureCode(code)), d.Hold))
+		server, hot.Condition(healthcheck.FailureCode(code)), d.Hold))
 	h.log.Info().Str("server", server).Str("tool", tool).Dur("max", d.Hold).Msg("holding")
 
 	lookup := func() *mcpconfig.Server { return h.lookup(server) }

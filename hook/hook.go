@@ -2,7 +2,6 @@ package hook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/hook/hot"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
@@ -23,19 +23,6 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
-)
-
-// Event names of the Claude Code hook protocol that nightwatch handles.
-const (
-	PreToolUse         = "PreToolUse"
-	PostToolUse        = "PostToolUse"
-	PostToolUseFailure = "PostToolUseFailure"
-)
-
-// Exit codes. 2 is the one Claude Code reads as "block" in PreToolUse.
-const (
-	ExitAllow = 0
-	ExitBlock = 2
 )
 
 // Env is what the hook reads from its process.
@@ -60,13 +47,13 @@ func Run(ctx context.Context, env Env) (code int) {
 			code = ExitAllow
 		}
 	}()
-	p, err := decodeFor(env.Getenv, env.Stdin)
+	p, err := hot.DecodeFor(env.Getenv, env.Stdin)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "nightwatch: %v; the call goes ahead unchecked\n", err)
 		return ExitAllow
 	}
 	// Non-MCP tools leave at once: nothing else is read, nothing written.
-	if !strings.HasPrefix(p.ToolName, "mcp__") {
+	if !hot.MCP(p.ToolName) {
 		return ExitAllow
 	}
 	h := newHandler(env, p)
@@ -151,6 +138,7 @@ func newHandler(env Env, p *Payload) *handler {
 }
 
 func (h *handler) close() {
+	h.snap.Close()
 	if h.logFile != nil {
 		_ = h.logFile.Close()
 	}
@@ -226,6 +214,7 @@ func (h *handler) handle(ctx context.Context) int {
 
 func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 	d := h.checker.DecideIn(ctx, h.snap, server, func() *mcpconfig.Server { return h.lookup(server) })
+	h.snap.Close()
 	h.snap = nil // whatever comes next reads the file as it is then
 	if d.Note != "" {
 		h.say("nightwatch: " + d.Note)
@@ -267,49 +256,25 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 		h.log.Warn().Str("server", server).Str("tool", tool).Msg("fail-open: allowed a call to an unhealthy server")
 		return ExitAllow
 	}
-	h.checker.Events.Append(healthcheck.Event{Time: h.now(), Kind: healthcheck.EventBlocked,
-		Session: h.p.SessionID, ToolUseID: h.p.ToolUseID, Server: server, Tool: h.p.ToolName, Code: string(d.Entry.LastFailureCode),
-		Reason: d.Entry.LastError, Until: d.Entry.NextRetryAt.Time()})
+	hot.Blocked(h.checker.Events, h.p, server, d.Entry, h.now())
 	h.log.Info().Str("server", server).Str("tool", tool).Str("code", string(d.Entry.LastFailureCode)).Msg("block")
-	// The deny decision is what the model reads; stderr carries the same
-	// words for logs and for anyone reading the article's exit-2 output.
-	out, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{
-		"hookEventName":            PreToolUse,
-		"permissionDecision":       "deny",
-		"permissionDecisionReason": msg,
-	}})
-	fmt.Fprintln(h.env.Stdout, string(out))
-	fmt.Fprintln(h.env.Stderr, msg)
-	return ExitBlock
+	return hot.Deny(h.env.Stdout, h.env.Stderr, msg)
 }
 
 // identify finds the server a tool belongs to, from what the client says
-// and never from tool_input (the model writes that): mcp_server.name when
-// the payload has it (2.1.332 and later), else the configured names that
-// fit the tool name Claude Code built, else the tool name's first "__"
-// segment. The cache's names answer the common case without reading any
-// config; the config is read when a name could be ambiguous (it contains
-// "__").
+// and never from tool_input (the model writes that): hot.Identify when
+// the payload or the cache's names say it without doubt, else the
+// configured names that fit the tool name Claude Code built, else the
+// tool name's first "__" segment. The config is read only when a name
+// could be ambiguous (it contains "__") or the cache does not have it.
 func (h *handler) identify() (server, tool string) {
-	if h.p.Server != "" {
-		prefix := "mcp__" + mcpconfig.NormalizeName(h.p.Server) + "__"
-		if t, ok := strings.CutPrefix(h.p.ToolName, prefix); ok {
-			return h.p.Server, t
-		}
-		_, t, _ := mcpconfig.SplitToolName(h.p.ToolName)
-		return h.p.Server, t
+	if h.p.Server == "" {
+		// The cache is read once for the call: its names here, the
+		// server's entry for the decision (h.snap).
+		h.snap = h.checker.Snapshot()
 	}
-	// The cache is read once for the call: its names here, the server's
-	// entry for the decision (h.snap).
-	h.snap = h.checker.Snapshot()
-	// The common case without listing the cache: the tool name has one
-	// "__" after the prefix and the cache has the name before it exactly.
-	// No other name can fit then (a longer one would need another "__",
-	// and one normalizing alike loses to the exact one: MatchTool).
-	if rest, ok := strings.CutPrefix(h.p.ToolName, "mcp__"); ok && h.snap.Err() == nil {
-		if i := strings.Index(rest, "__"); i > 0 && len(rest) > i+2 && rest[i+2] != '_' && !strings.Contains(rest[i+2:], "__") && h.snap.Has(rest[:i]) {
-			return rest[:i], rest[i+2:]
-		}
+	if s, t, ok := hot.Identify(h.p, h.snap); ok {
+		return s, t
 	}
 	var names []string
 	if h.snap.Err() == nil {

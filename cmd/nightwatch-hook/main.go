@@ -1,14 +1,19 @@
 // Command nightwatch-hook is nightwatch's Claude Code hook as an
-// executable of its own: the same hook as `nightwatch hook` (package hook
-// decides, with the same flags and variables), linked without the rest of
-// nightwatch (the night, the cluster's database and queue, the schedulers,
-// the command framework), because Claude Code starts it before and after
-// every tool call. The night injects it when it sits beside the nightwatch
-// binary and reports the same build (internal/hookexe); `nightwatch-hook
-// --build-id` prints that id.
+// executable of its own, which Claude Code starts before and after every
+// tool call. It is the hook's hot path (package hook/hot): the calls the
+// health cache answers alone (a cache hit, a cached block, a tool that is
+// not MCP, a call that worked at a server known healthy) are answered
+// here, as `nightwatch hook` answers them, without linking a prober, a
+// logger or a network client. Every other call (a miss that probes, a
+// trial, a hold, a failure, a log file) is handed whole to `nightwatch
+// hook` beside it (hookexe.Handoff), which decides with package hook. The
+// night injects it when it sits beside the nightwatch binary and reports
+// the same build (internal/hookexe); `nightwatch-hook --build-id` prints
+// that id.
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -17,24 +22,18 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
-	"github.com/nightwatch-dev/nightwatch/hook"
+	"github.com/nightwatch-dev/nightwatch/hook/hot"
 	"github.com/nightwatch-dev/nightwatch/internal/hookexe"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/peakrss"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 )
 
-// version is set at build time with -ldflags "-X main.version=…", as
-// nightwatch's is.
-var version = "dev"
-
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == hookexe.IDFlag {
 		fmt.Println(hookexe.ID())
 		return
 	}
-	probe.Version = version
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -46,7 +45,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "nightwatch: internal error in hook (%v); the call goes ahead unchecked\n", r)
-			code = hook.ExitAllow
+			code = hot.ExitAllow
 		}
 	}()
 	fs := flag.NewFlagSet(hookexe.Name, flag.ContinueOnError)
@@ -57,7 +56,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// A hook that cannot read its command line still never blocks a
 		// call it could not judge: Claude Code reads exit 2 as a block.
 		fmt.Fprintf(stderr, "nightwatch: %v; the call goes ahead unchecked\n", err)
-		return hook.ExitAllow
+		return hot.ExitAllow
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "nightwatch: unexpected arguments %q ignored\n", fs.Args())
@@ -68,11 +67,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	home := homeDir()
 	k := knobs.FromEnv(os.LookupEnv, home)
 	k.Apply(&f, func(name string) bool { return changed[name] }, home, os.LookupEnv)
-	return hook.Run(ctx, hook.Env{
-		Getenv: os.LookupEnv, Home: home,
-		Stdin: stdin, Stdout: stdout, Stderr: stderr,
-		Knobs: k,
-	})
+	// What the hot path reads of the payload is kept, for the whole hook
+	// if the call is handed on.
+	var read bytes.Buffer
+	if p, err := hot.DecodeFor(os.LookupEnv, io.TeeReader(stdin, &read)); err == nil {
+		if code, ok := hot.Answer(hot.Env{Getenv: os.LookupEnv, Stdout: stdout, Stderr: stderr, Knobs: k}, p); ok {
+			return code
+		}
+	}
+	return hookexe.Handoff(ctx, args, io.MultiReader(&read, stdin), stdout, stderr)
 }
 
 func homeDir() string {

@@ -105,8 +105,9 @@ func benchCache(b *testing.B, path string, n int) {
 
 // BenchmarkHookProcess runs, in one loop, the dedicated hook executable
 // (what sessions get), `nightwatch hook` (the same hook in the whole
-// binary), an empty Go program and, when NIGHTWATCH_BENCH_BASELINE names
-// one, an older release's `nightwatch hook`.
+// binary), an empty Go program, the article's Node hook (when node is on
+// PATH) and, when NIGHTWATCH_BENCH_BASELINE names one, an older release's
+// `nightwatch hook`.
 //
 //	go test -run '^$' -bench 'HookProcess' -benchtime 300x ./cmd/nightwatch/
 func BenchmarkHookProcess(b *testing.B) {
@@ -131,19 +132,27 @@ func BenchmarkHookProcess(b *testing.B) {
 	// release, built by bench/hook-vs.sh) to run in the same loop, so the
 	// change in the hook's cost is a ratio measured in one run.
 	baseline := os.Getenv("NIGHTWATCH_BENCH_BASELINE")
+	// The article's Node hook (its hot path, bench/article-hook.js) runs in
+	// the same loop when node is on PATH, on the same cache.
+	node, _ := exec.LookPath("node")
+	article := filepath.Join(testkit.ModuleRoot(b), "bench", "article-hook.js")
+	nodeEnv := append(slices.Clone(env), "ECC_MCP_HEALTH_STATE_PATH="+state)
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			in := fmt.Sprintf(benchPayload, c.tool)
 			_ = os.Remove(rssFile)
 			// Medians, not sums: on a shared machine one descheduled exec
 			// would otherwise weigh as much as a hundred normal ones.
-			var hook, whole, base, old []time.Duration
+			var hook, whole, base, old, js []time.Duration
 			for b.Loop() {
 				hook = append(hook, execOnce(b, hookBin, nil, env, in, c.code))
 				whole = append(whole, execOnce(b, nw, []string{"hook"}, env, in, c.code))
 				base = append(base, execOnce(b, empty, nil, env, "", 0))
 				if baseline != "" {
 					old = append(old, execOnce(b, baseline, []string{"hook"}, env, in, c.code))
+				}
+				if node != "" {
+					js = append(js, execOnce(b, node, []string{article}, nodeEnv, in, c.code))
 				}
 			}
 			h, w, e := median(hook), median(whole), median(base)
@@ -156,6 +165,11 @@ func BenchmarkHookProcess(b *testing.B) {
 				o := median(old)
 				b.ReportMetric(float64(o)/float64(e), "baseline-x-empty")
 				b.ReportMetric(float64(h)/float64(o), "x-baseline")
+			}
+			if node != "" {
+				n := median(js)
+				b.ReportMetric(float64(n.Microseconds()), "node-µs/op")
+				b.ReportMetric(float64(h)/float64(n), "x-node")
 			}
 			// Every process of the loop reported; the peak is the largest
 			// of both hooks (the older release reports too).

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nightwatch-dev/nightwatch/hook"
+	"github.com/nightwatch-dev/nightwatch/internal/hookexe"
 )
 
 func newHookCmd() *cobra.Command {
@@ -18,6 +20,9 @@ PreToolUse, PostToolUse and PostToolUseFailure. It reads the event from the payl
 PreToolUse exits 2 with a deny decision when the server is down; the other events record.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if msg := hookexe.CheckHandoff(lookupEnv); msg != "" {
+				fmt.Fprintln(os.Stderr, msg)
+			}
 			code := hook.Run(cmd.Context(), hook.Env{
 				Getenv: lookupEnv, Home: homeDir(),
 				Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,

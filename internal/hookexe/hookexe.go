@@ -2,16 +2,18 @@
 // nightwatch sees it: its name beside the nightwatch binary, the id that
 // proves the two were built from the same source (so they cannot disagree
 // about the cache's format or a decision), and the command line a session
-// or a settings file runs. nightwatch-hook links only what the hook needs
-// (no database, scheduler, batch runner or command framework), so each
-// tool call starts a smaller process; `nightwatch hook` stays the same
-// hook, and is what is injected when the sibling is missing or does not
-// match.
+// or a settings file runs. nightwatch-hook is the hook's hot path
+// (hook/hot: no prober, logger, network client, database, scheduler or
+// command framework), so each tool call starts a small process; it hands
+// every call the cache cannot answer to `nightwatch hook` beside it
+// (Handoff). `nightwatch hook` stays the whole hook, and is what is
+// injected when the sibling is missing or does not match.
 package hookexe
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -159,4 +161,69 @@ func readID(ctx context.Context, path string, args ...string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// HandoffEnv is set, for the `nightwatch hook` that nightwatch-hook hands
+// a call to, to the ID of the nightwatch-hook that handed it on: the
+// whole hook says so when its own ID differs (see Handoff).
+const HandoffEnv = "NIGHTWATCH_HOOK_HANDOFF"
+
+// handoffTimeout bounds the whole hook run for one call: a hold (at most
+// healthcheck.MaxMaxHold) with its probes and reconnects, within the
+// 600 s both supported CLIs give a hook.
+const handoffTimeout = 10 * time.Minute
+
+// Whole is the nightwatch binary beside the hook executable at hook (the
+// reverse of Path).
+func Whole(hook string) string { return WholeFor(hook, runtime.GOOS) }
+
+// WholeFor is Whole for the platform goos.
+func WholeFor(hook, goos string) string {
+	dir := filepath.Dir(hook)
+	if goos == "windows" {
+		return filepath.Join(dir, "nightwatch.exe")
+	}
+	return filepath.Join(dir, "nightwatch")
+}
+
+// Handoff runs the whole hook, `nightwatch hook` beside this executable
+// with the same arguments, for a call nightwatch-hook's hot path does not
+// answer (a miss that probes, a trial, a hold, a failure, a log file):
+// stdin is the whole payload, what it writes is written to stdout and
+// stderr, and its exit code is returned. The two binaries were checked
+// to be one build when the hook was injected (Choose); the child is told
+// this one's ID, and says so if it is another. A whole hook that cannot
+// be run lets the call through, saying why, as the hook does with a call
+// it cannot judge.
+func Handoff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "nightwatch: cannot find the whole hook (%v); the call goes ahead unchecked\n", err)
+		return 0
+	}
+	whole := Whole(self)
+	res, err := proc.Run(ctx, proc.Spec{
+		Argv:    append([]string{whole, "hook"}, args...),
+		Env:     append(os.Environ(), HandoffEnv+"="+ID()),
+		Stdin:   stdin,
+		Timeout: handoffTimeout,
+	})
+	_, _ = stdout.Write(res.Stdout)
+	_, _ = stderr.Write(res.Stderr)
+	if res.ExitCode < 0 {
+		fmt.Fprintf(stderr, "nightwatch: the whole hook %s did not answer (%v); the call goes ahead unchecked\n", whole, err)
+		return 0
+	}
+	return res.ExitCode
+}
+
+// CheckHandoff is what `nightwatch hook` says when nightwatch-hook handed
+// it a call and the two are not one build (getenv reads HandoffEnv); ""
+// when they are, or when no nightwatch-hook handed the call on.
+func CheckHandoff(getenv func(string) (string, bool)) string {
+	from, ok := getenv(HandoffEnv)
+	if !ok || from == ID() {
+		return ""
+	}
+	return fmt.Sprintf("nightwatch: the hook executable that handed this call on was built from other sources than this nightwatch (%q, not %q); rebuild both: go build ./cmd/nightwatch ./cmd/nightwatch-hook", from, ID())
 }

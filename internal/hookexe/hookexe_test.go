@@ -37,9 +37,32 @@ func TestPathFor(t *testing.T) {
 		if got := PathFor(tc.nightwatch, tc.goos); got != tc.want {
 			t.Errorf("PathFor(%q, %s) = %q, want %q", tc.nightwatch, tc.goos, got, tc.want)
 		}
+		// The hook hands calls to the nightwatch it was injected beside.
+		if got := WholeFor(tc.want, tc.goos); got != tc.nightwatch {
+			t.Errorf("WholeFor(%q, %s) = %q, want %q", tc.want, tc.goos, got, tc.nightwatch)
+		}
 	}
 	if got, want := Path("/x/nightwatch"), PathFor("/x/nightwatch", runtime.GOOS); got != want {
 		t.Errorf("Path = %q, want %q", got, want)
+	}
+}
+
+// TestCheckHandoff: the whole hook says so when the hook executable that
+// handed it a call is another build, and says nothing otherwise.
+func TestCheckHandoff(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		says bool
+	}{
+		{"not handed on", nil, false},
+		{"same build", map[string]string{HandoffEnv: ID()}, false},
+		{"other build", map[string]string{HandoffEnv: "nightwatch-hook cache=v1/lines-0 protocol=1"}, true},
+	} {
+		msg := CheckHandoff(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+		if (msg != "") != tc.says {
+			t.Errorf("%s: %q", tc.name, msg)
+		}
 	}
 }
 

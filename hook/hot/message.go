@@ -1,4 +1,4 @@
-package hook
+package hot
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
-// condition says in a few words what is wrong with a server.
-func condition(code healthcheck.FailureCode) string {
+// Condition says in a few words what is wrong with a server.
+func Condition(code healthcheck.FailureCode) string {
 	switch code {
 	case healthcheck.CodeAuth, "401", "403":
 		return "failing authentication"
@@ -43,7 +43,7 @@ func condition(code healthcheck.FailureCode) string {
 // redacted before it was stored.
 func BlockMessage(server string, e *healthcheck.Entry, now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "nightwatch: MCP server %q is %s", server, condition(e.LastFailureCode))
+	fmt.Fprintf(&b, "nightwatch: MCP server %q is %s", server, Condition(e.LastFailureCode))
 	if why := strings.TrimSpace(e.LastError); why != "" {
 		// Bun's fetch appends advice for the programmer, not the model.
 		why, _, _ = strings.Cut(why, " For more information, pass `verbose: true`")

@@ -1,7 +1,4 @@
-// Package hook speaks Claude Code's hook protocol for nightwatch: it reads
-// the payload on stdin, asks healthcheck, and answers with an exit code, a
-// decision on stdout and a short text on stderr.
-package hook
+package hot
 
 import (
 	"bufio"
