@@ -275,6 +275,7 @@ fuzz_all() {
   fuzz_build $(echo "$targets" | cut -d' ' -f1 | uniq) &
   builder=$!
   while read -r pkg target; do
+    [ -n "$pkg" ] || continue # no target at all: <<< gives one empty line
     echo "-- $target ($pkg)"
     if ! fuzz_one "$pkg" "$target"; then
       failures+=("  fuzz $target|go test -run='^\$' -fuzz='^${target}\$' -fuzztime=$fuzz_time $pkg")
