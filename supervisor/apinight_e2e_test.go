@@ -83,7 +83,10 @@ func TestNightWaitsOutAnAPIOutage(t *testing.T) {
 		name  string
 		fault fakeapi.Fault
 	}{{"refused", fakeapi.Refused()}, {"503", fakeapi.ServerError(503)}, {"529", fakeapi.Overloaded()}} {
-		t.Run(kind.name, func(t *testing.T) { testNightWaitsOutAnAPIOutage(t, kind.fault) })
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel() // each kind its own fake API and night
+			testNightWaitsOutAnAPIOutage(t, kind.fault)
+		})
 	}
 }
 

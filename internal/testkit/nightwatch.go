@@ -24,9 +24,15 @@ func BuildNightwatch(t testing.TB) string {
 	t.Helper()
 	root := ModuleRoot(t)
 	nightwatchOnce.Do(func() {
-		nightwatchPath, nightwatchErr = buildBinary(root, "github.com/nightwatch-dev/nightwatch/cmd/nightwatch", "nightwatch")
-		if nightwatchErr == nil {
-			_, nightwatchErr = buildBinary(root, "github.com/nightwatch-dev/nightwatch/cmd/nightwatch-hook", hookName())
+		// One folder for both, keyed by both build IDs: the night finds
+		// the hook beside nightwatch.
+		const nw, hook = "github.com/nightwatch-dev/nightwatch/cmd/nightwatch", "github.com/nightwatch-dev/nightwatch/cmd/nightwatch-hook"
+		var dir string
+		if dir, nightwatchErr = binaryDir(root, nw, hook); nightwatchErr != nil {
+			return
+		}
+		if nightwatchPath, nightwatchErr = linkInto(root, dir, nw, "nightwatch"); nightwatchErr == nil {
+			_, nightwatchErr = linkInto(root, dir, hook, hookName())
 		}
 	})
 	if nightwatchErr != nil {
