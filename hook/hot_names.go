@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/hook/hot"
 )
@@ -58,6 +59,6 @@ func HeldMessage(server string, e *healthcheck.Entry, now time.Time, waited time
 func BackContext(server string, waited time.Duration) string { return hot.BackContext(server, waited) }
 
 // RepairContext is hot.RepairContext.
-func RepairContext(server string, maxHold time.Duration) string {
-	return hot.RepairContext(server, maxHold)
+func RepairContext(server string, maxHold time.Duration, h effects.Hints) string {
+	return hot.RepairContext(server, maxHold, h)
 }
