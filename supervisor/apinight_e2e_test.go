@@ -260,11 +260,14 @@ func TestNightRetryResumesAfterTimeout(t *testing.T) {
 	testkit.ForEachClaude(t, func(t *testing.T, version string) {
 		f := newNightFixture(t)
 		server := testkit.BuildTestServer(t)
+		// The timeout has to cover the CLI's start and the first call on a
+		// busy machine (12 s did not under a load of 60); the hang then
+		// holds the session until it.
 		yaml := fmt.Sprintf(`version: 1
 name: resume
 state_dir: ./state
 agent: {command: %s}
-defaults: {timeout: 12s, stall_timeout: 1m, retries: 1}
+defaults: {timeout: 25s, stall_timeout: 1m, retries: 1}
 servers:
   notes: {command: %s}
 jobs:
