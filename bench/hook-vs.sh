@@ -4,8 +4,11 @@
 # temp folder, static (CGO_ENABLED=0) as testkit.BuildNightwatch builds the
 # current tree's nightwatch and nightwatch-hook, and runs
 # BenchmarkHookProcess with the current dedicated hook, the current
-# `nightwatch hook`, REV's `nightwatch hook` and an empty Go program in the
-# same loop. x-baseline is the current hook over REV's (goal ≤ 1.05).
+# `nightwatch hook`, REV's `nightwatch hook`, an empty Go program and, when
+# node is on PATH, the article's Node hook (bench/article-hook.js) in the
+# same loop. x-baseline is the current hook over REV's (goal ≤ 1.05),
+# x-node over the Node hook (goal ≤ 0.03), x-empty over the empty program
+# (goal ≤ 2).
 #
 #   bench/hook-vs.sh [REV] [BENCHTIME]
 set -euo pipefail

@@ -200,15 +200,18 @@ func Answer(env Env, p *Payload) (code int, ok bool) {
 	}
 	g, e := checker.GateIn(sn, server)
 	sn.Close()
-	answer := func(code int) (int, bool) {
+	// answered says what was kept, in the order the whole hook says it:
+	// before its decision.
+	answered := func() {
 		for _, msg := range said {
 			fmt.Fprintln(env.Stderr, msg)
 		}
-		return code, true
+		said = nil
 	}
 	if p.Event == PostToolUse {
 		if checker.KnownHealthy(e) {
-			return answer(ExitAllow)
+			answered()
+			return ExitAllow, true
 		}
 		return 0, false
 	}
@@ -217,15 +220,18 @@ func Answer(env Env, p *Payload) (code int, ok bool) {
 	}
 	switch g {
 	case healthcheck.GateAllow:
-		return answer(ExitAllow)
+		answered()
+		return ExitAllow, true
 	case healthcheck.GateBlock:
 		// A hold needs the server's definition and a probe: the whole
 		// hook decides whether this call waits.
 		if checker.HoldFor(server, e) > 0 {
 			return 0, false
 		}
+		msg := BlockMessage(server, e, now())
 		Blocked(checker.Events, p, server, e, now())
-		return answer(Deny(env.Stdout, env.Stderr, BlockMessage(server, e, now())))
+		answered()
+		return Deny(env.Stdout, env.Stderr, msg), true
 	}
 	return 0, false
 }
