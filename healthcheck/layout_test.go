@@ -192,7 +192,11 @@ func FuzzSnapshot(f *testing.F) {
 		}
 		whole, err := st.Read()
 		sn := st.Snapshot()
-		if (err == nil) != (sn.Err() == nil) {
+		// A snapshot of the one-line-per-server layout decodes its own
+		// server's line only: a line of another server that is not JSON is
+		// found by the next whole read (every writer's), not by a hook that
+		// does not need it. Anything else agrees with the whole parse.
+		if (err == nil && sn.Err() != nil) || (err != nil && sn.Err() == nil && !sn.layout) {
 			t.Fatalf("Read error %v, Snapshot error %v", err, sn.Err())
 		}
 		if err != nil || strings.Count(string(b), "\n    \""+name) > 1 {
