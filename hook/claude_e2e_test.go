@@ -226,7 +226,10 @@ func TestClaudeStdioServerDiesThenComesBack(t *testing.T) {
 			"command": testkit.BuildTestServer(t),
 			"args":    []string{"--mode", "require-env=NOTES_API_KEY"},
 			"env":     map[string]string{"NOTES_API_KEY": stdioSecret},
-		}}, true)
+			// The next call must come inside the crash's backoff to be held
+			// (2 s was not always enough on a busy machine), and the retry
+			// must be due within the hold for a hold to wait for it.
+		}}, true, "--backoff", "8s", "--max-hold", "15s")
 
 		got := n.session("stdio-1",
 			`mcp__notes__echo {"message":"first"}`,

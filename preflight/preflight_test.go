@@ -74,7 +74,7 @@ func preflightTestBatch(t testing.TB, cwd string, servers ...*jobs.Server) *jobs
 	b := &jobs.Batch{Name: "nightly", StateDir: filepath.Join(cwd, ".nightwatch"), MaxParallel: 1,
 		Env: map[string]string{}, Servers: servers,
 		Health: jobs.Health{TTL: 2 * time.Minute, Backoff: 30 * time.Second, MaxBackoff: 10 * time.Minute,
-			ProbeTimeout: time.Second, PrewarmTimeout: 5 * time.Second}}
+			ProbeTimeout: 3 * time.Second, PrewarmTimeout: 20 * time.Second}}
 	for _, s := range servers {
 		b.Jobs = append(b.Jobs, &jobs.Job{Name: "use-" + s.Name, Prompt: "hi", Servers: []string{s.Name}, Cwd: cwd})
 	}
@@ -119,9 +119,10 @@ func TestPreflightRealServers(t *testing.T) {
 	b := preflightTestBatch(t, cwd,
 		preflightTestStdio(bin, "healthy", ""),
 		preflightTestStdio(bin, "exits", "exit-at-start"),
-		// Slower than the 1 s probe timeout, within the 5 s prewarm.
-		preflightTestStdio(bin, "slow", "slow-start=1500ms"),
-		preflightTestStdio(bin, "slow2", "slow-start=1500ms"),
+		// Slower than the 3 s probe timeout, within the 20 s prewarm (a busy
+		// machine made 1 s too short for a healthy server's tools/list).
+		preflightTestStdio(bin, "slow", "slow-start=4500ms"),
+		preflightTestStdio(bin, "slow2", "slow-start=4500ms"),
 		waking, limited, legacy, meetA, meetB)
 	// A server no job needs is not probed.
 	b.Servers = append(b.Servers, preflightTestStdio(bin, "unused", "exit-at-start"))
