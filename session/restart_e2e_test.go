@@ -138,3 +138,35 @@ func testInterruptedWordingRealClaude(t *testing.T, version string) {
 		})
 	}
 }
+
+// TestBackAsNewProcessRealClaude: after exec-server restarted a stdio
+// server under the session, the next call is held until the server
+// answers a probe, and the line the model reads then says that a new
+// process answered and how (from exec-server's events in the night's
+// events file), not "if it restarted", on every supported CLI version.
+func TestBackAsNewProcessRealClaude(t *testing.T) {
+	testkit.ForEachClaude(t, testBackAsNewProcessRealClaude)
+}
+
+func testBackAsNewProcessRealClaude(t *testing.T, version string) {
+	claude := testkit.ClaudeBinOf(t, version)
+	server := testkit.BuildTestServer(t)
+	binary := testkit.BuildNightwatch(t)
+	api := fakeapi.Start(t)
+	session := "bp-" + version
+	b := sessionTestBatch(t, sessionTestStdio("notes", server))
+	b.Agent.Command = claude
+	job := sessionTestJob("back", "SESSION "+session+"\n"+`CALL mcp__notes__die {"code":4}`+"\n"+`CALL mcp__notes__echo {"message":"again"}`, "notes")
+	job.Cwd = t.TempDir()
+	spec := sessionTestSpec(b, job, sessionTestClaudeEnv(t, api)...)
+	spec.Binary = binary
+	sessionTestRun(t, context.Background(), spec)
+	got := api.SessionToolResults(session)
+	if len(got) != 2 || !got[0].IsError || got[1].IsError || !strings.Contains(got[1].Content, "again") {
+		t.Fatalf("the model saw %+v, want the die's restart error and the echo's answer", got)
+	}
+	const want = `it is back as a new process (nightwatch restarted it after it exited with code 4)`
+	if !slices.ContainsFunc(got[1].HookContext, func(s string) bool { return strings.Contains(s, want) }) {
+		t.Errorf("the held call's context %q, want %q", got[1].HookContext, want)
+	}
+}
