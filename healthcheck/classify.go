@@ -190,6 +190,10 @@ var clientPatterns = []clientPattern{
 	// nightwatch's exec-server answered a call its server died under
 	// (GuardRestarted): the call did not complete.
 	{re: lazyRegexp(`^` + GuardRestarted + ` "([^"]+)"`), kind: ClientClosed, code: CodeTransport, lost: true, server: 1},
+	// exec-server gave the server up with this call in flight
+	// (serverguard.LostError); a held call it never sent says "was not
+	// sent" and is not lost with the server.
+	{re: lazyRegexp(`^nightwatch: MCP server "([^"]+)" could not be brought back \(.*\): this call did not complete`), kind: ClientClosed, code: CodeTransport, lost: true, server: 1},
 	{re: lazyRegexp(`^Claude requested permissions to use ([A-Za-z0-9_-]+), but you haven't granted it yet\.$`), kind: ClientNotGranted, tool: 1},
 	// "No such tool available: <tool>", then what the client says of the
 	// tool's server, if anything.

@@ -9,6 +9,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/hook/hot"
 	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
@@ -108,4 +109,19 @@ func (h *handler) addContext(event, text string) {
 		"additionalContext": text,
 	}})
 	fmt.Fprintln(h.env.Stdout, string(out))
+}
+
+// newProcess says how a new process of server replaced the one that was
+// down at down ("" when the events file does not say: an HTTP server, a
+// session outside a night's attempt). Read only after a hold that ended
+// with the server back.
+func (h *handler) newProcess(server string, down time.Time) string {
+	dir, _ := h.env.Getenv(sessionstop.DirEnv)
+	run, job, attempt, ok := statedir.AttemptOf(dir)
+	if !ok || h.checker.Events == nil || h.checker.Events.Path == "" {
+		return ""
+	}
+	tail := healthcheck.EventTail{Path: h.checker.Events.Path}
+	how, _ := healthcheck.NewProcess(tail.Next(), run, job, attempt, server, down)
+	return how
 }

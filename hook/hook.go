@@ -226,6 +226,10 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 			server, knobs.EnvMCPConfig[0]))
 	}
 	var held *holdResult
+	down := h.now()
+	if d.Entry != nil && d.Entry.UnhealthySince != 0 {
+		down = d.Entry.UnhealthySince.Time()
+	}
 	if !d.Allow && d.Hold > 0 && !h.env.Knobs.FailOpen.V {
 		r := h.hold(ctx, server, tool, d)
 		held, d = &r, r.d
@@ -238,7 +242,7 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 		if held != nil {
 			// No permission decision: "allow" would grant a tool that
 			// --allowedTools does not list (reference §1.5).
-			h.addContext(PreToolUse, BackContext(server, held.waited))
+			h.addContext(PreToolUse, BackContext(server, held.waited, h.newProcess(server, down)))
 		}
 		return ExitAllow
 	}

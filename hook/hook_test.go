@@ -293,3 +293,24 @@ func TestLogFolderIsCreated(t *testing.T) {
 		t.Errorf("log file: %v %v", fi, err)
 	}
 }
+
+// TestBackContext: the line after a held call says the server is back as
+// a new process, and how, when the events say so; otherwise it hedges.
+func TestBackContext(t *testing.T) {
+	tests := []struct {
+		name, restarted string
+		want, not       string
+	}{
+		{"a new process", "nightwatch restarted it after it exited with code 3",
+			`MCP server "notes" was down; this call waited 4s for it and it is back as a new process (nightwatch restarted it after it exited with code 3). Ids, handles and sessions it returned before are gone`, "If it restarted"},
+		{"unknown", "", `MCP server "notes" was down; this call waited 4s for it and it is back. If it restarted, ids, handles and sessions it returned before may be gone`, "new process"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BackContext("notes", 4*time.Second, tt.restarted)
+			if !strings.Contains(got, tt.want) || strings.Contains(got, tt.not) {
+				t.Errorf("BackContext = %q, want %q and not %q", got, tt.want, tt.not)
+			}
+		})
+	}
+}

@@ -21,7 +21,8 @@ import (
 // two calls (die, then echo) with the default bounds: exec-server restarts
 // the server under the CLI (server-restarted) and the die gets the restart
 // error; with restart: {max: 0}: the first loss is final (server-lost,
-// exec-server exits) and the die gets the loss. Either way the echo is
+// exec-server exits) and the die gets the loss. Either way the die's call
+// counts as lost with its server (the job is not done), and the echo is
 // answered: both CLIs start a stdio server whose process exited again at
 // its next call (a new exec-server, not a repair of nightwatch's).
 func TestRestartBoundsRealClaude(t *testing.T) { testkit.ForEachClaude(t, testRestartBoundsRealClaude) }
@@ -54,7 +55,12 @@ func testRestartBoundsRealClaude(t *testing.T, version string) {
 			job.Cwd = t.TempDir()
 			spec := sessionTestSpec(b, job, sessionTestClaudeEnv(t, api)...)
 			spec.Binary = binary
-			_, f, _ := sessionTestRun(t, context.Background(), spec)
+			out, f, _ := sessionTestRun(t, context.Background(), spec)
+			// The die's call was lost with its server either way: the job
+			// is not done (healthcheck's classifier reads both errors).
+			if out.Status != Failed || !strings.Contains(out.Reason, "lost with its server notes") {
+				t.Errorf("outcome %s %q, want failed: the die's call lost with notes", out.Status, out.Reason)
+			}
 			got := api.SessionToolResults(session)
 			if len(got) != 2 || !got[0].IsError || !strings.Contains(got[0].Content, tt.says) {
 				t.Fatalf("the model saw %+v, want the die's error saying %q and the echo's result", got, tt.says)
@@ -130,5 +136,37 @@ func testInterruptedWordingRealClaude(t *testing.T, version string) {
 				t.Errorf("the hook's context %q, want the repair line saying %q", got[0].HookContext, tt.want)
 			}
 		})
+	}
+}
+
+// TestBackAsNewProcessRealClaude: after exec-server restarted a stdio
+// server under the session, the next call is held until the server
+// answers a probe, and the line the model reads then says that a new
+// process answered and how (from exec-server's events in the night's
+// events file), not "if it restarted", on every supported CLI version.
+func TestBackAsNewProcessRealClaude(t *testing.T) {
+	testkit.ForEachClaude(t, testBackAsNewProcessRealClaude)
+}
+
+func testBackAsNewProcessRealClaude(t *testing.T, version string) {
+	claude := testkit.ClaudeBinOf(t, version)
+	server := testkit.BuildTestServer(t)
+	binary := testkit.BuildNightwatch(t)
+	api := fakeapi.Start(t)
+	session := "bp-" + version
+	b := sessionTestBatch(t, sessionTestStdio("notes", server))
+	b.Agent.Command = claude
+	job := sessionTestJob("back", "SESSION "+session+"\n"+`CALL mcp__notes__die {"code":4}`+"\n"+`CALL mcp__notes__echo {"message":"again"}`, "notes")
+	job.Cwd = t.TempDir()
+	spec := sessionTestSpec(b, job, sessionTestClaudeEnv(t, api)...)
+	spec.Binary = binary
+	sessionTestRun(t, context.Background(), spec)
+	got := api.SessionToolResults(session)
+	if len(got) != 2 || !got[0].IsError || got[1].IsError || !strings.Contains(got[1].Content, "again") {
+		t.Fatalf("the model saw %+v, want the die's restart error and the echo's answer", got)
+	}
+	const want = `it is back as a new process (nightwatch restarted it after it exited with code 4)`
+	if !slices.ContainsFunc(got[1].HookContext, func(s string) bool { return strings.Contains(s, want) }) {
+		t.Errorf("the held call's context %q, want %q", got[1].HookContext, want)
 	}
 }

@@ -84,7 +84,14 @@ func HeldMessage(server string, e *healthcheck.Entry, now time.Time, waited time
 
 // BackContext is what the model reads after a held call went ahead: the
 // server was down and is back, and what it handed out before may be gone.
-func BackContext(server string, waited time.Duration) string {
+// restarted says how a new process replaced the one that was down
+// (healthcheck.NewProcess; "" when nothing says so, as for an HTTP server).
+func BackContext(server string, waited time.Duration, restarted string) string {
+	if restarted != "" {
+		return fmt.Sprintf("nightwatch: MCP server %q was down; this call waited %s for it and it is back as a new process (%s). "+
+			"Ids, handles and sessions it returned before are gone: get them again rather than reuse them.",
+			server, roundWait(waited), text.Clip(restarted, 160))
+	}
 	return fmt.Sprintf("nightwatch: MCP server %q was down; this call waited %s for it and it is back. "+
 		"If it restarted, ids, handles and sessions it returned before may be gone: get them again rather than reuse them.",
 		server, roundWait(waited))
