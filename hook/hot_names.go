@@ -56,7 +56,9 @@ func HeldMessage(server string, e *healthcheck.Entry, now time.Time, waited time
 }
 
 // BackContext is hot.BackContext.
-func BackContext(server string, waited time.Duration) string { return hot.BackContext(server, waited) }
+func BackContext(server string, waited time.Duration, newProcess string) string {
+	return hot.BackContext(server, waited, newProcess)
+}
 
 // RepairContext is hot.RepairContext.
 func RepairContext(server string, maxHold time.Duration, h effects.Hints) string {
