@@ -358,9 +358,12 @@ func TestHangBoundOff(t *testing.T) {
 
 // A slow call whose server answers pings is not a hang.
 func TestSlowCallIsNotAHang(t *testing.T) {
-	c := guarded(t, Config{HangAfter: 50 * time.Millisecond, PingTimeout: 200 * time.Millisecond})
+	// The call outlasts the ping bound several times over, so pings are
+	// sent and answered during it; a bound of 200 ms was missed by a busy
+	// machine's answer to a ping.
+	c := guarded(t, Config{HangAfter: 50 * time.Millisecond, PingTimeout: 1500 * time.Millisecond})
 	c.handshake()
-	if r := c.call("slow", map[string]any{"ms": 800}); !echoes(r, "slept 800ms") {
+	if r := c.call("slow", map[string]any{"ms": 6000}); !echoes(r, "slept 6000ms") {
 		t.Fatalf("slow call: %v", r)
 	}
 	if re := c.eventsOf(Restarted); len(re) != 0 {
