@@ -31,9 +31,25 @@ type outageFixture struct {
 	b   *jobs.Batch
 	c   *Coordinator
 
-	mu    sync.Mutex
-	ends  []session.Ended // every end the coordinator heard
-	reads int             // its whole reads of the database
+	mu      sync.Mutex
+	ends    []session.Ended // every end the coordinator heard
+	reads   int             // its whole reads of the database
+	started bool            // a worker logged "worker started"
+}
+
+// startedWatch marks the fixture when a worker says it has started: River's
+// Start returns after the attempt may already be claimed, and a database
+// taken away before it returns ends that worker's Run (a start that does
+// not survive an outage; the product leaves that to the worker's restart).
+type startedWatch struct{ f *outageFixture }
+
+func (w startedWatch) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), `"worker started"`) {
+		w.f.mu.Lock()
+		w.f.started = true
+		w.f.mu.Unlock()
+	}
+	return len(p), nil
 }
 
 func newOutageFixture(t *testing.T) *outageFixture {
@@ -108,7 +124,7 @@ func (f *outageFixture) heard() ([]session.Ended, int) {
 func (f *outageFixture) worker(host string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	w := &Worker{DB: f.db, Batch: f.b, Binary: "/bin/true", Host: host, Log: zerolog.New(zerolog.NewTestWriter(f.t))}
+	w := &Worker{DB: f.db, Batch: f.b, Binary: "/bin/true", Host: host, Log: zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(f.t), startedWatch{f}))}
 	go func() {
 		defer close(done)
 		if err := w.Run(ctx); err != nil && ctx.Err() == nil {
@@ -146,6 +162,11 @@ func (f *outageFixture) running() {
 	f.waitFor("the attempt starts", 30*time.Second, func() bool {
 		s, _ := f.c.State(context.Background(), "j", 1)
 		return s == "running"
+	})
+	f.waitFor("the worker has started", 30*time.Second, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.started
 	})
 }
 
