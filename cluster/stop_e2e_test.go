@@ -18,6 +18,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // TestClusterStoppedAsAJobFinishes: the coordinator is stopped (its
@@ -51,7 +52,7 @@ func testClusterStoppedAsAJobFinishes(t *testing.T, version string) {
 	defer cancel()
 	var once sync.Once
 	held := false
-	hold := func(p supervisor.Progress) {
+	hold := func(p plan.Progress) {
 		if len(p.Running) == 0 {
 			return
 		}

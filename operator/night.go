@@ -10,7 +10,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // Sightings are the newest state the night journaled of each server:
@@ -65,7 +65,7 @@ func NightStatus(f *healthcheck.File, r *mcpconfig.Resolved, s healthcheck.Setti
 
 // PrintNight writes a night's live view: its run, what runs, what waits
 // and why, the counts, the cost against max_cost_usd and the estimated end.
-func PrintNight(w io.Writer, lv supervisor.Live, holder int, now time.Time) {
+func PrintNight(w io.Writer, lv plan.Live, holder int, now time.Time) {
 	state := "running"
 	switch {
 	case !lv.Ended.IsZero():

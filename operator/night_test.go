@@ -8,7 +8,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/journal"
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // TestNightStatusBelievesTheNewestEvidence: a server whose cache entry is
@@ -47,21 +47,21 @@ func TestNightStatusBelievesTheNewestEvidence(t *testing.T) {
 
 func TestPrintNight(t *testing.T) {
 	now := time.Date(2026, 12, 1, 2, 30, 0, 0, time.Local)
-	lv := supervisor.Live{RunID: "r1", Batch: "nightly", Started: now.Add(-30 * time.Minute), Total: 4, Done: 1, Failed: 1,
-		Running: []supervisor.LiveJob{{Name: "a", Attempt: 2, Elapsed: 95 * time.Second}},
-		Waiting: []supervisor.LiveJob{{Name: "b", Why: "deferred: server notes is down\x1b[2J"}},
+	lv := plan.Live{RunID: "r1", Batch: "nightly", Started: now.Add(-30 * time.Minute), Total: 4, Done: 1, Failed: 1,
+		Running: []plan.LiveJob{{Name: "a", Attempt: 2, Elapsed: 95 * time.Second}},
+		Waiting: []plan.LiveJob{{Name: "b", Why: "deferred: server notes is down\x1b[2J"}},
 		CostUSD: 1.5, MaxCostUSD: 3,
 		EndEstimate: now.Add(time.Hour), EndWhy: "2 job(s) left"}
 	for _, tc := range []struct {
 		name   string
 		holder int
-		mut    func(*supervisor.Live)
+		mut    func(*plan.Live)
 		want   []string
 	}{
 		{name: "running", holder: 42, want: []string{"night r1 of nightly", "running (pid 42)", "1 done, 1 failed, 0 skipped, 1 running, 1 waiting (of 4)",
 			"$1.5000 of max_cost_usd $3.00 (50%)", "end: about 03:30:00 (2 job(s) left)", "1m35s", `server notes is down\x1b[2J`}},
 		{name: "its supervisor is gone", want: []string{"not running: its supervisor is gone"}},
-		{name: "ended", mut: func(lv *supervisor.Live) { lv.Ended = now }, want: []string{"ended 02:30:00", "1 done, 1 failed, 0 skipped, 2 unfinished (of 4)"}},
+		{name: "ended", mut: func(lv *plan.Live) { lv.Ended = now }, want: []string{"ended 02:30:00", "1 done, 1 failed, 0 skipped, 2 unfinished (of 4)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := lv

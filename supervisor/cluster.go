@@ -15,6 +15,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // clusterLink is a night's cluster (the batch's cluster: section): the
@@ -151,9 +152,8 @@ func (n *night) openClusterJournal(ctx context.Context) (bool, error) {
 			if n.started.IsZero() {
 				n.started = n.now()
 			}
-			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-			n.plan.rules.waits = n.opts.APIWaits.Over(n.b.API).WithDefaults()
-			n.plan.fold(events)
+			n.plan = plan.New(n.b, n.started, n.opts.RetryPause, n.opts.APIWaits)
+			n.plan.Fold(events)
 			if c.exec, err = queue.NewExecutor(c.db, n.b, runID, n.inbox, &n.log); err != nil {
 				return false, err
 			}
@@ -203,8 +203,7 @@ func (n *night) catchUpSharedJournal(ctx context.Context, runID string, shared [
 
 func (n *night) newClusterRun(ctx context.Context) (bool, error) {
 	n.started = n.now()
-	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-	n.plan.rules.waits = n.opts.APIWaits.Over(n.b.API).WithDefaults()
+	n.plan = plan.New(n.b, n.started, n.opts.RetryPause, n.opts.APIWaits)
 	n.runID = journal.NewRunID(n.started)
 	j, err := journal.Create(n.b.StateDir, n.runID)
 	if err != nil {
@@ -251,9 +250,9 @@ func (n *night) adoptInFlight(ctx context.Context, rp journal.RunState) error {
 		if state == "" {
 			continue
 		}
-		n.plan.adopt(job, attempt, n.now())
+		n.plan.Adopt(job, attempt, n.now())
 		if state == "queued" {
-			n.plan.queuedOnCluster(job, attempt)
+			n.plan.QueuedOnCluster(job, attempt)
 		}
 		n.log.Info().Str("job", job).Int("attempt", attempt).Str("state", state).Msg("the attempt goes on in the cluster")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/report"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // initAgent is an agent whose stream's init event says server has status,
@@ -49,7 +50,7 @@ func TestInitOutageReachesTheJournalAndTheReport(t *testing.T) {
 	}{
 		// The probe finds the stdio server healthy between attempts, so
 		// each attempt's init failure is an outage of its own.
-		{"failed", healthcheck.CodeTransport, maxBounces + 1},
+		{"failed", healthcheck.CodeTransport, plan.MaxBounces + 1},
 		// Only a real call can clear a needs-auth outage (the probe has no
 		// OAuth token), and no session makes one: one outage, all night.
 		{"needs-auth", healthcheck.CodeAuth, 1},
@@ -95,7 +96,7 @@ func TestInitOutageReachesTheJournalAndTheReport(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The agent says so on every attempt: the job is never done
-			// and fails after maxBounces stopped attempts.
+			// and fails after plan.MaxBounces stopped attempts.
 			if night.Totals.Outages != tc.outages {
 				t.Errorf("the report shows %d outages, want %d: %+v", night.Totals.Outages, tc.outages, night.Servers)
 			}
@@ -170,7 +171,7 @@ func TestMaintenanceJournalsTheCheckersVerdict(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			n.plan.jobs["a"].phase = phaseDeferred
+			n.plan.Apply(journal.Event{Type: journal.JobDeferred, Job: "a", Time: now, Reason: "server api is down"})
 			n.maintain(context.Background())
 
 			f, err := n.store.Read()

@@ -5,7 +5,7 @@
 // Where each part lives:
 //
 //	night.go        RunNight: lock, journal (new or resumed), preflight, the loop, the end
-//	plan.go         the jobs' state machine and its rules, pure (plan.step(now, event) → actions)
+//	plan.go         the jobs' state machine and its rules, pure (plan.Step(now, event) → actions)
 //	fold.go         plan.apply, the one place a recorded event changes the plan; resume is its fold
 //	apirules.go     the plan's side of the model's API: a failed attempt's class rule applied to its job,
 //	                the night's pause, stop, API checks and trial (the rules, waits and trial are modelapi's)

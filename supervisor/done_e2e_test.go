@@ -10,6 +10,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/report"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // TestNightDoneMeansDone is issue 10's proof, through the real CLI on
@@ -77,7 +78,7 @@ jobs:
 		jsonString(prompt("memory", `mcp__memory__echo {"message":"m"}`))))
 
 	s := f.run(b)
-	byName := map[string]JobResult{}
+	byName := map[string]plan.JobResult{}
 	for _, j := range s.Jobs {
 		byName[j.Name] = j
 	}

@@ -69,7 +69,7 @@ func (n *night) absorbGuard(ev healthcheck.Event, host string) {
 	case healthcheck.EventServerLost:
 		base.Type, base.Reason = journal.ServerLost, ev.Reason
 		n.append(base)
-		n.plan.apply(base)
+		n.plan.Apply(base)
 		n.observe(context.Background(), session.Observation{Kind: session.SawUnusable, Job: ev.Job, Attempt: ev.Attempt,
 			Host: host, Server: ev.Server, Why: "lost mid-session: " + ev.Reason})
 	}

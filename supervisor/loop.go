@@ -14,6 +14,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/session"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // loop is the night: the only goroutine that owns the plan, the journal's
@@ -38,12 +39,12 @@ func (n *night) loop(ctx context.Context) error {
 			n.stop()
 			return ErrStopped
 		}
-		n.plan.rules.maxParallel = n.exec.Capacity(ctx)
+		n.plan.SetMaxParallel(n.exec.Capacity(ctx))
 		if wake {
 			// What the hooks saw since the last look reaches the journal
 			// before the plan decides on it.
 			n.absorbServerEvents()
-			finished := n.do(ctx, n.plan.step(n.now(), evWake{}))
+			finished := n.do(ctx, n.plan.Step(n.now(), plan.Wake{}))
 			n.reportProgress()
 			if finished {
 				return nil
@@ -62,14 +63,14 @@ func (n *night) loop(ctx context.Context) error {
 				n.absorbServerEvents()
 				n.journalEffects(r.Ended.Job)
 				ev := attemptEnd(*r.Ended)
-				ev.tasksLost = n.lostTasks(ev.job, ev.attempt)
-				n.do(ctx, n.plan.step(n.now(), ev))
+				ev.TasksLost = n.lostTasks(ev.Job, ev.Attempt)
+				n.do(ctx, n.plan.Step(n.now(), ev))
 				break
 			}
 			if r.Seen.Kind == session.SawModelTurn {
 				// The API answered a real request: a trial after an
 				// outage is over, and the others may start.
-				n.do(ctx, n.plan.step(n.now(), evModelTurn{job: r.Seen.Job, attempt: r.Seen.Attempt}))
+				n.do(ctx, n.plan.Step(n.now(), plan.ModelTurn{Job: r.Seen.Job, Attempt: r.Seen.Attempt}))
 				break
 			}
 			n.observe(ctx, r.Seen)
@@ -80,7 +81,7 @@ func (n *night) loop(ctx context.Context) error {
 			n.absorbServerEvents()
 			wake = false
 		case <-ticker.C:
-			n.do(ctx, n.plan.step(n.now(), evTick{}))
+			n.do(ctx, n.plan.Step(n.now(), plan.Tick{}))
 		case <-ctx.Done():
 			n.stop()
 			return ErrStopped
@@ -89,13 +90,13 @@ func (n *night) loop(ctx context.Context) error {
 }
 
 // attemptEnd is an executor's report of an attempt's end, for the plan.
-func attemptEnd(e session.Ended) evAttemptEnded {
-	return evAttemptEnded{job: e.Job, attempt: e.Attempt, outcome: e.Outcome, host: e.Host}
+func attemptEnd(e session.Ended) plan.AttemptEnded {
+	return plan.AttemptEnded{Job: e.Job, Attempt: e.Attempt, Outcome: e.Outcome, Host: e.Host}
 }
 
 // do carries out actions in order; an action may answer with an event
 // whose actions are done next. It reports whether the night is over.
-func (n *night) do(ctx context.Context, acts []action) (finished bool) {
+func (n *night) do(ctx context.Context, acts []plan.Action) (finished bool) {
 	if ctx.Err() != nil {
 		// The night is being stopped: nothing starts, even before the
 		// loop turns to its stop path.
@@ -108,35 +109,35 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 			// Stopping, or the journal cannot be written: record what
 			// ends, start nothing.
 			switch a := a.(type) {
-			case actRecord:
+			case plan.Record:
 				n.record(a)
-			case actLaunch:
-				acts = append(n.plan.step(n.now(), notStarted(a, why)), acts...)
+			case plan.Launch:
+				acts = append(n.plan.Step(n.now(), notStarted(a, why)), acts...)
 			}
 			continue
 		}
 		switch a := a.(type) {
-		case actRecord:
+		case plan.Record:
 			n.record(a)
-		case actCheckHealth:
-			n.probeBeforeResume(ctx, a.job)
-			down, servers := n.unhealthyServers(ctx, n.b.Job(a.job))
-			acts = append(n.plan.step(n.now(), evHealth{job: a.job, down: down, servers: servers}), acts...)
-		case actLaunch:
+		case plan.CheckHealth:
+			n.probeBeforeResume(ctx, a.Job)
+			down, servers := n.unhealthyServers(ctx, n.b.Job(a.Job))
+			acts = append(n.plan.Step(n.now(), plan.Health{Job: a.Job, Down: down, Servers: servers}), acts...)
+		case plan.Launch:
 			if ev, failed := n.launch(ctx, a); failed {
-				acts = append(n.plan.step(n.now(), ev), acts...)
+				acts = append(n.plan.Step(n.now(), ev), acts...)
 			}
-		case actCheckAPI:
+		case plan.CheckAPI:
 			ok, why := n.checkAPI(ctx)
 			if !ok {
 				n.log.Info().Str("why", why).Msg("the API does not answer yet")
 			}
-			acts = append(n.plan.step(n.now(), evAPI{ok: ok, why: why}), acts...)
-		case actNotifyNow:
-			n.notifyNow(ctx, a.reason)
-		case actMaintain:
+			acts = append(n.plan.Step(n.now(), plan.APIChecked{OK: ok, Why: why}), acts...)
+		case plan.NotifyNow:
+			n.notifyNow(ctx, a.Reason)
+		case plan.Maintain:
 			n.maintain(ctx)
-		case actFinish:
+		case plan.Finish:
 			finished = true
 		}
 	}
@@ -158,15 +159,15 @@ func (n *night) startsNothing() string {
 // notStarted is the end of an attempt the night did not start (why: it
 // was stopping, or its journal cannot be written): the job stays as it
 // was, for a resumed run.
-func notStarted(a actLaunch, why string) evAttemptEnded {
-	return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
-		outcome: session.Outcome{Status: session.Failed, KilledBy: session.KilledStopped, Reason: "not started: " + why}}
+func notStarted(a plan.Launch, why string) plan.AttemptEnded {
+	return plan.AttemptEnded{Job: a.Job, Attempt: a.Attempt, Unstarted: true,
+		Outcome: session.Outcome{Status: session.Failed, KilledBy: session.KilledStopped, Reason: "not started: " + why}}
 }
 
 // drain lets the running attempts end after the journal failed: their
 // ends are recorded (into the journal's lost file) and nothing new starts.
 func (n *night) drain() {
-	for n.plan.running > 0 {
+	for n.plan.Running() > 0 {
 		n.takeWhileStopping(<-n.inbox)
 	}
 }
@@ -187,12 +188,12 @@ func (n *night) stop() {
 		defer t.Stop()
 		deadline = t.C
 	}
-	for n.plan.running > 0 {
+	for n.plan.Running() > 0 {
 		select {
 		case r := <-n.inbox:
 			n.takeWhileStopping(r)
 		case <-deadline:
-			n.log.Warn().Int("running", n.plan.running).Msg("some attempts did not answer the stop; the next `nightwatch run` adopts them")
+			n.log.Warn().Int("running", n.plan.Running()).Msg("some attempts did not answer the stop; the next `nightwatch run` adopts them")
 			return
 		}
 	}
@@ -209,39 +210,39 @@ func (n *night) takeWhileStopping(r session.Report) {
 		if r.Ended.Outcome.KilledBy == session.KilledStopped {
 			n.log.Warn().Str("job", r.Ended.Job).Msg("stopped with the night")
 		}
-		n.do(context.Background(), n.plan.step(n.now(), attemptEnd(*r.Ended)))
+		n.do(context.Background(), n.plan.Step(n.now(), attemptEnd(*r.Ended)))
 	case r.Seen.Kind == session.SawProcess:
 		n.append(n.processEvent(r.Seen))
 	}
 }
 
-func (n *night) record(a actRecord) {
-	n.append(a.ev)
+func (n *night) record(a plan.Record) {
+	n.append(a.Event)
 	var e *zerolog.Event
-	switch a.level {
-	case logError:
+	switch a.Level {
+	case plan.LogError:
 		e = n.log.Error()
-	case logWarn:
+	case plan.LogWarn:
 		e = n.log.Warn()
 	default:
 		e = n.log.Info()
 	}
-	e = e.Str("job", a.ev.Job)
-	if a.ev.Attempt > 0 {
-		e = e.Int("attempt", a.ev.Attempt)
+	e = e.Str("job", a.Event.Job)
+	if a.Event.Attempt > 0 {
+		e = e.Int("attempt", a.Event.Attempt)
 	}
-	if a.ev.Reason != "" {
-		e = e.Str("reason", a.ev.Reason)
+	if a.Event.Reason != "" {
+		e = e.Str("reason", a.Event.Reason)
 	}
-	if r := a.ev.Result; r != nil && a.ev.Status == journal.Done {
+	if r := a.Event.Result; r != nil && a.Event.Status == journal.Done {
 		e = e.Int("turns", r.NumTurns).Float64("cost", r.CostUSD)
 	}
-	e.Msg(a.msg)
+	e.Msg(a.Msg)
 }
 
 func (n *night) reportProgress() {
 	if n.opts.Progress != nil {
-		n.opts.Progress(n.plan.progress(n.now()))
+		n.opts.Progress(n.plan.Progress(n.now()))
 	}
 }
 
@@ -283,36 +284,36 @@ func describeDown(server string, e *healthcheck.Entry) string {
 // n.inbox. Its job-started line is journaled before it runs: an attempt
 // the journal does not know of must not run. An attempt that cannot start
 // ends at once: failed is true and ev is its end, for the plan.
-func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, failed bool) {
-	job := n.b.Job(a.job)
+func (n *night) launch(ctx context.Context, a plan.Launch) (ev plan.AttemptEnded, failed bool) {
+	job := n.b.Job(a.Job)
 	var hosts []string
-	told := n.prepareEffects(job, a.attempt)
-	started, err := n.exec.Launch(ctx, session.Attempt{Job: a.job, Attempt: a.attempt, Feedback: withTold(a.feedback, told),
-		Resume: a.resume, ResumeWhy: a.resumeWhy}, func(s session.Starting) bool {
+	told := n.prepareEffects(job, a.Attempt)
+	started, err := n.exec.Launch(ctx, session.Attempt{Job: a.Job, Attempt: a.Attempt, Feedback: withTold(a.Feedback, told),
+		Resume: a.Resume, ResumeWhy: a.ResumeWhy}, func(s session.Starting) bool {
 		hosts = s.Hosts
-		n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: s.Folder,
+		n.append(journal.Event{Type: journal.JobStarted, Job: a.Job, Attempt: a.Attempt, Folder: s.Folder,
 			Allowed: job.Allowed(), Resume: s.Resume})
 		return n.journalErr == nil
 	})
 	switch {
 	case err != nil:
-		return evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
-			outcome: session.Outcome{Status: session.Failed, ExitCode: -1, Reason: err.Error()}}, true
+		return plan.AttemptEnded{Job: a.Job, Attempt: a.Attempt, Unstarted: true,
+			Outcome: session.Outcome{Status: session.Failed, ExitCode: -1, Reason: err.Error()}}, true
 	case !started:
 		return notStarted(a, n.startsNothing()), true
 	}
-	e := n.log.Info().Str("job", a.job).Int("attempt", a.attempt).Strs("allowed", job.Allowed())
+	e := n.log.Info().Str("job", a.Job).Int("attempt", a.Attempt).Strs("allowed", job.Allowed())
 	if len(hosts) > 0 {
 		e = e.Strs("hosts", hosts)
 	}
 	if n.cluster != nil {
 		// In the cluster's queue until a worker takes it.
-		n.plan.queuedOnCluster(a.job, a.attempt)
+		n.plan.QueuedOnCluster(a.Job, a.Attempt)
 		e.Msg("queued")
 	} else {
 		e.Msg("started")
 	}
-	return evAttemptEnded{}, false
+	return plan.AttemptEnded{}, false
 }
 
 // inboxSize bounds what the executor may have told the loop before it
@@ -329,7 +330,7 @@ func (n *night) observe(ctx context.Context, o session.Observation) {
 		n.absorb(o.Events, o.Host)
 	case session.SawProcess:
 		n.append(n.processEvent(o))
-		n.plan.runsOn(o.Job, o.Attempt, o.Host)
+		n.plan.RunsOn(o.Job, o.Attempt, o.Host)
 	case session.SawMissingTool:
 		n.append(journal.Event{Type: journal.ToolUnavailable, Job: o.Job, Attempt: o.Attempt, Tool: o.Tool, Host: o.Host})
 		n.log.Warn().Str("job", o.Job).Str("tool", o.Tool).Msg("the model called a tool the session does not have")
@@ -353,7 +354,7 @@ func (n *night) observe(ctx context.Context, o session.Observation) {
 			n.log.Warn().Str("server", o.Server).Str("job", o.Job).Msg("the job runs without a server, by its on_unhealthy: run")
 			return
 		}
-		if jp := n.plan.jobs[o.Job]; jp == nil || jp.phase != phaseRunning || jp.attempts != o.Attempt {
+		if !n.plan.Runs(o.Job, o.Attempt) {
 			return // that attempt has ended
 		}
 		n.log.Warn().Str("server", o.Server).Str("job", o.Job).Str("why", o.Why).Msg("stopping the attempt: it cannot use a server it needs")

@@ -27,7 +27,7 @@ func (n *night) maintain(ctx context.Context) {
 		n.warn(err.Error())
 	}
 	now := n.now()
-	waitedFor := n.plan.serversWaitedFor()
+	waitedFor := n.plan.ServersWaitedFor()
 	for _, srv := range n.b.Servers {
 		e := f.Entry(srv.Name)
 		if e == nil || e.Status != healthcheck.StatusUnhealthy {

@@ -31,6 +31,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/notify"
 	"github.com/nightwatch-dev/nightwatch/preflight"
 	"github.com/nightwatch-dev/nightwatch/session"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // Job statuses in the journal and the summary.
@@ -71,7 +72,7 @@ type NightOptions struct {
 	Now           func() time.Time
 	// Progress, when set, is told the state of the night after every
 	// change (the run command prints it on a terminal).
-	Progress func(Progress)
+	Progress func(plan.Progress)
 	// AfterNight runs when a night has finished, before the notification;
 	// what it returns (the morning report's path) is added to it. The
 	// commands write the report here, for `run` and `daemon` alike.
@@ -81,33 +82,16 @@ type NightOptions struct {
 	RerunOf string
 }
 
-// Progress is the night at one moment.
-type Progress struct {
-	Running                      []string // "job (attempt n, 1m20s)"
-	Waiting                      []string // "job: reason"
-	Done, Failed, Skipped, Total int
-}
-
-// JobResult is how one job ended.
-type JobResult struct {
-	Name      string           `json:"name"`
-	Status    string           `json:"status"`
-	Reason    string           `json:"reason,omitempty"`
-	Attempts  int              `json:"attempts"`
-	Deferrals int              `json:"deferrals,omitempty"`
-	Outcome   *session.Outcome `json:"outcome,omitempty"`
-}
-
 // NightSummary is the night, for the exit code and the morning.
 type NightSummary struct {
-	RunID   string      `json:"runId"`
-	Journal string      `json:"journal"`
-	Resumed bool        `json:"resumed"`
-	Jobs    []JobResult `json:"jobs"`
-	Done    int         `json:"done"`
-	Failed  int         `json:"failed"`
-	Skipped int         `json:"skipped"`
-	CostUSD float64     `json:"costUsd"`
+	RunID   string           `json:"runId"`
+	Journal string           `json:"journal"`
+	Resumed bool             `json:"resumed"`
+	Jobs    []plan.JobResult `json:"jobs"`
+	Done    int              `json:"done"`
+	Failed  int              `json:"failed"`
+	Skipped int              `json:"skipped"`
+	CostUSD float64          `json:"costUsd"`
 	// Pauses say when and why the night waited on the model's API;
 	// Stopped why it stopped starting jobs early ("" when it did not).
 	Pauses  []string `json:"pauses,omitempty"`
@@ -152,7 +136,7 @@ type night struct {
 	checker  *healthcheck.Checker
 	events   healthcheck.EventTail
 	// plan is the jobs' state; only the loop's goroutine touches it.
-	plan *plan
+	plan *plan.Plan
 	// exec runs the attempts: on this host, or on the cluster's workers.
 	exec executor
 	// inbox carries what the executor reports (what sessions saw, and
@@ -292,7 +276,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 			if l.Level == string(agentlogin.Fail) {
 				// A refused login fails every session: the night stops
 				// before the first, as it does after one (apirules.go).
-				n.do(ctx, n.plan.stopNight(n.now(), string(modelapi.InvalidCredentials),
+				n.do(ctx, n.plan.StopNight(n.now(), string(modelapi.InvalidCredentials),
 					fmt.Sprintf("the agent's login was refused before the night: %s (fix: %s)", l.Detail, l.Fix)))
 			}
 		}
@@ -316,9 +300,9 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 
 	err = n.loop(ctx)
-	summary.Jobs, summary.Done, summary.Failed, summary.Skipped = n.plan.summary()
-	summary.CostUSD = n.plan.cost
-	summary.Pauses, summary.Stopped = n.plan.pauses, n.plan.stopped
+	summary.Jobs, summary.Done, summary.Failed, summary.Skipped = n.plan.Summary()
+	summary.CostUSD = n.plan.Cost()
+	summary.Pauses, summary.Stopped = n.plan.Pauses(), n.plan.Stopped()
 	if err == nil && n.journalErr != nil {
 		err = fmt.Errorf("%w: %v", ErrJournal, n.journalErr)
 	}
@@ -431,9 +415,8 @@ func (n *night) openJournal() (bool, error) {
 			if n.started.IsZero() {
 				n.started = n.now()
 			}
-			n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-			n.plan.rules.waits = n.opts.APIWaits.Over(n.b.API).WithDefaults()
-			n.plan.fold(events)
+			n.plan = plan.New(n.b, n.started, n.opts.RetryPause, n.opts.APIWaits)
+			n.plan.Fold(events)
 			n.effectsJournaled = journaledEffects(events)
 			killLeftovers(rp.Sessions, n.log)
 			removeSessionConfigs(n.b.StateDir, n.runID)
@@ -467,8 +450,7 @@ func (n *night) keepRerunJobs(events []journal.Event) error {
 // newRun starts a new run's journal and plan.
 func (n *night) newRun() (bool, error) {
 	n.started = n.now()
-	n.plan = newPlan(n.b, n.started, n.opts.RetryPause)
-	n.plan.rules.waits = n.opts.APIWaits.Over(n.b.API).WithDefaults()
+	n.plan = plan.New(n.b, n.started, n.opts.RetryPause, n.opts.APIWaits)
 	n.runID = journal.NewRunID(n.started)
 	j, err := journal.Create(n.b.StateDir, n.runID)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // The night's rules with a scripted agent (a shell script standing in for
@@ -70,13 +71,13 @@ func runScripted(t *testing.T, b *jobs.Batch, now func() time.Time) *NightSummar
 	return s
 }
 
-func jobResult(s *NightSummary, name string) JobResult {
+func jobResult(s *NightSummary, name string) plan.JobResult {
 	for _, j := range s.Jobs {
 		if j.Name == name {
 			return j
 		}
 	}
-	return JobResult{}
+	return plan.JobResult{}
 }
 
 func TestNightRules(t *testing.T) {
@@ -243,9 +244,9 @@ func TestProgressIsReported(t *testing.T) {
 	dir := t.TempDir()
 	b := loadNight(t, dir, fmt.Sprintf("version: 1\nname: progress\nstate_dir: ./state\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n  - {name: b, prompt: b, needs: [a]}\n",
 		jsonString(scriptedAgent(t, dir, "0"))))
-	var seen []Progress
+	var seen []plan.Progress
 	_, err := RunNight(context.Background(), b, NightOptions{Binary: "/bin/true", Env: os.Environ(),
-		Progress: func(p Progress) { seen = append(seen, p) }})
+		Progress: func(p plan.Progress) { seen = append(seen, p) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/mcpserver"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/report"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // TestPreflightRefusedTokenIsAnOutage is issue 19's proof that preflight
@@ -51,7 +52,7 @@ jobs:
 		jsonString(prompt("uses-revoked", `mcp__revoked__echo {"message":"must not run"}`))))
 
 	s := f.run(b)
-	byName := map[string]JobResult{}
+	byName := map[string]plan.JobResult{}
 	for _, j := range s.Jobs {
 		byName[j.Name] = j
 	}

@@ -21,8 +21,8 @@ import (
 // attempt (a server that held a lock then, a backend that went down since)
 // must not send a resume into a session without them.
 func (n *night) probeBeforeResume(ctx context.Context, job string) {
-	jp := n.plan.jobs[job]
-	if jp == nil || jp.resume == "" || n.probedForResume[job] == jp.attempts {
+	resumes, attempts := n.plan.Resumes(job)
+	if !resumes || n.probedForResume[job] == attempts {
 		return
 	}
 	// Once per attempt to come: a job that then waits for its servers is
@@ -30,8 +30,8 @@ func (n *night) probeBeforeResume(ctx context.Context, job string) {
 	if n.probedForResume == nil {
 		n.probedForResume = map[string]int{}
 	}
-	n.probedForResume[job] = jp.attempts
-	for _, srv := range n.b.ServersOf(jp.job) {
+	n.probedForResume[job] = attempts
+	for _, srv := range n.b.ServersOf(n.b.Job(job)) {
 		def := srv.MCP // a copy: the batch is shared
 		if def.Name == "" {
 			def.Name = srv.Name

@@ -15,6 +15,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // TestNightStoppedAsAJobFinishesRunsNothingTwice: the night is stopped
@@ -52,7 +53,7 @@ jobs:
 		defer cancel()
 		var once sync.Once
 		held := false
-		hold := func(p Progress) {
+		hold := func(p plan.Progress) {
 			if len(p.Running) == 0 {
 				return
 			}

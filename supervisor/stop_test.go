@@ -42,7 +42,7 @@ func TestStopJournalsAnEndAlreadyInTheInbox(t *testing.T) {
 	}
 	n.exec = newLocalExecutor(b, n.runID, opts.Binary, opts.Env, n.inbox)
 	now := n.now()
-	n.plan.adopt("a", 1, now)
+	n.plan.Adopt("a", 1, now)
 	n.append(journal.Event{Type: journal.JobStarted, Job: "a", Attempt: 1})
 	n.inbox <- endedMessage("a", 1, session.Outcome{Status: session.Done, NumTurns: 1, SessionID: "s", Started: now, Ended: now})
 	n.stop()

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/nightwatch-dev/nightwatch/session"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // The summary (the terminal's and the notification's) says why a job
 // failed, a denial included, which servers a job ran without, and which
 // jobs' work was verified.
 func TestSummaryShowsDenialsAndVerification(t *testing.T) {
-	s := &NightSummary{RunID: "r", Jobs: []JobResult{
+	s := &NightSummary{RunID: "r", Jobs: []plan.JobResult{
 		{Name: "locked", Status: StatusFailed, Attempts: 1, Reason: "permission denied: mcp__web__echo (not allowed for this job)",
 			Outcome: &session.Outcome{Status: session.Failed, Denied: []string{"mcp__web__echo"}}},
 		{Name: "checked", Status: StatusDone, Attempts: 2,

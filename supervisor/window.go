@@ -7,6 +7,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/nightwatch-dev/nightwatch/jobs"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // pastWindow says why a run of b started at started can no longer be
@@ -19,7 +20,7 @@ func pastWindow(b *jobs.Batch, started, now time.Time) string {
 		return ""
 	}
 	if b.Deadline != nil {
-		if d := deadlineAfter(started, *b.Deadline); !now.Before(d) {
+		if d := plan.DeadlineAfter(started, *b.Deadline); !now.Before(d) {
 			return fmt.Sprintf("its deadline %s passed before it finished; a new night begins", d.Local().Format("Jan 2 15:04"))
 		}
 	}

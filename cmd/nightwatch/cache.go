@@ -19,7 +19,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/operator"
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 func warnStderr(msg string) { fmt.Fprintln(os.Stderr, msg) }
@@ -122,7 +122,7 @@ that is newer than the cache. --watch prints it again every --interval and ends 
 // statusView is what status prints once: the night (when the batch has
 // a run) and the servers.
 type statusView struct {
-	night   *supervisor.Live
+	night   *plan.Live
 	holder  int
 	journal string
 	servers []operator.StatusRow
@@ -143,7 +143,7 @@ func nightView(b *jobs.Batch, c *healthcheck.Checker, resolved *mcpconfig.Resolv
 			if err != nil {
 				return v, err
 			}
-			lv := supervisor.LiveNight(b, events, now)
+			lv := plan.LiveNight(b, events, now)
 			v.night, v.journal = &lv, path
 			v.holder = batchlock.Holder(b.StateDir, b.Name)
 			seen = operator.Sightings(events)

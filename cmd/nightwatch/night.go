@@ -25,6 +25,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/preflight"
 	"github.com/nightwatch-dev/nightwatch/session"
 	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 func loadBatch(path string) (*jobs.Batch, error) {
@@ -49,9 +50,9 @@ func isTerminal(f *os.File) bool {
 
 // printProgress prints the night's state to a terminal when it changes:
 // one line per running job, one per waiting job, then the counts.
-func printProgress() func(supervisor.Progress) {
+func printProgress() func(plan.Progress) {
 	last := ""
-	return func(p supervisor.Progress) {
+	return func(p plan.Progress) {
 		var b strings.Builder
 		for _, r := range p.Running {
 			fmt.Fprintf(&b, "  running  %s\n", r)

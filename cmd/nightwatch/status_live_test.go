@@ -14,7 +14,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 	"github.com/nightwatch-dev/nightwatch/journal"
-	"github.com/nightwatch-dev/nightwatch/supervisor"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // TestStatusOfRunningNight runs a night and looks at it from other
@@ -105,8 +105,8 @@ jobs:
 		t.Fatalf("status: %v\n%s", err, out)
 	}
 	var view struct {
-		Night supervisor.Live `json:"night"`
-		PID   int             `json:"pid"`
+		Night plan.Live `json:"night"`
+		PID   int       `json:"pid"`
 	}
 	if err := json.Unmarshal(out, &view); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)

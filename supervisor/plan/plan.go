@@ -1,4 +1,4 @@
-package supervisor
+package plan
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ import (
 //     retried (the same settings deny again);
 //   - the session could not use a server the job needs: back to deferred,
 //     as if the server had been down at the start (skipped for
-//     on_unhealthy: skip; failed after maxBounces such attempts, for a
+//     on_unhealthy: skip; failed after MaxBounces such attempts, for a
 //     server that probes healthy but no session can use);
 //   - anything else (verify included): retried while retries last, the
 //     next prompt told what verify said.
@@ -74,13 +74,13 @@ func (p phase) ended() bool { return p == phaseDone || p == phaseFailed || p == 
 func (p phase) status() string {
 	switch p {
 	case phaseDone:
-		return StatusDone
+		return string(journal.Done)
 	case phaseSkipped:
-		return StatusSkipped
+		return string(journal.Skipped)
 	case phaseRunning:
 		return "running"
 	case phaseFailed:
-		return StatusFailed
+		return string(journal.Failed)
 	}
 	return "pending"
 }
@@ -127,90 +127,90 @@ type jobPlan struct {
 	lost []string
 }
 
-// maxBounces is how many attempts of a job may be stopped for an unusable
+// MaxBounces is how many attempts of a job may be stopped for an unusable
 // server before the job fails.
-const maxBounces = 3
+const MaxBounces = 3
 
 // event is what happened, told to the plan.
-type event interface{ isEvent() }
+type Event interface{ isEvent() }
 
-// evWake: look again at what may start (the loop's turn, a maintenance
+// Wake: look again at what may start (the loop's turn, a maintenance
 // tick, the end of an attempt).
-type evWake struct{}
+type Wake struct{}
 
-// evHealth answers actCheckHealth: down is "" when every server of the job
+// Health answers CheckHealth: down is "" when every server of the job
 // may be called, else which are down and why.
-type evHealth struct {
-	job  string
-	down string
+type Health struct {
+	Job  string
+	Down string
 	// servers are the names of those down.
-	servers []string
+	Servers []string
 }
 
-// evTick: the maintenance interval passed.
-type evTick struct{}
+// Tick: the maintenance interval passed.
+type Tick struct{}
 
-// evAttemptEnded: an attempt's session ended, or could not start
+// AttemptEnded: an attempt's session ended, or could not start
 // (unstarted: its files could not be prepared).
-type evAttemptEnded struct {
-	job       string
-	attempt   int
-	outcome   session.Outcome
-	unstarted bool
+type AttemptEnded struct {
+	Job       string
+	Attempt   int
+	Outcome   session.Outcome
+	Unstarted bool
 	// host is the cluster host whose worker ran it ("" on one host).
-	host string
+	Host string
 	// tasksLost are the calls a server turned into an MCP task the
 	// session could not follow ("server (tool)"): work left running.
-	tasksLost []string
+	TasksLost []string
 }
 
-func (evWake) isEvent()         {}
-func (evTick) isEvent()         {}
-func (evHealth) isEvent()       {}
-func (evAttemptEnded) isEvent() {}
+func (Wake) isEvent()         {}
+func (Tick) isEvent()         {}
+func (Health) isEvent()       {}
+func (AttemptEnded) isEvent() {}
 
 // action is what the loop must do.
-type action interface{ isAction() }
+type Action interface{ isAction() }
 
-// actCheckHealth: decide whether job's servers may be called (a probe when
-// a verdict expired) and answer with evHealth.
-type actCheckHealth struct{ job string }
+// CheckHealth: decide whether job's servers may be called (a probe when
+// a verdict expired) and answer with Health.
+type CheckHealth struct{ Job string }
 
-// actLaunch: start attempt of job; answer with evAttemptEnded when it ends.
-type actLaunch struct {
-	job      string
-	attempt  int
-	feedback string // for the prompt: what the last attempt's verify said
+// Launch: start attempt of job; answer with AttemptEnded when it ends.
+type Launch struct {
+	Job      string
+	Attempt  int
+	Feedback string // for the prompt: what the last attempt's verify said
 	// resume is the Claude session to resume and why the last attempt
 	// ended; "" starts a fresh session.
-	resume, resumeWhy string
+	Resume, ResumeWhy string
 }
 
-// actRecord: append ev to the journal and log msg at level.
-type actRecord struct {
-	ev    journal.Event
-	level logLevel
-	msg   string
+// Record: append ev to the journal and log msg at level.
+type Record struct {
+	Event journal.Event
+	Level LogLevel
+	Msg   string
 }
 
-// actMaintain: run maintenance (re-probe, reconnect) now.
-type actMaintain struct{}
+// Maintain: run maintenance (re-probe, reconnect) now.
+type Maintain struct{}
 
-// actFinish: every job has ended and none runs: the night is over.
-type actFinish struct{}
+// Finish: every job has ended and none runs: the night is over.
+type Finish struct{}
 
-func (actCheckHealth) isAction() {}
-func (actLaunch) isAction()      {}
-func (actRecord) isAction()      {}
-func (actMaintain) isAction()    {}
-func (actFinish) isAction()      {}
+func (CheckHealth) isAction() {}
+func (Launch) isAction()      {}
+func (Record) isAction()      {}
+func (Maintain) isAction()    {}
+func (Finish) isAction()      {}
 
-type logLevel int
+type LogLevel int
 
 const (
-	logInfo logLevel = iota
-	logWarn
-	logError
+	LogInfo LogLevel = iota
+	LogWarn
+	LogError
 )
 
 // planRules are the batch's limits, resolved.
@@ -225,7 +225,7 @@ type planRules struct {
 	resume bool
 }
 
-type plan struct {
+type Plan struct {
 	rules   planRules
 	jobs    map[string]*jobPlan
 	order   []string
@@ -250,12 +250,12 @@ type plan struct {
 
 // newPlan starts every job of b as pending. The deadline is the first
 // moment at the batch's deadline time of day after the run started.
-func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *plan {
-	p := &plan{jobs: map[string]*jobPlan{}, rules: planRules{maxParallel: max(b.MaxParallel, 1),
+func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *Plan {
+	p := &Plan{jobs: map[string]*jobPlan{}, rules: planRules{maxParallel: max(b.MaxParallel, 1),
 		maxCostUSD: b.MaxCostUSD, maxDefer: b.Defaults.MaxDefer, retryPause: retryPause,
 		waits: modelapi.Waits{}.Over(b.API).WithDefaults(), resume: b.Resume}}
 	if b.Deadline != nil {
-		p.rules.deadline = deadlineAfter(started, *b.Deadline)
+		p.rules.deadline = DeadlineAfter(started, *b.Deadline)
 	}
 	for _, j := range b.Jobs {
 		p.jobs[j.Name] = &jobPlan{job: j}
@@ -264,9 +264,50 @@ func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *plan {
 	return p
 }
 
-// deadlineAfter is the first moment at clock (local time of day) after
+// New is the plan of a night of b started at started: every job pending,
+// a failed attempt's retry paused retryPause more per attempt, the API's
+// waits those of waits, then b's api: block, then modelapi's defaults.
+func New(b *jobs.Batch, started time.Time, retryPause time.Duration, waits modelapi.Waits) *Plan {
+	p := newPlan(b, started, retryPause)
+	p.rules.waits = waits.Over(b.API).WithDefaults()
+	return p
+}
+
+// SetMaxParallel sets how many attempts may run at once (the executor's
+// capacity).
+func (p *Plan) SetMaxParallel(n int) { p.rules.maxParallel = n }
+
+// Running is how many attempts run.
+func (p *Plan) Running() int { return p.running }
+
+// Cost is what the attempts that ended have cost.
+func (p *Plan) Cost() float64 { return p.cost }
+
+// Pauses say each pause of the night in words, for the summary.
+func (p *Plan) Pauses() []string { return p.pauses }
+
+// Stopped says why the night starts nothing more ("" while it goes on).
+func (p *Plan) Stopped() string { return p.stopped }
+
+// Runs says whether attempt of job is the one running.
+func (p *Plan) Runs(job string, attempt int) bool {
+	jp := p.jobs[job]
+	return jp != nil && jp.phase == phaseRunning && jp.attempts == attempt
+}
+
+// Resumes says whether job's next attempt resumes a Claude session, and
+// how many attempts it has made.
+func (p *Plan) Resumes(job string) (resumes bool, attempts int) {
+	jp := p.jobs[job]
+	if jp == nil {
+		return false, 0
+	}
+	return jp.resume != "", jp.attempts
+}
+
+// DeadlineAfter is the first moment at clock (local time of day) after
 // started.
-func deadlineAfter(started time.Time, clock jobs.ClockTime) time.Time {
+func DeadlineAfter(started time.Time, clock jobs.ClockTime) time.Time {
 	s := started.Local()
 	d := time.Date(s.Year(), s.Month(), s.Day(), clock.Hour, clock.Minute, 0, 0, time.Local)
 	if !d.After(s) {
@@ -277,7 +318,7 @@ func deadlineAfter(started time.Time, clock jobs.ClockTime) time.Time {
 
 // adopt takes attempt of job as running: a resumed coordinator's attempt
 // that goes on on a cluster's worker. Its end comes as any other.
-func (p *plan) adopt(job string, attempt int, now time.Time) {
+func (p *Plan) Adopt(job string, attempt int, now time.Time) {
 	jp := p.jobs[job]
 	if jp == nil || jp.phase.ended() || jp.phase == phaseRunning {
 		return
@@ -287,39 +328,39 @@ func (p *plan) adopt(job string, attempt int, now time.Time) {
 }
 
 // step applies what happened at now and returns what to do next, in order.
-func (p *plan) step(now time.Time, ev event) []action {
+func (p *Plan) Step(now time.Time, ev Event) []Action {
 	switch ev := ev.(type) {
-	case evWake:
+	case Wake:
 		if p.asked != "" {
-			return nil // a scan is under way; it goes on with evHealth
+			return nil // a scan is under way; it goes on with Health
 		}
 		acts := p.applyLimits(now)
 		more, paused := p.paused(now)
 		acts = append(acts, more...)
 		if paused {
 			if p.running == 0 && p.allEnded() {
-				acts = append(acts, actFinish{})
+				acts = append(acts, Finish{})
 			}
 			return acts
 		}
 		p.scan = 0
 		return append(acts, p.scanReady(now)...)
-	case evAPI:
+	case APIChecked:
 		acts := p.apiChecked(now, ev)
-		return append(acts, p.step(now, evWake{})...)
-	case evHealth:
-		if ev.job != p.asked {
+		return append(acts, p.Step(now, Wake{})...)
+	case Health:
+		if ev.Job != p.asked {
 			return nil
 		}
 		p.asked = ""
-		acts := p.healthKnown(now, p.jobs[ev.job], ev.down, ev.servers)
+		acts := p.healthKnown(now, p.jobs[ev.Job], ev.Down, ev.Servers)
 		p.scan++
 		return append(acts, p.scanReady(now)...)
-	case evAttemptEnded:
+	case AttemptEnded:
 		return p.attemptEnded(now, ev)
-	case evTick:
-		return []action{actMaintain{}}
-	case evModelTurn:
+	case Tick:
+		return []Action{Maintain{}}
+	case ModelTurn:
 		return p.modelAnswered(now, ev)
 	}
 	return nil
@@ -327,8 +368,8 @@ func (p *plan) step(now time.Time, ev event) []action {
 
 // applyLimits skips every job that has not started once the deadline has
 // passed or the night's cost reached max_cost_usd.
-func (p *plan) applyLimits(now time.Time) []action {
-	var acts []action
+func (p *Plan) applyLimits(now time.Time) []Action {
+	var acts []Action
 	if p.stopped != "" {
 		acts = append(acts, p.skipWaiting(now, p.stopped)...)
 	}
@@ -343,8 +384,8 @@ func (p *plan) applyLimits(now time.Time) []action {
 
 // skipWaiting ends every job that has not started with reason, adding what
 // it was waiting for.
-func (p *plan) skipWaiting(now time.Time, reason string) []action {
-	var acts []action
+func (p *Plan) skipWaiting(now time.Time, reason string) []Action {
+	var acts []Action
 	for _, name := range p.order {
 		jp := p.jobs[name]
 		if !jp.phase.waiting() {
@@ -359,18 +400,18 @@ func (p *plan) skipWaiting(now time.Time, reason string) []action {
 	return acts
 }
 
-func (p *plan) skip(now time.Time, jp *jobPlan, reason string) action {
+func (p *Plan) skip(now time.Time, jp *jobPlan, reason string) Action {
 	return p.record(now, journal.Event{Type: journal.JobSkipped, Job: jp.job.Name, Status: journal.Skipped, Reason: reason},
-		logWarn, "skipped")
+		LogWarn, "skipped")
 }
 
 // scanReady goes on through the jobs in file order while slots are free:
 // a job whose needs failed is skipped, one whose needs are met is asked
-// about its servers (the scan pauses until evHealth). At the end of the
+// about its servers (the scan pauses until Health). At the end of the
 // scan, deferred jobs that can never run are given up, and the night ends
 // when nothing is left.
-func (p *plan) scanReady(now time.Time) []action {
-	var acts []action
+func (p *Plan) scanReady(now time.Time) []Action {
+	var acts []Action
 	for ; p.scan < len(p.order) && p.running < p.rules.maxParallel && !p.trial.Out(); p.scan++ {
 		jp := p.jobs[p.order[p.scan]]
 		if !jp.phase.waiting() || now.Before(jp.notBefore) {
@@ -385,18 +426,18 @@ func (p *plan) scanReady(now time.Time) []action {
 			continue
 		}
 		p.asked = jp.job.Name
-		return append(acts, actCheckHealth{job: jp.job.Name})
+		return append(acts, CheckHealth{Job: jp.job.Name})
 	}
 	acts = append(acts, p.giveUpWaiting(now)...)
 	if p.running == 0 && p.allEnded() {
-		acts = append(acts, actFinish{})
+		acts = append(acts, Finish{})
 	}
 	return acts
 }
 
 // needsMet says whether every job jp needs is done; blocked is a reason to
 // skip when one of them can no longer be.
-func (p *plan) needsMet(jp *jobPlan) (ready bool, blocked string) {
+func (p *Plan) needsMet(jp *jobPlan) (ready bool, blocked string) {
 	for _, need := range jp.job.Needs {
 		dep := p.jobs[need]
 		switch {
@@ -416,29 +457,29 @@ func (p *plan) needsMet(jp *jobPlan) (ready bool, blocked string) {
 
 // healthKnown starts, defers or skips a job whose needs are met, by its
 // servers' health and its on_unhealthy.
-func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers []string) []action {
+func (p *Plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers []string) []Action {
 	if down != "" && jp.job.OnUnhealthy != jobs.Run {
 		if jp.job.OnUnhealthy == jobs.Skip {
-			return []action{p.skip(now, jp, down)}
+			return []Action{p.skip(now, jp, down)}
 		}
 		if jp.phase == phaseDeferred && jp.deferring == down {
 			return nil // deferred already, for the same reason
 		}
-		return []action{p.record(now, journal.Event{Type: journal.JobDeferred, Job: jp.job.Name, Reason: down},
-			logInfo, "deferred")}
+		return []Action{p.record(now, journal.Event{Type: journal.JobDeferred, Job: jp.job.Name, Reason: down},
+			LogInfo, "deferred")}
 	}
 	// The loop journals the start (job-started) once the attempt's files
 	// exist; the plan applies the same line now.
-	launch := actLaunch{job: jp.job.Name, attempt: jp.attempts + 1, feedback: jp.feedback,
-		resume: jp.resume, resumeWhy: jp.resumeWhy}
-	var acts []action
+	launch := Launch{Job: jp.job.Name, Attempt: jp.attempts + 1, Feedback: jp.feedback,
+		Resume: jp.resume, ResumeWhy: jp.resumeWhy}
+	var acts []Action
 	if t := p.trial; t != nil && t.Job == "" {
 		// Recorded before the launch, so that an attempt that never
 		// starts ends a trial the journal already names.
-		acts = append(acts, p.record(now, journal.Event{Type: journal.APITrialStarted, Job: launch.job, Attempt: launch.attempt},
-			logInfo, "this attempt is the API's trial: the others wait for its first answer"))
+		acts = append(acts, p.record(now, journal.Event{Type: journal.APITrialStarted, Job: launch.Job, Attempt: launch.Attempt},
+			LogInfo, "this attempt is the API's trial: the others wait for its first answer"))
 	}
-	p.apply(journal.Event{Time: now, Type: journal.JobStarted, Job: launch.job, Attempt: launch.attempt, Resume: launch.resume})
+	p.Apply(journal.Event{Time: now, Type: journal.JobStarted, Job: launch.Job, Attempt: launch.Attempt, Resume: launch.Resume})
 	jp.runsWithout = nil
 	if down != "" { // on_unhealthy: run, by choice
 		jp.runsWithout = downServers
@@ -449,14 +490,14 @@ func (p *plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers 
 // attemptEnded judges the end of an attempt: done, another attempt after a
 // pause that grows with each (retries), or failed. An attempt the night
 // stopped leaves the job as it was before it started, for a resumed run.
-func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
-	jp := p.jobs[ev.job]
-	if jp == nil || jp.phase != phaseRunning || (ev.attempt != 0 && ev.attempt != jp.attempts) {
+func (p *Plan) attemptEnded(now time.Time, ev AttemptEnded) []Action {
+	jp := p.jobs[ev.Job]
+	if jp == nil || jp.phase != phaseRunning || (ev.Attempt != 0 && ev.Attempt != jp.attempts) {
 		// Not the attempt that runs: a cluster's report of an older
 		// attempt, told again to a coordinator that resumed.
 		return nil
 	}
-	out := ev.outcome
+	out := ev.Outcome
 	if out.KilledBy == session.KilledStopped {
 		p.interrupt(jp)
 		return nil
@@ -465,25 +506,25 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 		out.Unusable = withLost(out.Unusable, jp.lost)
 	}
 	jp.last = &out
-	base := journal.Event{Job: ev.job, Attempt: ev.attempt, Result: resultOf(out), Denied: out.Denied,
-		Unusable: unusableServers(out.Unusable), Verify: verifyOf(out.Verify), Host: ev.host}
+	base := journal.Event{Job: ev.Job, Attempt: ev.Attempt, Result: resultOf(out), Denied: out.Denied,
+		Unusable: unusableServers(out.Unusable), Verify: verifyOf(out.Verify), Host: ev.Host}
 	if out.Status != session.Done {
 		if acts, ok := p.apiFailed(now, jp, base, out); ok {
-			if ev.unstarted {
+			if ev.Unstarted {
 				return acts
 			}
-			return append(acts, actMaintain{})
+			return append(acts, Maintain{})
 		}
 	}
-	var rec actRecord
+	var rec Record
 	switch {
-	case out.Status == session.Done && len(ev.tasksLost) > 0:
+	case out.Status == session.Done && len(ev.TasksLost) > 0:
 		// The session ended well, but work it started runs on unseen at a
 		// server; the same call would start another task: not retried.
 		base.Type, base.Status = journal.JobFinished, journal.Failed
-		base.Reason = "not done: a task was left running on " + strings.Join(ev.tasksLost, ", ") +
+		base.Reason = "not done: a task was left running on " + strings.Join(ev.TasksLost, ", ") +
 			": the server answered with an MCP task the session cannot follow (Unsupported result type 'task'); not retried, the same call would start another"
-		rec = p.record(now, base, logError, "failed: a task was left running on a server")
+		rec = p.record(now, base, LogError, "failed: a task was left running on a server")
 	case out.Status == session.Done:
 		for _, s := range jp.runsWithout {
 			if !slices.Contains(base.Unusable, s) {
@@ -494,16 +535,16 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 			base.Reason = "ran without " + strings.Join(base.Unusable, ", ")
 		}
 		base.Type, base.Status = journal.JobFinished, journal.Done
-		rec = p.record(now, base, logInfo, "done")
+		rec = p.record(now, base, LogInfo, "done")
 	case out.Budget != nil:
 		// The job's own budget is spent: another attempt would spend it
 		// again. Not retried, and no crash: budget exceeded.
 		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, out.Budget.Reason()
 		base.Budget = budgetOf(out.Budget)
-		rec = p.record(now, base, logError, "failed: budget exceeded; not retried")
+		rec = p.record(now, base, LogError, "failed: budget exceeded; not retried")
 	case len(out.Denied) > 0:
 		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, out.Reason
-		rec = p.record(now, base, logError, "failed; not retried: the same permissions deny again")
+		rec = p.record(now, base, LogError, "failed; not retried: the same permissions deny again")
 	case len(out.Unusable) > 0 && jp.job.OnUnhealthy != jobs.Run:
 		base.Bounce = true
 		// A session that could not use its servers from its start is deaf
@@ -517,28 +558,28 @@ func (p *plan) attemptEnded(now time.Time, ev evAttemptEnded) []action {
 		switch bounces := jp.bounces + 1; {
 		case jp.job.OnUnhealthy == jobs.Skip:
 			base.Type, base.Status, base.Reason = journal.JobSkipped, journal.Skipped, out.Reason
-			rec = p.record(now, base, logWarn, "skipped")
-		case bounces > maxBounces:
+			rec = p.record(now, base, LogWarn, "skipped")
+		case bounces > MaxBounces:
 			base.Type, base.Status = journal.JobFinished, journal.Failed
 			base.Reason = fmt.Sprintf("%d attempts could not use their servers: %s", bounces, out.Reason)
-			rec = p.record(now, base, logError, "failed")
+			rec = p.record(now, base, LogError, "failed")
 		default:
 			base.Type, base.Reason = journal.JobDeferred, out.Reason
-			rec = p.record(now, base, logWarn, "stopped: the session could not use its servers; waits for them")
+			rec = p.record(now, base, LogWarn, "stopped: the session could not use its servers; waits for them")
 		}
 	case jp.attempts-jp.bounces-jp.free <= jp.job.Retries:
 		pause := p.rules.retryPause * time.Duration(jp.attempts-jp.bounces-jp.free)
 		base.Type, base.Reason, base.NotBefore = journal.JobRetried, out.Reason, now.Add(pause)
-		rec = p.record(now, base, logWarn, fmt.Sprintf("attempt failed; will retry in %s", pause))
+		rec = p.record(now, base, LogWarn, fmt.Sprintf("attempt failed; will retry in %s", pause))
 	default:
 		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, out.Reason
-		rec = p.record(now, base, logError, "failed")
+		rec = p.record(now, base, LogError, "failed")
 	}
-	if ev.unstarted {
-		return []action{rec}
+	if ev.Unstarted {
+		return []Action{rec}
 	}
 	// Between jobs is when maintenance runs.
-	return []action{rec, actMaintain{}}
+	return []Action{rec, Maintain{}}
 }
 
 // unusableAtStart says whether a server of job was failed or needed auth
@@ -600,12 +641,12 @@ func verifyOf(v *session.VerifyResult) *journal.Verify {
 
 // giveUpWaiting skips deferred jobs that can never run: nothing is running
 // or startable, and they have waited past the batch's max_defer.
-func (p *plan) giveUpWaiting(now time.Time) []action {
+func (p *Plan) giveUpWaiting(now time.Time) []Action {
 	limit := p.rules.maxDefer
 	if p.running > 0 || limit <= 0 {
 		return nil
 	}
-	var acts []action
+	var acts []Action
 	for _, name := range p.order {
 		jp := p.jobs[name]
 		if jp.phase == phaseDeferred && now.Sub(jp.deferredSince) >= limit {
@@ -615,7 +656,7 @@ func (p *plan) giveUpWaiting(now time.Time) []action {
 	return acts
 }
 
-func (p *plan) allEnded() bool {
+func (p *Plan) allEnded() bool {
 	for _, jp := range p.jobs {
 		if !jp.phase.ended() {
 			return false
@@ -626,7 +667,7 @@ func (p *plan) allEnded() bool {
 
 // serversWaitedFor are the servers deferred jobs wait for: maintenance
 // probes them early.
-func (p *plan) serversWaitedFor() map[string]bool {
+func (p *Plan) ServersWaitedFor() map[string]bool {
 	out := map[string]bool{}
 	for _, jp := range p.jobs {
 		if jp.phase == phaseDeferred {
@@ -640,7 +681,7 @@ func (p *plan) serversWaitedFor() map[string]bool {
 
 // queuedOnCluster says that job's running attempt waits in a cluster's
 // queue for a worker.
-func (p *plan) queuedOnCluster(job string, attempt int) {
+func (p *Plan) QueuedOnCluster(job string, attempt int) {
 	if jp := p.jobs[job]; jp != nil && jp.phase == phaseRunning && jp.attempts == attempt {
 		jp.queued, jp.ranOn = true, ""
 	}
@@ -648,14 +689,31 @@ func (p *plan) queuedOnCluster(job string, attempt int) {
 
 // runsOn says that a worker on host runs job's attempt (its session's
 // process started there).
-func (p *plan) runsOn(job string, attempt int, host string) {
+func (p *Plan) RunsOn(job string, attempt int, host string) {
 	if jp := p.jobs[job]; jp != nil && jp.phase == phaseRunning && jp.attempts == attempt && host != "" {
 		jp.queued, jp.ranOn = false, host
 	}
 }
 
+// Progress is the night at one moment.
+type Progress struct {
+	Running                      []string // "job (attempt n, 1m20s)"
+	Waiting                      []string // "job: reason"
+	Done, Failed, Skipped, Total int
+}
+
+// JobResult is how one job ended.
+type JobResult struct {
+	Name      string           `json:"name"`
+	Status    string           `json:"status"`
+	Reason    string           `json:"reason,omitempty"`
+	Attempts  int              `json:"attempts"`
+	Deferrals int              `json:"deferrals,omitempty"`
+	Outcome   *session.Outcome `json:"outcome,omitempty"`
+}
+
 // progress is the night at now.
-func (p *plan) progress(now time.Time) Progress {
+func (p *Plan) Progress(now time.Time) Progress {
 	pr := Progress{Total: len(p.order)}
 	for _, name := range p.order {
 		jp := p.jobs[name]
@@ -689,7 +747,7 @@ func (p *plan) progress(now time.Time) Progress {
 }
 
 // summary is how every job ended, in file order.
-func (p *plan) summary() (jobs []JobResult, done, failed, skipped int) {
+func (p *Plan) Summary() (jobs []JobResult, done, failed, skipped int) {
 	for _, name := range p.order {
 		jp := p.jobs[name]
 		jobs = append(jobs, JobResult{Name: name, Status: jp.phase.status(), Reason: jp.reason,

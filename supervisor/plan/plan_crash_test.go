@@ -1,4 +1,4 @@
-package supervisor
+package plan
 
 import (
 	"slices"
@@ -141,7 +141,7 @@ func TestPlanCrashReplay(t *testing.T) {
 			d := newPlanDriver(t, tc.batch)
 			d.p.rules.waits = testWaits.WithDefaults()
 			d.now = dead.now.Add(30 * time.Second)
-			d.p.fold(dead.journal)
+			d.p.Fold(dead.journal)
 			tc.after(d)
 			if !slices.Equal(d.launches, tc.launches) || !slices.Equal(d.resumes, tc.resumes) {
 				t.Errorf("after the restart: launches %q resumes %q, want %q %q", d.launches, d.resumes, tc.launches, tc.resumes)

@@ -1,4 +1,4 @@
-package supervisor
+package plan
 
 import (
 	"slices"
@@ -138,7 +138,7 @@ func TestAPIRules(t *testing.T) {
 				d.wake(20 * time.Second) // check 3: up; a#2 is the trial, b waits for it
 				d.endWith("a", outage()) // the trial failed: the same outage, the trial not counted
 				d.wake(5 * time.Second)  // check 4: up; a#3 is the trial
-				d.feed(evModelTurn{job: "a", attempt: 3})
+				d.feed(ModelTurn{Job: "a", Attempt: 3})
 				d.wake(0) // the API answered a real request: b starts
 				d.end("a", session.Done, 0)
 				d.end("b", session.Done, 0)
@@ -174,7 +174,7 @@ func TestAPIRules(t *testing.T) {
 					d.endWith(d.last(), outage())
 				}
 				d.wake(5 * time.Second)
-				d.feed(evModelTurn{job: "a", attempt: 5})
+				d.feed(ModelTurn{Job: "a", Attempt: 5})
 				d.wake(0) // the API answered: b and c start
 				d.end("a", session.Done, 0)
 				d.end("b", session.Done, 0)
@@ -201,7 +201,7 @@ func TestAPIRules(t *testing.T) {
 				d.wake(5 * time.Second) // a#3 is the trial
 				d.endWith("c", outage())
 				d.wake(5 * time.Second)
-				d.feed(evModelTurn{job: "a", attempt: 3})
+				d.feed(ModelTurn{Job: "a", Attempt: 3})
 				d.wake(0)
 				d.end("a", session.Done, 0)
 				d.end("b", session.Done, 0)
@@ -254,8 +254,8 @@ func TestAPIRules(t *testing.T) {
 				d.wake(5 * time.Second)
 				d.apiDown = false
 				d.wake(10 * time.Second)
-				d.feed(evModelTurn{job: "a", attempt: 2}) // the API answers real requests again
-				d.endWith("a", outage())                  // a new outage: a's second counted attempt, none left
+				d.feed(ModelTurn{Job: "a", Attempt: 2}) // the API answers real requests again
+				d.endWith("a", outage())                // a new outage: a's second counted attempt, none left
 			},
 			launches: []string{"a#1", "b#1", "a#2"},
 			phases:   map[string]string{"a": "failed", "b": "failed"},
@@ -486,7 +486,7 @@ func TestPlanDeafResumeRunsFresh(t *testing.T) {
 				upTo = append(upTo, ev)
 			}
 			folded := newPlan(b, planT0, 30*time.Second)
-			folded.fold(upTo)
+			folded.Fold(upTo)
 			if got := folded.jobs["a"].resume; got != tt.want {
 				t.Errorf("folded: the next attempt resumes %q, want %q", got, tt.want)
 			}

@@ -1,4 +1,4 @@
-package supervisor
+package plan
 
 import (
 	"fmt"
@@ -31,17 +31,17 @@ import (
 
 // record stamps ev with now, applies it, and returns the action that
 // journals it: what the plan records and what it does are one.
-func (p *plan) record(now time.Time, ev journal.Event, level logLevel, msg string) actRecord {
+func (p *Plan) record(now time.Time, ev journal.Event, level LogLevel, msg string) Record {
 	ev.Time = now
-	p.apply(ev)
-	return actRecord{ev: ev, level: level, msg: msg}
+	p.Apply(ev)
+	return Record{Event: ev, Level: level, Msg: msg}
 }
 
 // apply changes the plan by one recorded event. It reads nothing but ev,
 // the batch's rules and the plan itself, so folding what step recorded
 // into a new plan gives the plan step left. Events of jobs the batch does
 // not define, and types that are not the plan's, change nothing.
-func (p *plan) apply(ev journal.Event) {
+func (p *Plan) Apply(ev journal.Event) {
 	switch ev.Type {
 	case journal.NightPaused:
 		p.applyPause(ev)
@@ -140,7 +140,7 @@ func (p *plan) apply(ev journal.Event) {
 // its cost (once per attempt, though an older journal may carry it on two
 // lines), the outage it was charged, whether it was a bounce, and the
 // session a retry resumes (endedAfterWork).
-func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
+func (p *Plan) attemptOver(jp *jobPlan, ev journal.Event) {
 	n := ev.Attempt
 	if n == 0 {
 		n = jp.attempts
@@ -190,7 +190,7 @@ func (p *plan) attemptOver(jp *jobPlan, ev journal.Event) {
 // applyPause starts or extends the night's pause. A pause of the class
 // the night already waits out keeps its start; one of an API that does not
 // answer is checked first after the shortest interval.
-func (p *plan) applyPause(ev journal.Event) {
+func (p *Plan) applyPause(ev journal.Event) {
 	class := modelapi.Class(ev.Class)
 	w, ok := p.rules.waits.Recorded(class, ev.Time, ev.Until)
 	if !ok {
@@ -219,7 +219,7 @@ func (p *plan) applyPause(ev journal.Event) {
 // interrupt ends jp's running attempt without a verdict: the night
 // stopped it, or the supervisor that ran it died. The attempt stays
 // used, and the job runs again.
-func (p *plan) interrupt(jp *jobPlan) {
+func (p *Plan) interrupt(jp *jobPlan) {
 	if jp.phase != phaseRunning {
 		return
 	}
@@ -237,11 +237,11 @@ func (p *plan) interrupt(jp *jobPlan) {
 // the session a retry resumes are what they were; a pause that had not
 // ended goes on until its time, and an API that did not answer is checked
 // at once.
-func (p *plan) fold(events []journal.Event) {
+func (p *Plan) Fold(events []journal.Event) {
 	for _, ev := range events {
-		p.apply(ev)
+		p.Apply(ev)
 	}
-	p.apply(journal.Event{Type: journal.RunResumed})
+	p.Apply(journal.Event{Type: journal.RunResumed})
 	if np := p.pause; np != nil && np.Class == modelapi.Unavailable {
 		np.Until = time.Time{}
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package plan
 
 import (
 	"fmt"
@@ -29,52 +29,52 @@ const maxFree = 10
 type nightPause struct {
 	modelapi.Wait
 	reason string
-	// checking: an actCheckAPI is out, its evAPI not yet back.
+	// checking: an CheckAPI is out, its APIChecked not yet back.
 	checking bool
 }
 
-// actCheckAPI: check, spending no model turn, whether the model's API
-// answers; answer with evAPI.
-type actCheckAPI struct{}
+// CheckAPI: check, spending no model turn, whether the model's API
+// answers; answer with APIChecked.
+type CheckAPI struct{}
 
-// actNotifyNow: tell the operator now, not only at the end of the night.
-type actNotifyNow struct{ reason string }
+// NotifyNow: tell the operator now, not only at the end of the night.
+type NotifyNow struct{ Reason string }
 
-func (actCheckAPI) isAction()  {}
-func (actNotifyNow) isAction() {}
+func (CheckAPI) isAction()  {}
+func (NotifyNow) isAction() {}
 
-// evAPI answers actCheckAPI: ok when the API answered; why says what the
+// APIChecked answers CheckAPI: ok when the API answered; why says what the
 // check met otherwise.
-type evAPI struct {
-	ok  bool
-	why string
+type APIChecked struct {
+	OK  bool
+	Why string
 }
 
-func (evAPI) isEvent() {}
+func (APIChecked) isEvent() {}
 
-// evModelTurn: a running attempt's session got its first answer from the
+// ModelTurn: a running attempt's session got its first answer from the
 // model's API.
-type evModelTurn struct {
-	job     string
-	attempt int
+type ModelTurn struct {
+	Job     string
+	Attempt int
 }
 
-func (evModelTurn) isEvent() {}
+func (ModelTurn) isEvent() {}
 
 // modelAnswered ends a trial: the API serves real requests.
-func (p *plan) modelAnswered(now time.Time, ev evModelTurn) []action {
+func (p *Plan) modelAnswered(now time.Time, ev ModelTurn) []Action {
 	if p.trial == nil {
 		return nil
 	}
-	return []action{p.record(now, journal.Event{Type: journal.APITrialEnded, Job: ev.job, Attempt: ev.attempt},
-		logInfo, "the API answered a real request: the night goes on")}
+	return []Action{p.record(now, journal.Event{Type: journal.APITrialEnded, Job: ev.Job, Attempt: ev.Attempt},
+		LogInfo, "the API answered a real request: the night goes on")}
 }
 
 // apiFailed applies the class's rule (modelapi.RuleFor) to an attempt
 // that failed with out.API: the job's next phase, the night's pause or
 // stop, and what to record. ok is false for a failure the rule leaves to
 // the job rules.
-func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out session.Outcome) (acts []action, ok bool) {
+func (p *Plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out session.Outcome) (acts []Action, ok bool) {
 	if out.API == nil {
 		return nil, false
 	}
@@ -91,8 +91,8 @@ func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 
 	if rule.Pause == modelapi.PauseStop {
 		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, reason
-		acts = append(acts, p.record(now, base, logError, "failed: the agent's login was refused; the night stops"))
-		return append(acts, p.stopNight(now, string(class), reason)...), true
+		acts = append(acts, p.record(now, base, LogError, "failed: the agent's login was refused; the night stops"))
+		return append(acts, p.StopNight(now, string(class), reason)...), true
 	}
 
 	// The outage this failure belongs to: the one the night waits out
@@ -115,14 +115,14 @@ func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 	switch {
 	case free:
 		base.Type, base.Reason, base.Uncounted = journal.JobRetried, reason+uncountedNote, true
-		acts = append(acts, p.record(now, base, logWarn, "attempt failed on the API; the job waits with the night"))
+		acts = append(acts, p.record(now, base, LogWarn, "attempt failed on the API; the job waits with the night"))
 	case jp.attempts-jp.bounces-jp.free <= jp.job.Retries:
 		// The night's wait is the retry's pause.
 		base.Type, base.Reason, base.NotBefore = journal.JobRetried, reason, now
-		acts = append(acts, p.record(now, base, logWarn, "attempt failed on the API; will retry after the night's wait"))
+		acts = append(acts, p.record(now, base, LogWarn, "attempt failed on the API; will retry after the night's wait"))
 	default:
 		base.Type, base.Status, base.Reason = journal.JobFinished, journal.Failed, reason
-		acts = append(acts, p.record(now, base, logError, "failed"))
+		acts = append(acts, p.record(now, base, LogError, "failed"))
 	}
 	return append(acts, p.pauseFor(now, rule.Pause, class, reason, out.API.ResetAt)...), true
 }
@@ -130,7 +130,7 @@ func (p *plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 // pauseFor starts or extends the night's pause after a failure of class,
 // by the API's rules (modelapi.Waits.Start); apply keeps the start of a
 // pause of the same class.
-func (p *plan) pauseFor(now time.Time, rule modelapi.Pause, class modelapi.Class, reason string, resetAt time.Time) []action {
+func (p *Plan) pauseFor(now time.Time, rule modelapi.Pause, class modelapi.Class, reason string, resetAt time.Time) []Action {
 	var cur *modelapi.Wait
 	if p.pause != nil {
 		cur = &p.pause.Wait
@@ -145,19 +145,19 @@ func (p *plan) pauseFor(now time.Time, rule modelapi.Pause, class modelapi.Class
 		ev.Until = next.Until
 		msg = "the night pauses until " + next.Until.Local().Format("15:04:05")
 	}
-	return []action{p.record(now, ev, logWarn, msg)}
+	return []Action{p.record(now, ev, LogWarn, msg)}
 }
 
 // stopNight skips every job that has not started and tells the operator
 // now; the running ones are let finish.
-func (p *plan) stopNight(now time.Time, class, reason string) []action {
+func (p *Plan) StopNight(now time.Time, class, reason string) []Action {
 	if p.stopped != "" {
 		return nil
 	}
-	acts := []action{p.record(now, journal.Event{Type: journal.NightStopped, Class: class, Reason: reason},
-		logError, "the night stops: the agent's login was refused")}
+	acts := []Action{p.record(now, journal.Event{Type: journal.NightStopped, Class: class, Reason: reason},
+		LogError, "the night stops: the agent's login was refused")}
 	acts = append(acts, p.skipWaiting(now, p.stopped)...)
-	return append(acts, actNotifyNow{reason: reason})
+	return append(acts, NotifyNow{Reason: reason})
 }
 
 // paused says whether the night starts nothing now, ending a pause whose
@@ -166,7 +166,7 @@ func (p *plan) stopNight(now time.Time, class, reason string) []action {
 // deadline, or the API stayed away too long, every waiting job is skipped
 // and the night goes on with what runs (the pause itself is not ended: a
 // retry of what runs would meet it too).
-func (p *plan) paused(now time.Time) (acts []action, paused bool) {
+func (p *Plan) paused(now time.Time) (acts []Action, paused bool) {
 	np := p.pause
 	if np == nil {
 		return nil, false
@@ -183,29 +183,29 @@ func (p *plan) paused(now time.Time) (acts []action, paused bool) {
 			return nil, true
 		}
 		np.checking = true
-		return []action{actCheckAPI{}}, true
+		return []Action{CheckAPI{}}, true
 	}
 	if now.Before(np.Until) {
 		return nil, true
 	}
-	return []action{p.record(now, journal.Event{Type: journal.NightResumed, Class: string(np.Class),
+	return []Action{p.record(now, journal.Event{Type: journal.NightResumed, Class: string(np.Class),
 		Reason: "the pause ended at " + np.Until.Local().Format("15:04:05")},
-		logInfo, "the night goes on after its pause")}, false
+		LogInfo, "the night goes on after its pause")}, false
 }
 
 // apiChecked ends the outage when the API answered, or sets the next
 // check further off.
-func (p *plan) apiChecked(now time.Time, ev evAPI) []action {
+func (p *Plan) apiChecked(now time.Time, ev APIChecked) []Action {
 	np := p.pause
 	if np == nil || np.Class != modelapi.Unavailable {
 		return nil
 	}
 	np.checking = false
-	if !ev.ok {
+	if !ev.OK {
 		np.CheckFailed(now, p.rules.waits)
 		return nil
 	}
-	return []action{p.record(now, journal.Event{Type: journal.NightResumed, Class: string(np.Class),
+	return []Action{p.record(now, journal.Event{Type: journal.NightResumed, Class: string(np.Class),
 		Reason: fmt.Sprintf("the API answers again after %s", now.Sub(np.Since).Round(time.Second))},
-		logInfo, "the API answers again; the night goes on")}
+		LogInfo, "the API answers again; the night goes on")}
 }

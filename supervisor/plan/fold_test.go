@@ -1,4 +1,4 @@
-package supervisor
+package plan
 
 import (
 	"encoding/json"
@@ -31,7 +31,7 @@ func TestPlanFoldsItsJournal(t *testing.T) {
 		b := randomBatch(rng)
 		d := &foldDriver{t: t, rng: rng, now: planT0, health: map[string]string{},
 			live: newPlan(b, planT0, 30*time.Second), folded: newPlan(b, planT0, 30*time.Second)}
-		for _, p := range []*plan{d.live, d.folded} {
+		for _, p := range []*Plan{d.live, d.folded} {
 			p.rules.waits = testWaits.WithDefaults()
 		}
 		for step := range 60 + rng.IntN(60) {
@@ -48,14 +48,14 @@ func TestPlanFoldsItsJournal(t *testing.T) {
 		// a new supervisor folds the journal.
 		for _, name := range d.live.order {
 			if jp := d.live.jobs[name]; jp.phase == phaseRunning {
-				d.do(d.live.step(d.now, evAttemptEnded{job: name, attempt: jp.attempts,
-					outcome: session.Outcome{Status: session.Failed, KilledBy: "stopped", Reason: "stopped with the night"}}))
+				d.do(d.live.Step(d.now, AttemptEnded{Job: name, Attempt: jp.attempts,
+					Outcome: session.Outcome{Status: session.Failed, KilledBy: "stopped", Reason: "stopped with the night"}}))
 			}
 		}
 		resumed := newPlan(b, planT0, 30*time.Second)
 		resumed.rules.waits = testWaits.WithDefaults()
-		resumed.fold(d.journal)
-		d.live.fold(nil)
+		resumed.Fold(d.journal)
+		d.live.Fold(nil)
 		if got, want := journalFacts(resumed), journalFacts(d.live); !got.equal(want) {
 			t.Fatalf("seed %d: the resumed plan differs from the stopped one:\n%s\njournal:\n%s",
 				seed, factsDiff(got, want), d.journalText())
@@ -73,7 +73,7 @@ type foldDriver struct {
 	now          time.Time
 	health       map[string]string
 	apiDown      bool
-	live, folded *plan
+	live, folded *Plan
 	journal      []journal.Event
 }
 
@@ -87,36 +87,36 @@ func (d *foldDriver) append(ev journal.Event) {
 		d.t.Fatal(err)
 	}
 	d.journal = append(d.journal, back)
-	d.folded.apply(back)
+	d.folded.Apply(back)
 }
 
-func (d *foldDriver) do(acts []action) {
+func (d *foldDriver) do(acts []Action) {
 	for len(acts) > 0 {
 		a := acts[0]
 		acts = acts[1:]
 		switch a := a.(type) {
-		case actCheckHealth:
-			down := d.health[a.job]
+		case CheckHealth:
+			down := d.health[a.Job]
 			var servers []string
 			if down != "" {
 				servers = []string{"notes"}
 			}
-			acts = append(d.live.step(d.now, evHealth{job: a.job, down: down, servers: servers}), acts...)
-		case actLaunch:
+			acts = append(d.live.Step(d.now, Health{Job: a.Job, Down: down, Servers: servers}), acts...)
+		case Launch:
 			if d.rng.IntN(12) == 0 { // its files cannot be prepared: no job-started line
-				acts = append(d.live.step(d.now, evAttemptEnded{job: a.job, attempt: a.attempt, unstarted: true,
-					outcome: session.Outcome{Status: session.Failed, Reason: "cannot prepare the session: disk full"}}), acts...)
+				acts = append(d.live.Step(d.now, AttemptEnded{Job: a.Job, Attempt: a.Attempt, Unstarted: true,
+					Outcome: session.Outcome{Status: session.Failed, Reason: "cannot prepare the session: disk full"}}), acts...)
 				continue
 			}
-			d.append(journal.Event{Time: d.now, Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Resume: a.resume})
-		case actRecord:
-			if a.ev.Time.IsZero() {
-				d.t.Fatalf("a record without the plan's time: %+v", a.ev)
+			d.append(journal.Event{Time: d.now, Type: journal.JobStarted, Job: a.Job, Attempt: a.Attempt, Resume: a.Resume})
+		case Record:
+			if a.Event.Time.IsZero() {
+				d.t.Fatalf("a record without the plan's time: %+v", a.Event)
 			}
-			d.append(a.ev)
-		case actCheckAPI:
-			acts = append(d.live.step(d.now, evAPI{ok: !d.apiDown, why: "refused"}), acts...)
-		case actMaintain, actFinish, actNotifyNow:
+			d.append(a.Event)
+		case CheckAPI:
+			acts = append(d.live.Step(d.now, APIChecked{OK: !d.apiDown, Why: "refused"}), acts...)
+		case Maintain, Finish, NotifyNow:
 		default:
 			d.t.Fatalf("unknown action %T", a)
 		}
@@ -130,9 +130,9 @@ func (d *foldDriver) randomStep() {
 	switch rng.IntN(12) {
 	case 0, 1:
 		d.now = d.now.Add(foldWaits[rng.IntN(len(foldWaits))])
-		d.do(d.live.step(d.now, evWake{}))
+		d.do(d.live.Step(d.now, Wake{}))
 	case 2:
-		d.do(d.live.step(d.now, evTick{}))
+		d.do(d.live.Step(d.now, Tick{}))
 	case 3:
 		job := d.live.order[rng.IntN(len(d.live.order))]
 		d.health[job] = []string{"", "", "server notes is down since 02:00:00 (connect ECONNREFUSED)",
@@ -143,8 +143,8 @@ func (d *foldDriver) randomStep() {
 		// A running session hears from the model: a trial is over.
 		for _, name := range d.live.order {
 			if jp := d.live.jobs[name]; jp.phase == phaseRunning && rng.IntN(2) == 0 {
-				d.do(d.live.step(d.now, evModelTurn{job: name, attempt: jp.attempts}))
-				d.do(d.live.step(d.now, evWake{}))
+				d.do(d.live.Step(d.now, ModelTurn{Job: name, Attempt: jp.attempts}))
+				d.do(d.live.Step(d.now, Wake{}))
 				return
 			}
 		}
@@ -156,7 +156,7 @@ func (d *foldDriver) randomStep() {
 			}
 		}
 		if len(running) == 0 {
-			d.do(d.live.step(d.now, evWake{}))
+			d.do(d.live.Step(d.now, Wake{}))
 			return
 		}
 		job := running[rng.IntN(len(running))]
@@ -165,9 +165,9 @@ func (d *foldDriver) randomStep() {
 			attempt-- // a cluster's late report of an older attempt
 		}
 		d.now = d.now.Add(foldWaits[rng.IntN(len(foldWaits))])
-		d.do(d.live.step(d.now, evAttemptEnded{job: job, attempt: attempt, outcome: randomOutcome(rng, d.now),
-			host: []string{"", "host-a"}[rng.IntN(2)]}))
-		d.do(d.live.step(d.now, evWake{}))
+		d.do(d.live.Step(d.now, AttemptEnded{Job: job, Attempt: attempt, Outcome: randomOutcome(rng, d.now),
+			Host: []string{"", "host-a"}[rng.IntN(2)]}))
+		d.do(d.live.Step(d.now, Wake{}))
 	}
 }
 
@@ -289,7 +289,7 @@ type nightFacts struct {
 	trialAttempt int
 }
 
-func journalFacts(p *plan) planFacts {
+func journalFacts(p *Plan) planFacts {
 	ns := func(t time.Time) int64 {
 		if t.IsZero() {
 			return 0
@@ -448,7 +448,7 @@ func TestPlanFoldsOldJournals(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPlan(planBatch(resumeOn, planJob("a", retries(1)), planJob("b", retries(1))), t0, time.Minute)
-			p.fold(tc.events)
+			p.Fold(tc.events)
 			for _, name := range p.order {
 				jp := p.jobs[name]
 				want, named := tc.jobs[name]
@@ -496,7 +496,7 @@ func TestPlanFoldsTheRetrysTimeAndFeedback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newPlanDriver(t, planBatch(nil, planJob("a", retries(1))))
-			d.p.fold([]journal.Event{{Time: planT0, Type: journal.JobStarted, Job: "a", Attempt: 1},
+			d.p.Fold([]journal.Event{{Time: planT0, Type: journal.JobStarted, Job: "a", Attempt: 1},
 				{Time: planT0, Type: journal.JobRetried, Job: "a", Attempt: 1, Reason: "verify failed (timed out after 1m)",
 					Verify: verify, NotBefore: tc.notBefore}})
 			d.now = planT0.Add(time.Minute)
@@ -521,14 +521,14 @@ func TestPlanFoldsTheRetrysTimeAndFeedback(t *testing.T) {
 // failed and skipped jobs stay, the one running at the crash runs again
 // with two attempts used, and its cost is the night's.
 func TestPlanFoldsALegacyJournal(t *testing.T) {
-	events, err := journal.Read("../journal/testdata/v0-unfinished.jsonl")
+	events, err := journal.Read("../../journal/testdata/v0-unfinished.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := newPlan(planBatch(nil, planJob("digest", nil), planJob("triage", retries(2)), planJob("publish", nil), planJob("lint", nil)),
 		planT0, time.Minute)
-	p.fold(events)
-	got := p.progress(planT0)
+	p.Fold(events)
+	got := p.Progress(planT0)
 	if d, l, tr, pu := p.jobs["digest"], p.jobs["lint"], p.jobs["triage"], p.jobs["publish"]; d.phase != phaseDone || l.phase != phaseFailed ||
 		tr.phase != phasePending || tr.attempts != 2 || pu.phase != phaseSkipped || pu.reason == "" || p.cost != 0.875 || p.running != 0 {
 		t.Errorf("folded: digest %s, lint %s, triage %s after %d attempts, publish %s (%q), cost %v, running %d; progress %+v",
@@ -579,13 +579,13 @@ func TestQueuedAttemptIsNotShownRunning(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPlan(planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("ios", pinned), planJob("any", nil)), planT0, time.Minute)
 			for _, job := range []string{"ios", "any"} {
-				p.apply(journal.Event{Type: journal.JobStarted, Job: job, Attempt: 1, Time: planT0})
+				p.Apply(journal.Event{Type: journal.JobStarted, Job: job, Attempt: 1, Time: planT0})
 			}
 			for _, job := range tc.queued {
-				p.queuedOnCluster(job, 1)
+				p.QueuedOnCluster(job, 1)
 			}
-			p.runsOn("ios", 1, tc.ranOn)
-			got := p.progress(planT0)
+			p.RunsOn("ios", 1, tc.ranOn)
+			got := p.Progress(planT0)
 			if !slices.Equal(got.Running, tc.running) || !slices.Equal(got.Waiting, tc.waiting) {
 				t.Errorf("running %q, waiting %q; want running %q, waiting %q", got.Running, got.Waiting, tc.running, tc.waiting)
 			}
@@ -640,7 +640,7 @@ func TestPlanFoldsTheAPITrial(t *testing.T) {
 			d := newPlanDriver(t, b)
 			d.p.rules.waits = testWaits.WithDefaults()
 			d.apiDown = tc.paused // the check at once on resume still fails
-			d.p.fold(tc.journal)
+			d.p.Fold(tc.journal)
 			if got := d.p.trial != nil; got != tc.trial {
 				t.Fatalf("trial %+v, want one: %v", d.p.trial, tc.trial)
 			}

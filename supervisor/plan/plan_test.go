@@ -1,4 +1,4 @@
-package supervisor
+package plan
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ var planT0 = time.Date(2026, 12, 1, 2, 0, 0, 0, time.Local)
 // (job → why its servers are down, "" for healthy) and collects actions.
 type planDriver struct {
 	t         *testing.T
-	p         *plan
+	p         *Plan
 	now       time.Time
 	health    map[string]string
 	checks    []string
@@ -35,7 +35,7 @@ type planDriver struct {
 	// apiDown makes the API check fail; apiChecks counts the checks.
 	apiDown   bool
 	apiChecks int
-	notified  []string // actNotifyNow's reasons
+	notified  []string // NotifyNow's reasons
 	// journal is what the loop would append: a job-started line per
 	// launch and every record, stamped with the driver's clock.
 	journal []journal.Event
@@ -45,7 +45,7 @@ func newPlanDriver(t *testing.T, b *jobs.Batch) *planDriver {
 	return &planDriver{t: t, p: newPlan(b, planT0, 30*time.Second), now: planT0, health: map[string]string{}}
 }
 
-func (d *planDriver) feed(ev event) { d.do(d.p.step(d.now, ev)) }
+func (d *planDriver) feed(ev Event) { d.do(d.p.Step(d.now, ev)) }
 
 // last is the job of the latest launch.
 func (d *planDriver) last() string {
@@ -56,39 +56,39 @@ func (d *planDriver) last() string {
 	return job
 }
 
-func (d *planDriver) do(acts []action) {
+func (d *planDriver) do(acts []Action) {
 	for len(acts) > 0 {
 		a := acts[0]
 		acts = acts[1:]
 		switch a := a.(type) {
-		case actCheckHealth:
-			d.checks = append(d.checks, a.job)
+		case CheckHealth:
+			d.checks = append(d.checks, a.Job)
 			var servers []string
-			if d.health[a.job] != "" {
+			if d.health[a.Job] != "" {
 				servers = []string{"notes"}
 			}
-			acts = append(d.p.step(d.now, evHealth{job: a.job, down: d.health[a.job], servers: servers}), acts...)
-		case actLaunch:
-			d.launches = append(d.launches, fmt.Sprintf("%s#%d", a.job, a.attempt))
-			d.feedbacks = append(d.feedbacks, a.feedback)
-			d.resumes = append(d.resumes, a.resume)
-			d.journal = append(d.journal, journal.Event{Time: d.now, Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Resume: a.resume})
-		case actRecord:
-			d.records = append(d.records, a.ev)
-			ev := a.ev
+			acts = append(d.p.Step(d.now, Health{Job: a.Job, Down: d.health[a.Job], Servers: servers}), acts...)
+		case Launch:
+			d.launches = append(d.launches, fmt.Sprintf("%s#%d", a.Job, a.Attempt))
+			d.feedbacks = append(d.feedbacks, a.Feedback)
+			d.resumes = append(d.resumes, a.Resume)
+			d.journal = append(d.journal, journal.Event{Time: d.now, Type: journal.JobStarted, Job: a.Job, Attempt: a.Attempt, Resume: a.Resume})
+		case Record:
+			d.records = append(d.records, a.Event)
+			ev := a.Event
 			if ev.Time.IsZero() {
 				ev.Time = d.now
 			}
 			d.journal = append(d.journal, ev)
-		case actMaintain:
+		case Maintain:
 			d.maintains++
-		case actFinish:
+		case Finish:
 			d.finished = true
-		case actCheckAPI:
+		case CheckAPI:
 			d.apiChecks++
-			acts = append(d.p.step(d.now, evAPI{ok: !d.apiDown, why: "refused"}), acts...)
-		case actNotifyNow:
-			d.notified = append(d.notified, a.reason)
+			acts = append(d.p.Step(d.now, APIChecked{OK: !d.apiDown, Why: "refused"}), acts...)
+		case NotifyNow:
+			d.notified = append(d.notified, a.Reason)
 		default:
 			d.t.Fatalf("unknown action %T", a)
 		}
@@ -98,7 +98,7 @@ func (d *planDriver) do(acts []action) {
 // wake is the loop's turn at d.now+after.
 func (d *planDriver) wake(after time.Duration) {
 	d.now = d.now.Add(after)
-	d.feed(evWake{})
+	d.feed(Wake{})
 }
 
 // end ends job's running attempt with status (done or failed) and cost,
@@ -113,8 +113,8 @@ func (d *planDriver) end(job, status string, cost float64) {
 	if status != session.Done {
 		out.Reason = "exit 1: error_max_turns"
 	}
-	d.feed(evAttemptEnded{job: job, attempt: jp.attempts, outcome: out})
-	d.feed(evWake{})
+	d.feed(AttemptEnded{Job: job, Attempt: jp.attempts, Outcome: out})
+	d.feed(Wake{})
 }
 
 // endWith ends job's running attempt with out, then wakes the plan.
@@ -124,8 +124,8 @@ func (d *planDriver) endWith(job string, out session.Outcome) {
 	if jp.phase != phaseRunning {
 		d.t.Fatalf("end %s: it is %s, not running", job, jp.phase)
 	}
-	d.feed(evAttemptEnded{job: job, attempt: jp.attempts, outcome: out})
-	d.feed(evWake{})
+	d.feed(AttemptEnded{Job: job, Attempt: jp.attempts, Outcome: out})
+	d.feed(Wake{})
 }
 
 // Outcomes of the rules that read more than the status.
@@ -250,7 +250,7 @@ func TestPlanRules(t *testing.T) {
 				if jp := d.p.jobs["a"]; jp.phase != phaseDeferred || jp.deferrals != 1 {
 					d.t.Errorf("after two wakes: %s, %d deferrals", jp.phase, jp.deferrals)
 				}
-				if p := d.p.progress(d.now); !slices.Equal(p.Waiting, []string{"a: " + down}) {
+				if p := d.p.Progress(d.now); !slices.Equal(p.Waiting, []string{"a: " + down}) {
 					d.t.Errorf("progress waiting = %q", p.Waiting)
 				}
 				d.health["a"] = ""
@@ -390,7 +390,7 @@ func TestPlanRules(t *testing.T) {
 			batch: planBatch(nil, planJob("a", nil)),
 			script: func(d *planDriver) {
 				d.wake(0)
-				d.feed(evAttemptEnded{job: "a", attempt: 1, outcome: session.Outcome{Status: session.Failed, KilledBy: "stopped"}})
+				d.feed(AttemptEnded{Job: "a", Attempt: 1, Outcome: session.Outcome{Status: session.Failed, KilledBy: "stopped"}})
 			},
 			launches: []string{"a#1"},
 			phases:   map[string]string{"a": "pending"},
@@ -400,8 +400,8 @@ func TestPlanRules(t *testing.T) {
 			batch: planBatch(nil, planJob("a", retries(1))),
 			script: func(d *planDriver) {
 				d.wake(0)
-				d.feed(evAttemptEnded{job: "a", attempt: 1, unstarted: true,
-					outcome: session.Outcome{Status: session.Failed, Reason: "cannot prepare the session: disk full"}})
+				d.feed(AttemptEnded{Job: "a", Attempt: 1, Unstarted: true,
+					Outcome: session.Outcome{Status: session.Failed, Reason: "cannot prepare the session: disk full"}})
 				if d.maintains != 0 {
 					d.t.Errorf("%d maintenance runs after a failed preparation", d.maintains)
 				}
@@ -428,7 +428,7 @@ func TestPlanRules(t *testing.T) {
 			batch: planBatch(nil, planJob("a", nil)),
 			script: func(d *planDriver) {
 				d.wake(0)
-				d.p.apply(journal.Event{Type: journal.ServerLost, Job: "a", Attempt: 1, Server: "notes", Reason: "exited with code 1"})
+				d.p.Apply(journal.Event{Type: journal.ServerLost, Job: "a", Attempt: 1, Server: "notes", Reason: "exited with code 1"})
 				d.health["a"] = down
 				d.endWith("a", session.Outcome{Status: session.Failed, KilledBy: session.KilledAbandoned,
 					Reason: "stopped early: server notes could not be used (lost mid-session: exited with code 1)"})
@@ -469,11 +469,11 @@ func TestPlanRules(t *testing.T) {
 			finished: true,
 		},
 		{
-			name:  "unusable: never done, and failed after maxBounces stopped attempts",
+			name:  "unusable: never done, and failed after MaxBounces stopped attempts",
 			batch: planBatch(nil, planJob("a", nil)),
 			script: func(d *planDriver) {
 				d.wake(0)
-				for range maxBounces + 1 {
+				for range MaxBounces + 1 {
 					d.endWith("a", planUnusable)
 				}
 			},
@@ -567,7 +567,7 @@ func TestPlanResume(t *testing.T) {
 	b := planBatch(func(b *jobs.Batch) { b.MaxParallel = 2 }, planJob("a", nil), planJob("b", nil), planJob("c", retries(1)), planJob("d", needs("b")))
 	d := newPlanDriver(t, b)
 	cost := func(c float64) *journal.Result { return &journal.Result{CostUSD: c} }
-	d.p.fold([]journal.Event{
+	d.p.Fold([]journal.Event{
 		{Type: journal.RunStarted},
 		{Type: journal.JobStarted, Job: "a", Attempt: 1},
 		{Type: journal.JobFinished, Job: "a", Attempt: 1, Status: journal.Done, Result: cost(1)},
@@ -587,7 +587,7 @@ func TestPlanResume(t *testing.T) {
 	if d.p.cost != 1.5 || d.p.jobs["b"].reason != "exit 1" || d.p.jobs["b"].attempts != 2 {
 		t.Errorf("cost %v, b's reason %q and attempts %d", d.p.cost, d.p.jobs["b"].reason, d.p.jobs["b"].attempts)
 	}
-	jobsOut, done, failed, skipped := d.p.summary()
+	jobsOut, done, failed, skipped := d.p.Summary()
 	if len(jobsOut) != 4 || done != 1 || failed != 2 || skipped != 1 { // c is still running: not done
 		t.Errorf("summary: %d jobs, %d done, %d failed, %d skipped", len(jobsOut), done, failed, skipped)
 	}
@@ -601,11 +601,11 @@ func TestPlanMaintenance(t *testing.T) {
 	d := newPlanDriver(t, b)
 	d.health["a"] = "server notes is down"
 	d.wake(0)
-	d.feed(evTick{})
+	d.feed(Tick{})
 	if d.maintains != 1 {
 		t.Errorf("maintenance runs = %d, want 1", d.maintains)
 	}
-	if got := d.p.serversWaitedFor(); !got["notes"] || got["search"] {
+	if got := d.p.ServersWaitedFor(); !got["notes"] || got["search"] {
 		t.Errorf("servers waited for = %v, want notes only", got)
 	}
 	d.end("b", session.Done, 0)
@@ -618,19 +618,19 @@ func TestPlanMaintenance(t *testing.T) {
 // the loop asks) starts no second scan.
 func TestPlanOneScanAtATime(t *testing.T) {
 	p := newPlan(planBatch(nil, planJob("a", nil)), planT0, time.Second)
-	first := p.step(planT0, evWake{})
+	first := p.Step(planT0, Wake{})
 	if len(first) != 1 {
 		t.Fatalf("first wake: %#v", first)
 	}
-	if again := p.step(planT0, evWake{}); len(again) != 0 {
+	if again := p.Step(planT0, Wake{}); len(again) != 0 {
 		t.Errorf("second wake during a check: %#v", again)
 	}
-	if stale := p.step(planT0, evHealth{job: "other"}); len(stale) != 0 {
+	if stale := p.Step(planT0, Health{Job: "other"}); len(stale) != 0 {
 		t.Errorf("an answer for another job: %#v", stale)
 	}
-	if acts := p.step(planT0, evHealth{job: "a"}); len(acts) != 1 {
+	if acts := p.Step(planT0, Health{Job: "a"}); len(acts) != 1 {
 		t.Errorf("answer: %#v, want one launch", acts)
-	} else if l, ok := acts[0].(actLaunch); !ok || l.job != "a" || l.attempt != 1 {
+	} else if l, ok := acts[0].(Launch); !ok || l.Job != "a" || l.Attempt != 1 {
 		t.Errorf("answer: %#v, want a#1", acts[0])
 	}
 }
@@ -646,8 +646,8 @@ func TestDeadlineAfter(t *testing.T) {
 		{at(2, 0), jobs.ClockTime{Hour: 7}, at(7, 0)},
 		{at(7, 0), jobs.ClockTime{Hour: 7}, at(7, 0).AddDate(0, 0, 1)},
 	} {
-		if got := deadlineAfter(tc.started, tc.clock); !got.Equal(tc.want) {
-			t.Errorf("deadlineAfter(%s, %v) = %s, want %s", tc.started, tc.clock, got, tc.want)
+		if got := DeadlineAfter(tc.started, tc.clock); !got.Equal(tc.want) {
+			t.Errorf("DeadlineAfter(%s, %v) = %s, want %s", tc.started, tc.clock, got, tc.want)
 		}
 	}
 }

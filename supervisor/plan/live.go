@@ -1,15 +1,11 @@
-package supervisor
+package plan
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
-	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 )
@@ -88,7 +84,7 @@ func LiveNight(b *jobs.Batch, events []journal.Event, now time.Time) Live {
 	started := map[string]time.Time{}
 	var took []time.Duration
 	for _, ev := range events {
-		p.apply(ev)
+		p.Apply(ev)
 		switch ev.Type {
 		case journal.RunResumed:
 			lv.Resumed = true
@@ -141,7 +137,7 @@ func LiveNight(b *jobs.Batch, events []journal.Event, now time.Time) Live {
 
 // waitingWhy says what a job that has not ended and does not run waits
 // for, by the plan's state of it.
-func (p *plan) waitingWhy(jp *jobPlan, lv Live, now time.Time) LiveJob {
+func (p *Plan) waitingWhy(jp *jobPlan, lv Live, now time.Time) LiveJob {
 	w := LiveJob{Name: jp.job.Name, Attempt: jp.attempts}
 	var needs []string
 	for _, n := range jp.job.Needs {
@@ -198,25 +194,4 @@ func estimateEnd(now time.Time, left, parallel int, took []time.Duration, runnin
 		return deadline, why + "; the deadline comes first"
 	}
 	return end, why
-}
-
-// NightOver says whether the night of runID in stateDir is over for an
-// onlooker (`logs --follow`, `status --watch`): its journal closed the
-// run, or no process holds its batch's lock any more (its supervisor
-// died; the next `run` resumes it). why says which.
-func NightOver(stateDir, runID string) (over bool, why string) {
-	events, err := journal.Read(statedir.Journal(stateDir, runID))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return true, "the night has no journal"
-		}
-		return false, ""
-	}
-	if at, ended := journal.Ended(events); ended {
-		return true, "the night ended at " + at.Local().Format("15:04:05")
-	}
-	if len(events) > 0 && events[0].Batch != "" && batchlock.Holder(stateDir, events[0].Batch) == 0 {
-		return true, "no process runs the night (its supervisor is gone; `nightwatch run` resumes it)"
-	}
-	return false, ""
 }
