@@ -275,7 +275,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 			e.Str("login", l.Level).Msg("agent login: " + l.Detail)
 			if l.Level == string(agentlogin.Fail) {
 				// A refused login fails every session: the night stops
-				// before the first, as it does after one (apirules.go).
+				// before the first, as it does after one (supervisor/plan).
 				n.do(ctx, n.plan.StopNight(n.now(), string(modelapi.InvalidCredentials),
 					fmt.Sprintf("the agent's login was refused before the night: %s (fix: %s)", l.Detail, l.Fix)))
 			}

@@ -33,17 +33,17 @@ type nightPause struct {
 	checking bool
 }
 
-// CheckAPI: check, spending no model turn, whether the model's API
+// CheckAPI asks: check, spending no model turn, whether the model's API
 // answers; answer with APIChecked.
 type CheckAPI struct{}
 
-// NotifyNow: tell the operator now, not only at the end of the night.
+// NotifyNow asks: tell the operator now, not only at the end of the night.
 type NotifyNow struct{ Reason string }
 
 func (CheckAPI) isAction()  {}
 func (NotifyNow) isAction() {}
 
-// APIChecked answers CheckAPI: ok when the API answered; why says what the
+// APIChecked answers CheckAPI: OK when the API answered; Why says what the
 // check met otherwise.
 type APIChecked struct {
 	OK  bool
@@ -52,7 +52,7 @@ type APIChecked struct {
 
 func (APIChecked) isEvent() {}
 
-// ModelTurn: a running attempt's session got its first answer from the
+// ModelTurn says a running attempt's session got its first answer from the
 // model's API.
 type ModelTurn struct {
 	Job     string
@@ -128,7 +128,7 @@ func (p *Plan) apiFailed(now time.Time, jp *jobPlan, base journal.Event, out ses
 }
 
 // pauseFor starts or extends the night's pause after a failure of class,
-// by the API's rules (modelapi.Waits.Start); apply keeps the start of a
+// by the API's rules (modelapi.Waits.Start); Apply keeps the start of a
 // pause of the same class.
 func (p *Plan) pauseFor(now time.Time, rule modelapi.Pause, class modelapi.Class, reason string, resetAt time.Time) []Action {
 	var cur *modelapi.Wait
@@ -148,7 +148,7 @@ func (p *Plan) pauseFor(now time.Time, rule modelapi.Pause, class modelapi.Class
 	return []Action{p.record(now, ev, LogWarn, msg)}
 }
 
-// stopNight skips every job that has not started and tells the operator
+// StopNight skips every job that has not started and tells the operator
 // now; the running ones are let finish.
 func (p *Plan) StopNight(now time.Time, class, reason string) []Action {
 	if p.stopped != "" {

@@ -10,23 +10,23 @@ import (
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
-// The plan folds its own journal. apply is the only place where a
+// The plan folds its own journal. Apply is the only place where a
 // recorded event changes the plan: a job's phase, attempts, reason,
 // bounces, uncounted attempts, the outage it was charged, the feedback and
 // the session its next attempt is given, when a retry may start, its
-// deferral; the night's cost, pause, outages, API trial and stop. step
+// deferral; the night's cost, pause, outages, API trial and stop. Step
 // builds each event it records and applies it through record; the
 // job-started line,
 // which the loop writes once the attempt's files exist, is applied when
 // the plan launches. Resume is the same fold over the journal a dead
-// supervisor left (fold), so there is no second copy of the transitions.
+// supervisor left (Fold), so there is no second copy of the transitions.
 //
 // What stays outside is not recorded and not the job's fate: the scan
 // cursor and the health answer awaited (scan, asked), the servers a
 // running attempt runs without (runsWithout), its outcome for the summary
 // (last), and the schedule of the checks of an API that does not answer
 // (the pause's checking, and its until and backoff after a failed check).
-// One resume step is not an event either: adopt takes back, as running,
+// One resume step is not an event either: Adopt takes back, as running,
 // an attempt the fold ended that a cluster's worker still runs.
 
 // record stamps ev with now, applies it, and returns the action that
@@ -37,9 +37,9 @@ func (p *Plan) record(now time.Time, ev journal.Event, level LogLevel, msg strin
 	return Record{Event: ev, Level: level, Msg: msg}
 }
 
-// apply changes the plan by one recorded event. It reads nothing but ev,
-// the batch's rules and the plan itself, so folding what step recorded
-// into a new plan gives the plan step left. Events of jobs the batch does
+// Apply changes the plan by one recorded event. It reads nothing but ev,
+// the batch's rules and the plan itself, so folding what Step recorded
+// into a new plan gives the plan Step left. Events of jobs the batch does
 // not define, and types that are not the plan's, change nothing.
 func (p *Plan) Apply(ev journal.Event) {
 	switch ev.Type {
@@ -230,7 +230,7 @@ func (p *Plan) interrupt(jp *jobPlan) {
 	}
 }
 
-// fold rebuilds a run's plan from its journal, for a supervisor that
+// Fold rebuilds a run's plan from its journal, for a supervisor that
 // takes the run over: done, skipped and failed jobs stay so; a job that
 // was running when the last supervisor died has used that attempt and
 // runs again; the uncounted attempts, bounces, outages, the feedback and

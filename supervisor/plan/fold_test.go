@@ -17,7 +17,7 @@ import (
 
 // The plan folds its own journal: for random batches driven through step
 // by random events (health answers, attempt ends of every kind, ticks,
-// wakes, API checks, time passing, a stop), folding what step recorded
+// wakes, API checks, time passing, a stop), folding what Step recorded
 // (and the job-started lines the loop writes), read back from JSON, into a
 // new plan gives the live plan, field by field, after every step; and a
 // stopped night resumed from its journal is the stopped plan resumed.

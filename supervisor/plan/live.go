@@ -13,7 +13,7 @@ import (
 // Live is a night as its journal tells it, for `nightwatch status` in
 // another terminal (or under launchd/systemd, where nobody sees the
 // night's own output). It is the plan the night's supervisor holds,
-// folded from the same journal with the same apply (fold.go): the view
+// folded from the same journal with the same Apply (fold.go): the view
 // never decides a job's fate itself, it reads what the night decided.
 type Live struct {
 	RunID   string    `json:"run"`

@@ -12,38 +12,6 @@ import (
 	"github.com/nightwatch-dev/nightwatch/session"
 )
 
-// The plan is the night's job state machine: every job's phase, and the
-// rules that move it (needs, defer, skip, run anyway, retries with a
-// growing pause, the deadline, max_cost_usd, max_defer). It does no I/O
-// and reads no clock: the loop (loop.go), its only owner, tells it what
-// happened with step and does what step returns. Every change a recorded
-// event makes goes through apply (fold.go), so a resumed night folds its
-// journal into the plan the dead supervisor had.
-//
-//	pending ──needs met, servers healthy──► running ──done──► done
-//	   │  ▲                                  │  │
-//	   │  └──servers back── deferred ◄──down─┘  └─failed, retries left──► waiting to retry ──pause over──► (as pending)
-//	   │                      │                 └─failed, none left──► failed
-//	   └──need failed/skipped, down+skip, deadline, cost, max_defer──► skipped
-//
-// How an attempt's failure is judged (attemptEnded):
-//   - the job's own budget (max_turns, max_cost_usd) stopped it: failed,
-//     "budget exceeded", not retried (the next attempt would spend it
-//     again);
-//   - a permission rule denied a tool of the job's own servers: failed, not
-//     retried (the same settings deny again);
-//   - the session could not use a server the job needs: back to deferred,
-//     as if the server had been down at the start (skipped for
-//     on_unhealthy: skip; failed after MaxBounces such attempts, for a
-//     server that probes healthy but no session can use);
-//   - anything else (verify included): retried while retries last, the
-//     next prompt told what verify said.
-//
-// An attempt that failed on the model's API (a usage or rate limit, an
-// outage, a refused login) follows the table in apirules.go first: the
-// night pauses, waits for the API or stops. A retry after real work
-// resumes the same Claude session (endedAfterWork).
-
 // phase is where a job is in the night.
 type phase int
 
@@ -101,7 +69,7 @@ type jobPlan struct {
 	// queued: the running attempt went to a cluster's queue and no
 	// worker has said it runs it yet (its session's process); ranOn is
 	// the host whose worker does. What the progress shows, not the job's
-	// fate: set by the loop (queuedOnCluster, runsOn), never recorded.
+	// fate: set by the loop (QueuedOnCluster, RunsOn), never recorded.
 	queued bool
 	ranOn  string
 	// bounces are attempts stopped because a server was unusable: they do
@@ -131,35 +99,35 @@ type jobPlan struct {
 // server before the job fails.
 const MaxBounces = 3
 
-// event is what happened, told to the plan.
+// Event is what happened, told to the plan.
 type Event interface{ isEvent() }
 
-// Wake: look again at what may start (the loop's turn, a maintenance
+// Wake says: look again at what may start (the loop's turn, a maintenance
 // tick, the end of an attempt).
 type Wake struct{}
 
-// Health answers CheckHealth: down is "" when every server of the job
+// Health answers CheckHealth: Down is "" when every server of the job
 // may be called, else which are down and why.
 type Health struct {
 	Job  string
 	Down string
-	// servers are the names of those down.
+	// Servers are the names of those down.
 	Servers []string
 }
 
-// Tick: the maintenance interval passed.
+// Tick says: the maintenance interval passed.
 type Tick struct{}
 
-// AttemptEnded: an attempt's session ended, or could not start
-// (unstarted: its files could not be prepared).
+// AttemptEnded says an attempt's session ended, or could not start
+// (Unstarted: its files could not be prepared).
 type AttemptEnded struct {
 	Job       string
 	Attempt   int
 	Outcome   session.Outcome
 	Unstarted bool
-	// host is the cluster host whose worker ran it ("" on one host).
+	// Host is the cluster host whose worker ran it ("" on one host).
 	Host string
-	// tasksLost are the calls a server turned into an MCP task the
+	// TasksLost are the calls a server turned into an MCP task the
 	// session could not follow ("server (tool)"): work left running.
 	TasksLost []string
 }
@@ -169,34 +137,35 @@ func (Tick) isEvent()         {}
 func (Health) isEvent()       {}
 func (AttemptEnded) isEvent() {}
 
-// action is what the loop must do.
+// Action is what the loop must do.
 type Action interface{ isAction() }
 
-// CheckHealth: decide whether job's servers may be called (a probe when
+// CheckHealth asks: decide whether Job's servers may be called (a probe when
 // a verdict expired) and answer with Health.
 type CheckHealth struct{ Job string }
 
-// Launch: start attempt of job; answer with AttemptEnded when it ends.
+// Launch asks: start Attempt of Job; answer with AttemptEnded when it ends.
 type Launch struct {
 	Job      string
 	Attempt  int
 	Feedback string // for the prompt: what the last attempt's verify said
-	// resume is the Claude session to resume and why the last attempt
+	// Resume is the Claude session to resume and why the last attempt
 	// ended; "" starts a fresh session.
 	Resume, ResumeWhy string
 }
 
-// Record: append ev to the journal and log msg at level.
+// Record asks: append Event to the journal and log Msg at Level. The
+// plan has applied Event already.
 type Record struct {
 	Event journal.Event
 	Level LogLevel
 	Msg   string
 }
 
-// Maintain: run maintenance (re-probe, reconnect) now.
+// Maintain asks: run maintenance (re-probe, reconnect) now.
 type Maintain struct{}
 
-// Finish: every job has ended and none runs: the night is over.
+// Finish says every job has ended and none runs: the night is over.
 type Finish struct{}
 
 func (CheckHealth) isAction() {}
@@ -205,6 +174,7 @@ func (Record) isAction()      {}
 func (Maintain) isAction()    {}
 func (Finish) isAction()      {}
 
+// LogLevel is how loud a Record is logged.
 type LogLevel int
 
 const (
@@ -225,6 +195,8 @@ type planRules struct {
 	resume bool
 }
 
+// Plan is the night's jobs and the rules that move them; see the package
+// doc. Only one goroutine may use it.
 type Plan struct {
 	rules   planRules
 	jobs    map[string]*jobPlan
@@ -316,7 +288,7 @@ func DeadlineAfter(started time.Time, clock jobs.ClockTime) time.Time {
 	return d
 }
 
-// adopt takes attempt of job as running: a resumed coordinator's attempt
+// Adopt takes attempt of job as running: a resumed coordinator's attempt
 // that goes on on a cluster's worker. Its end comes as any other.
 func (p *Plan) Adopt(job string, attempt int, now time.Time) {
 	jp := p.jobs[job]
@@ -327,7 +299,7 @@ func (p *Plan) Adopt(job string, attempt int, now time.Time) {
 	p.running++
 }
 
-// step applies what happened at now and returns what to do next, in order.
+// Step applies what happened at now and returns what to do next, in order.
 func (p *Plan) Step(now time.Time, ev Event) []Action {
 	switch ev := ev.(type) {
 	case Wake:
@@ -665,7 +637,7 @@ func (p *Plan) allEnded() bool {
 	return true
 }
 
-// serversWaitedFor are the servers deferred jobs wait for: maintenance
+// ServersWaitedFor are the servers deferred jobs wait for: maintenance
 // probes them early.
 func (p *Plan) ServersWaitedFor() map[string]bool {
 	out := map[string]bool{}
@@ -679,7 +651,7 @@ func (p *Plan) ServersWaitedFor() map[string]bool {
 	return out
 }
 
-// queuedOnCluster says that job's running attempt waits in a cluster's
+// QueuedOnCluster says that job's running attempt waits in a cluster's
 // queue for a worker.
 func (p *Plan) QueuedOnCluster(job string, attempt int) {
 	if jp := p.jobs[job]; jp != nil && jp.phase == phaseRunning && jp.attempts == attempt {
@@ -687,7 +659,7 @@ func (p *Plan) QueuedOnCluster(job string, attempt int) {
 	}
 }
 
-// runsOn says that a worker on host runs job's attempt (its session's
+// RunsOn says that a worker on host runs job's attempt (its session's
 // process started there).
 func (p *Plan) RunsOn(job string, attempt int, host string) {
 	if jp := p.jobs[job]; jp != nil && jp.phase == phaseRunning && jp.attempts == attempt && host != "" {
@@ -712,7 +684,7 @@ type JobResult struct {
 	Outcome   *session.Outcome `json:"outcome,omitempty"`
 }
 
-// progress is the night at now.
+// Progress says the night at now.
 func (p *Plan) Progress(now time.Time) Progress {
 	pr := Progress{Total: len(p.order)}
 	for _, name := range p.order {
@@ -746,7 +718,7 @@ func (p *Plan) Progress(now time.Time) Progress {
 	return pr
 }
 
-// summary is how every job ended, in file order.
+// Summary is how every job ended, in file order.
 func (p *Plan) Summary() (jobs []JobResult, done, failed, skipped int) {
 	for _, name := range p.order {
 		jp := p.jobs[name]
