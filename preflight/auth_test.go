@@ -32,7 +32,7 @@ func TestPreflightJudgesA401ByTheReachabilityRule(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			b := loadNight(t, dir, fmt.Sprintf("version: 1\nname: auth\nstate_dir: ./state\nagent: {command: /bin/true}\n"+
+			b := testkit.LoadBatch(t, dir, fmt.Sprintf("version: 1\nname: auth\nstate_dir: ./state\nagent: {command: /bin/true}\n"+
 				"servers:\n  api: {type: http, url: %s%s}\njobs:\n  - {name: a, servers: [api], prompt: a}\n",
 				jsonString(api.URL+"/mcp"), tc.headers))
 			store := &healthcheck.Store{Path: t.TempDir() + "/cache.json"}

@@ -365,20 +365,6 @@ func preflightBench20(b *testing.B, stdioMode string) {
 	b.ReportMetric(float64(wall)/float64(slowest), "x-slowest")
 }
 
-// loadNight writes yaml as dir/batch.yaml and loads it.
-func loadNight(t *testing.T, dir, yaml string) *jobs.Batch {
-	t.Helper()
-	path := filepath.Join(dir, "batch.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b, err := jobs.Load(path, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)

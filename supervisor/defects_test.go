@@ -64,7 +64,7 @@ func TestInitOutageReachesTheJournalAndTheReport(t *testing.T) {
 				"health: {backoff: 1s, max_backoff: 2s}\n"+
 				"servers:\n  notes: {command: %s}\njobs:\n  - {name: a, servers: [notes], prompt: a}\n",
 				jsonString(initAgent(t, dir, "notes", tc.status)), jsonString(server))
-			b := loadNight(t, dir, yaml)
+			b := testkit.LoadBatch(t, dir, yaml)
 			s := runScripted(t, b, nil)
 
 			events, err := journal.Read(s.Journal)
@@ -150,7 +150,7 @@ func TestMaintenanceJournalsTheCheckersVerdict(t *testing.T) {
 			}))
 			defer api.Close()
 			dir := t.TempDir()
-			b := loadNight(t, dir, fmt.Sprintf("version: 1\nname: maint\nstate_dir: ./state\nagent: {command: /bin/true}\n"+
+			b := testkit.LoadBatch(t, dir, fmt.Sprintf("version: 1\nname: maint\nstate_dir: ./state\nagent: {command: /bin/true}\n"+
 				"servers:\n  api: {type: http, url: %s, headers: {Authorization: \"Bearer own-token\"}}\n"+
 				"jobs:\n  - {name: a, servers: [api], prompt: a}\n", jsonString(api.URL+"/mcp")))
 			if err := os.MkdirAll(b.StateDir, 0o700); err != nil {

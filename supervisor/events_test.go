@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/journal"
 )
 
@@ -20,7 +21,7 @@ import (
 // another night's run.
 func TestAbsorbGuardEvents(t *testing.T) {
 	dir := t.TempDir()
-	b := loadNight(t, dir, "version: 1\nname: ev\nstate_dir: ./state\nkeep_awake: false\nagent: {command: /bin/true}\njobs:\n  - {name: a, prompt: a}\n")
+	b := testkit.LoadBatch(t, dir, "version: 1\nname: ev\nstate_dir: ./state\nkeep_awake: false\nagent: {command: /bin/true}\njobs:\n  - {name: a, prompt: a}\n")
 	if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}

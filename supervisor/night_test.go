@@ -45,19 +45,6 @@ echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total
 	return path
 }
 
-func loadNight(t *testing.T, dir, yaml string) *jobs.Batch {
-	t.Helper()
-	path := filepath.Join(dir, "batch.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b, err := jobs.Load(path, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func runScripted(t *testing.T, b *jobs.Batch, now func() time.Time) *NightSummary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -216,7 +203,7 @@ jobs:
 			if tt.now != nil {
 				now = tt.now()
 			}
-			s := runScripted(t, loadNight(t, dir, yaml), now)
+			s := runScripted(t, testkit.LoadBatch(t, dir, yaml), now)
 			tt.check(t, s)
 		})
 	}
@@ -224,7 +211,7 @@ jobs:
 
 func TestSecondRunOfABatchIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	b := loadNight(t, dir, fmt.Sprintf("version: 1\nname: locked\nstate_dir: ./state\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n",
+	b := testkit.LoadBatch(t, dir, fmt.Sprintf("version: 1\nname: locked\nstate_dir: ./state\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n",
 		jsonString(scriptedAgent(t, dir, "0"))))
 	if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -242,7 +229,7 @@ func TestSecondRunOfABatchIsRefused(t *testing.T) {
 
 func TestProgressIsReported(t *testing.T) {
 	dir := t.TempDir()
-	b := loadNight(t, dir, fmt.Sprintf("version: 1\nname: progress\nstate_dir: ./state\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n  - {name: b, prompt: b, needs: [a]}\n",
+	b := testkit.LoadBatch(t, dir, fmt.Sprintf("version: 1\nname: progress\nstate_dir: ./state\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n  - {name: b, prompt: b, needs: [a]}\n",
 		jsonString(scriptedAgent(t, dir, "0"))))
 	var seen []plan.Progress
 	_, err := RunNight(context.Background(), b, NightOptions{Binary: "/bin/true", Env: os.Environ(),
@@ -283,7 +270,7 @@ func TestNotifyAtTheEndOfTheNight(t *testing.T) {
 	for _, tc := range []struct{ name, url string }{{"ok", hook.URL}, {"webhook fails", broken.URL}} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := t.TempDir()
-			b := loadNight(t, d, fmt.Sprintf("version: 1\nname: notified\nstate_dir: ./state\nagent: {command: %s}\n"+
+			b := testkit.LoadBatch(t, d, fmt.Sprintf("version: 1\nname: notified\nstate_dir: ./state\nagent: {command: %s}\n"+
 				"notify: {webhook: %s, command: [%s, %s]}\njobs:\n  - {name: a, prompt: a}\n",
 				jsonString(scriptedAgent(t, d, "0.25")), jsonString(tc.url), jsonString(sink), jsonString(received)))
 			s := runScripted(t, b, nil)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/rs/zerolog"
 )
 
@@ -45,7 +46,7 @@ func TestNotifyAndSummaryCarryOutsideTextSafely(t *testing.T) {
 	if err := os.WriteFile(sink, []byte("#!/bin/sh\ncat > \"$1\"\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	b := loadNight(t, d, fmt.Sprintf("version: 1\nname: hostile\nstate_dir: ./state\nenv_file: night.env\nagent: {command: %s}\n"+
+	b := testkit.LoadBatch(t, d, fmt.Sprintf("version: 1\nname: hostile\nstate_dir: ./state\nenv_file: night.env\nagent: {command: %s}\n"+
 		"notify: {webhook: %s, command: [%s, %s]}\njobs:\n  - {name: a, prompt: a, retries: 0}\n",
 		jsonString(agent), jsonString(hook.URL), jsonString(sink), jsonString(received)))
 	s := runScripted(t, b, nil)
@@ -86,7 +87,7 @@ func TestNightRefusesALooseStateFolder(t *testing.T) {
 	if err := os.Chmod(state, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	b := loadNight(t, d, fmt.Sprintf("version: 1\nname: loose\nstate_dir: ./state\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n",
+	b := testkit.LoadBatch(t, d, fmt.Sprintf("version: 1\nname: loose\nstate_dir: ./state\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n",
 		jsonString(scriptedAgent(t, d, "0.1"))))
 	s := runScripted(t, b, nil)
 	if fi, _ := os.Stat(state); !s.AllDone() || fi.Mode().Perm() != 0o700 {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/rs/zerolog"
 )
 
@@ -13,7 +14,7 @@ import (
 // every job again.
 func TestResumedRerunKeepsItsJobs(t *testing.T) {
 	dir := t.TempDir()
-	b := loadNight(t, dir, "version: 1\nname: rr\nstate_dir: ./state\nkeep_awake: false\nagent: {command: /bin/true}\njobs:\n  - {name: a, prompt: a}\n  - {name: b, prompt: b}\n  - {name: c, prompt: c, needs: [b]}\n")
+	b := testkit.LoadBatch(t, dir, "version: 1\nname: rr\nstate_dir: ./state\nkeep_awake: false\nagent: {command: /bin/true}\njobs:\n  - {name: a, prompt: a}\n  - {name: b, prompt: b}\n  - {name: c, prompt: c, needs: [b]}\n")
 	if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}

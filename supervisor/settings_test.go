@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/rs/zerolog"
 )
 
@@ -11,7 +12,7 @@ import (
 // runs with the batch's health mapping, its failure threshold included.
 func TestNightCheckerHasTheBatchsSettings(t *testing.T) {
 	dir := t.TempDir()
-	b := loadNight(t, dir, "version: 1\nname: s\nstate_dir: ./state\nagent: {command: /bin/true}\n"+
+	b := testkit.LoadBatch(t, dir, "version: 1\nname: s\nstate_dir: ./state\nagent: {command: /bin/true}\n"+
 		"health: {ttl: 5m, backoff: 3s, max_backoff: 1m, failure_threshold: 7}\n"+
 		"jobs:\n  - {name: a, prompt: a}\n")
 	n := newNight(b, NightOptions{Env: os.Environ(), LogWriter: zerolog.NewTestWriter(t)})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -27,7 +28,7 @@ func TestStopJournalsAnEndAlreadyInTheInbox(t *testing.T) {
 	if err := os.WriteFile(agent, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	b := loadNight(t, dir, fmt.Sprintf("version: 1\nname: stop\nstate_dir: ./state\nkeep_awake: false\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n", agent))
+	b := testkit.LoadBatch(t, dir, fmt.Sprintf("version: 1\nname: stop\nstate_dir: ./state\nkeep_awake: false\nagent: {command: %s}\njobs:\n  - {name: a, prompt: a}\n", agent))
 	opts := NightOptions{Binary: "/bin/true", Env: os.Environ(), LogWriter: zerolog.NewTestWriter(t),
 		Maintenance: 200 * time.Millisecond, RetryPause: 100 * time.Millisecond, SkipPreflight: true}
 	if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
