@@ -411,7 +411,14 @@ func TestPlanResumeRules(t *testing.T) {
 			d := newPlanDriver(t, b)
 			d.p.rules.waits = testWaits.WithDefaults()
 			d.wake(0)
+			if !d.p.Runs("a", 1) || d.p.Runs("a", 2) || d.p.Runs("b", 1) {
+				t.Fatalf("Runs: a#1 %v, a#2 %v, b#1 %v; want only a#1", d.p.Runs("a", 1), d.p.Runs("a", 2), d.p.Runs("b", 1))
+			}
 			d.endWith("a", tt.out)
+			// What the loop asks before the retry's servers are checked.
+			if resumes, attempts := d.p.Resumes("a"); resumes != (tt.want != "") || attempts != 1 {
+				t.Errorf("Resumes(a) = %v, %d; want %v, 1", resumes, attempts, tt.want != "")
+			}
 			for range 10 {
 				if len(d.launches) > 1 {
 					break
@@ -421,6 +428,9 @@ func TestPlanResumeRules(t *testing.T) {
 			}
 			if len(d.resumes) != 2 || d.resumes[1] != tt.want {
 				t.Fatalf("launches %q resumes %q, want the second to resume %q", d.launches, d.resumes, tt.want)
+			}
+			if !d.p.Runs("a", 2) || d.p.Runs("a", 1) {
+				t.Errorf("after the second launch, Runs: a#1 %v, a#2 %v; want only a#2", d.p.Runs("a", 1), d.p.Runs("a", 2))
 			}
 		})
 	}
@@ -432,6 +442,11 @@ func TestAPIWaitsOfThePlan(t *testing.T) {
 	b := planBatch(func(b *jobs.Batch) { b.API = batch }, planJob("a", nil))
 	if got := newPlan(b, planT0, time.Second).rules.waits; got.CheckMin != 2*time.Second || got.MaxOutage != time.Hour {
 		t.Errorf("the plan's waits %+v, want the batch's", got)
+	}
+	// The night's own waits (NightOptions.APIWaits) come before the batch's.
+	got := New(b, planT0, time.Second, modelapi.Waits{CheckMin: 3 * time.Second}).rules.waits
+	if got.CheckMin != 3*time.Second || got.MaxOutage != time.Hour {
+		t.Errorf("New's waits %+v, want the night's check interval over the batch's", got)
 	}
 }
 
