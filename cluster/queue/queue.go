@@ -27,6 +27,9 @@
 //     judges no heartbeat across a gap in its own reads of the database:
 //     after one, every worker has SilentAfter to be heard again.
 //   - A worker's claim of an attempt refreshes its heartbeat.
+//   - A worker that starts while the database does not answer waits for
+//     it at each step of its start (start.go, retryStart), with a bounded
+//     backoff, until it answers or the worker is stopped.
 //
 // So a database outage shorter than FenceAfter stops nothing and reruns
 // nothing, and a worker cut off alone has stopped its sessions before the

@@ -104,6 +104,8 @@ type Worker struct {
 	// worker's context, so a stopping worker still delivers what it can.
 	delivery context.Context
 	db       dbOutage
+	// testStartRiver replaces River's Start in a test (nil: River's own).
+	testStartRiver func(context.Context, *river.Client[pgx.Tx]) error
 }
 
 type attemptKey struct {
@@ -140,35 +142,27 @@ func (w *Worker) Run(ctx context.Context) error {
 	me := clusterdb.Worker{ID: w.id, Host: w.Host, Labels: labels, PID: os.Getpid(), MaxParallel: w.MaxParallel}
 	presence := w.DB.Presence(me)
 	defer presence.Close()
-	if err := presence.Beat(ctx); err != nil {
+	// A database that does not answer while the worker starts is waited
+	// for (retryStart), as one lost after the start is.
+	if err := retryStart(ctx, w.Log, "register", presence.Beat); err != nil {
 		return err
 	}
 	w.killLeftovers(ctx)
 
-	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely[AttemptArgs](workers, &attemptWorker{w: w}); err != nil {
-		return err
-	}
-	queues := map[string]river.QueueConfig{}
-	for _, q := range Queues(w.Batch, labels) {
-		queues[q] = river.QueueConfig{MaxWorkers: w.MaxParallel}
-	}
-	client, err := river.NewClient(riverpgxv5.New(w.DB.Pool), &river.Config{
-		ID:                   w.id,
-		Queues:               queues,
-		Workers:              workers,
-		JobTimeout:           -1, // session.Run enforces the job's own timeouts
-		RescueStuckJobsAfter: w.Batch.Cluster.RescueAfter,
-		FetchPollInterval:    fetchPollEvery,
-		FetchCooldown:        fetchCooldown,
-		MaxAttempts:          1,
-		Logger:               nil,
+	var client *river.Client[pgx.Tx]
+	err := retryStart(ctx, w.Log, "start River", func(ctx context.Context) error {
+		c, err := w.riverClient(labels)
+		if err != nil {
+			return err
+		}
+		if err := w.startRiver(ctx, c); err != nil {
+			return fmt.Errorf("start River: %w", err)
+		}
+		client = c
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("start River: %w", err)
-	}
-	if err := client.Start(ctx); err != nil {
-		return fmt.Errorf("start River: %w", err)
+		return err
 	}
 	w.Log.Info().Str("worker", w.id).Strs("labels", labels).Int("max_parallel", w.MaxParallel).Msg("worker started")
 
@@ -197,6 +191,43 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.Log.Info().Str("worker", w.id).Msg("worker stopped")
 	return err
+}
+
+// riverClient is a new River client of the worker's queues: a start that
+// failed is tried again with a new one.
+func (w *Worker) riverClient(labels []string) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely[AttemptArgs](workers, &attemptWorker{w: w}); err != nil {
+		return nil, err
+	}
+	queues := map[string]river.QueueConfig{}
+	for _, q := range Queues(w.Batch, labels) {
+		queues[q] = river.QueueConfig{MaxWorkers: w.MaxParallel}
+	}
+	client, err := river.NewClient(riverpgxv5.New(w.DB.Pool), &river.Config{
+		ID:                   w.id,
+		Queues:               queues,
+		Workers:              workers,
+		JobTimeout:           -1, // session.Run enforces the job's own timeouts
+		RescueStuckJobsAfter: w.Batch.Cluster.RescueAfter,
+		FetchPollInterval:    fetchPollEvery,
+		FetchCooldown:        fetchCooldown,
+		MaxAttempts:          1,
+		Logger:               nil,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start River: %w", err)
+	}
+	return client, nil
+}
+
+// startRiver starts a worker's River client, through the test's hook
+// (testStartRiver) when it has one.
+func (w *Worker) startRiver(ctx context.Context, c *river.Client[pgx.Tx]) error {
+	if w.testStartRiver != nil {
+		return w.testStartRiver(ctx, c)
+	}
+	return c.Start(ctx)
 }
 
 // heartbeat says the worker is alive every HeartbeatEvery, on its
@@ -612,12 +643,17 @@ func Serve(ctx context.Context, b *jobs.Batch, opts ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	db, err := clusterdb.Open(ctx, dsn, b.Name)
-	if err != nil {
+	// Postgres may be down or restarting as the worker starts (a host's
+	// boot, an outage): each step waits for it (retryStart).
+	var db *clusterdb.DB
+	if err := retryStart(ctx, opts.Log, "connect", func(ctx context.Context) (err error) {
+		db, err = clusterdb.Open(ctx, dsn, b.Name)
+		return err
+	}); err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
+	if err := retryStart(ctx, opts.Log, "migrate", db.Migrate); err != nil {
 		return err
 	}
 	if opts.Host == "" {
@@ -628,9 +664,12 @@ func Serve(ctx context.Context, b *jobs.Batch, opts ServeOptions) error {
 	}
 	// This host's cache follows the cluster's health, and its hooks claim
 	// the one probe and the one trial through the relay's socket.
-	relay, err := healthsync.Start(ctx, db, &healthcheck.Store{Path: statedir.Cache(b.StateDir)},
-		healthsync.Options{Host: opts.Host, Servers: ServerNames(b), Warn: func(msg string) { opts.Log.Warn().Msg(msg) }})
-	if err != nil {
+	var relay *healthsync.Relay
+	if err := retryStart(ctx, opts.Log, "shared health", func(ctx context.Context) (err error) {
+		relay, err = healthsync.Start(ctx, db, &healthcheck.Store{Path: statedir.Cache(b.StateDir)},
+			healthsync.Options{Host: opts.Host, Servers: ServerNames(b), Warn: func(msg string) { opts.Log.Warn().Msg(msg) }})
+		return err
+	}); err != nil {
 		return err
 	}
 	defer relay.Close()
