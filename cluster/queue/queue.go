@@ -40,7 +40,11 @@
 // attempt ran, its outcome, the coordinator's request to abandon it) and
 // nightwatch_observations (what the session saw while it ran), both read
 // by the executor's pump in order, each attempt's observations before its
-// end (session.Observation, session.Ended).
+// end (session.Observation, session.Ended); nightwatch_effects, the jobs'
+// side-effect ledgers shared (effects.go): a worker adds its attempt's
+// calls while it runs and with its end, and brings the other hosts' into
+// its own ledger before an attempt; the coordinator brings them into its
+// own before it hears an end, so the retry's prompt names them.
 package queue
 
 import (
@@ -48,6 +52,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -61,6 +66,11 @@ type AttemptArgs struct {
 	Feedback  string `json:"feedback,omitempty"`
 	Resume    string `json:"resume,omitempty"`
 	ResumeWhy string `json:"resumeWhy,omitempty"`
+	// Tools and AllowRepeat are the job's side-effect ledger's settings
+	// (effects.Prepare) as the coordinator readied them: what the
+	// servers' tools/list said of each tool, and the job's side_effects.
+	Tools       map[string]map[string]effects.Hints `json:"tools,omitempty"`
+	AllowRepeat bool                                `json:"allowRepeat,omitempty"`
 }
 
 // Kind is River's name for an attempt.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
@@ -49,6 +50,9 @@ type spooledEnd struct {
 	// Seen is what the session saw that did not reach the database while
 	// it ran, in order: it is delivered with the end, before it.
 	Seen []spooledObservation `json:"seen,omitempty"`
+	// Effects are the attempt's side effects (its host's ledger's calls)
+	// not shared yet: they are delivered before the end.
+	Effects []effects.Call `json:"effects,omitempty"`
 }
 
 // spooledObservation is one row of nightwatch_observations.
@@ -130,6 +134,14 @@ func (w *Worker) deliver(ctx context.Context, e spooledEnd) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
+	// The calls go first, and whatever became of the attempt: they
+	// happened. The coordinator reads them when it hears the end.
+	if err := w.DB.AddEffects(ctx, e.Run, e.Job, e.Host, e.Effects); err != nil {
+		if ctx.Err() == nil {
+			w.db.failed(err)
+		}
+		return err
+	}
 	kinds, servers, statuses, tools, whys, pgids := observationColumns(e.Seen)
 	var taken bool
 	err = w.DB.Pool.QueryRow(ctx, `WITH a AS (

@@ -100,6 +100,9 @@ type Worker struct {
 	// process is each running attempt's session process not yet written
 	// (mu): it goes with the attempt's next write (processWait at most).
 	process map[attemptKey]*processReport
+	// effectsSent is, by running attempt, the number of its host's
+	// ledger's last call of it the database has (mu).
+	effectsSent map[attemptKey]int
 	// delivery bounds the spool's deliveries: it ends a while after the
 	// worker's context, so a stopping worker still delivers what it can.
 	delivery context.Context
@@ -132,6 +135,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.running = map[attemptKey]context.CancelCauseFunc{}
 	w.unseen = map[attemptKey][]spooledObservation{}
 	w.process = map[attemptKey]*processReport{}
+	w.effectsSent = map[attemptKey]int{}
 	w.db.log = w.Log
 	delivery, stopDelivery := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDelivery()
@@ -329,6 +333,7 @@ func (w *Worker) forwardEvents(ctx context.Context) {
 			return
 		case <-t.C:
 			w.forwardNow()
+			w.shareEffects(ctx)
 		}
 	}
 }
@@ -464,6 +469,7 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 	}
 	spec := session.Spec{Batch: w.Batch, Job: bj, RunID: a.Run, Attempt: a.Attempt, Binary: w.Binary, Env: w.Env,
 		Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy, PeersSocket: w.PeersSocket, DieWithParent: true}
+	w.prepareEffects(ctx, a)
 	files, err := session.Prepare(spec)
 	if err != nil {
 		return w.finish(k, session.Outcome{Status: session.Failed, ExitCode: -1,
@@ -505,7 +511,11 @@ func (w *Worker) finish(k attemptKey, out session.Outcome) error {
 	w.mu.Unlock()
 	// The spool and the database are outside the process: redacted, as the
 	// journal is.
-	e := spooledEnd{Batch: w.DB.Batch, Run: k.run, Job: k.job, Attempt: k.attempt, Host: w.Host, Worker: w.id, Outcome: out.Redacted(), Seen: seen}
+	e := spooledEnd{Batch: w.DB.Batch, Run: k.run, Job: k.job, Attempt: k.attempt, Host: w.Host, Worker: w.id, Outcome: out.Redacted(), Seen: seen,
+		Effects: w.unsharedEffects(k)}
+	w.mu.Lock()
+	delete(w.effectsSent, k)
+	w.mu.Unlock()
 	return w.spoolAndDeliver(e)
 }
 
