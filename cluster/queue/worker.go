@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -96,7 +95,7 @@ type Worker struct {
 	running      map[attemptKey]context.CancelCauseFunc
 	// unseen are what each running attempt's session saw that did not
 	// reach the database (mu): they go with the attempt's end, in order.
-	unseen map[attemptKey][]spooledObservation
+	unseen map[attemptKey][]session.Observation
 	// process is each running attempt's session process not yet written
 	// (mu): it goes with the attempt's next write (processWait at most).
 	process map[attemptKey]*processReport
@@ -133,7 +132,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.id = fmt.Sprintf("%s-%d-%s", w.Host, os.Getpid(), hex.EncodeToString(rnd[:]))
 	w.slots = make(chan struct{}, w.MaxParallel)
 	w.running = map[attemptKey]context.CancelCauseFunc{}
-	w.unseen = map[attemptKey][]spooledObservation{}
+	w.unseen = map[attemptKey][]session.Observation{}
 	w.process = map[attemptKey]*processReport{}
 	w.effectsSent = map[attemptKey]int{}
 	w.db.log = w.Log
@@ -353,12 +352,14 @@ func (w *Worker) forwardNow() {
 	w.mu.Lock()
 	run := w.lastRun
 	w.mu.Unlock()
-	b, err := json.Marshal(evs)
-	if err != nil || run == "" {
+	if run == "" {
 		return
 	}
-	o := spooledObservation{Kind: session.SawHookEvents, Why: string(b)}
-	if err := w.insertObservations(context.Background(), attemptKey{run: run}, []spooledObservation{o}, true, nil); err != nil {
+	// The same observation, written the same way, as a session's own
+	// (observer.send): only its attempt is none, the host's hooks serve
+	// every attempt of the host.
+	o := session.Observation{Kind: session.SawHookEvents, Host: w.Host, Events: evs}
+	if err := w.insertObservations(context.Background(), attemptKey{run: run}, []session.Observation{o}, true, nil); err != nil {
 		w.db.failed(err)
 		w.unsentEvents = evs
 	}
@@ -528,7 +529,7 @@ type observer struct {
 // processReport is a session's process, waiting for its attempt's next
 // write.
 type processReport struct {
-	obs   spooledObservation
+	obs   session.Observation
 	timer *time.Timer
 }
 
@@ -568,7 +569,7 @@ func (o *observer) holdProcess(s session.Observation) {
 	w := o.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	p := &processReport{obs: spooledObservation{Kind: s.Kind, PGID: s.PGID}}
+	p := &processReport{obs: s}
 	p.timer = time.AfterFunc(processWait, func() {
 		w.mu.Lock()
 		held := w.process[o.k] == p
@@ -585,26 +586,18 @@ func (o *observer) holdProcess(s session.Observation) {
 
 // send writes one observation, after the session's process when it waits.
 func (o *observer) send(s session.Observation) {
-	obs := spooledObservation{Kind: s.Kind, Server: s.Server, Status: s.Status, Tool: s.Tool, Why: s.Why, PGID: s.PGID}
-	if s.Kind == session.SawHookEvents {
-		b, err := json.Marshal(s.Events)
-		if err != nil {
-			return
-		}
-		obs.Why = string(b)
-	}
 	var pgid *int
 	if s.Kind == session.SawProcess {
 		pgid = &s.PGID
 	}
 	w := o.w
-	batch := []spooledObservation{obs}
+	batch := []session.Observation{s}
 	notify := s.Kind != session.SawProcess
 	w.mu.Lock()
 	if p := w.process[o.k]; p != nil {
 		p.timer.Stop()
 		delete(w.process, o.k)
-		batch = append([]spooledObservation{p.obs}, batch...)
+		batch = append([]session.Observation{p.obs}, batch...)
 		pgid = &p.obs.PGID
 	}
 	behind := len(w.unseen[o.k]) > 0
