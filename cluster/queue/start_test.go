@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nightwatch-dev/nightwatch/effects"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/riverqueue/river"
 )
 
@@ -64,5 +66,38 @@ func TestWorkerStartWaitsForTheDatabase(t *testing.T) {
 				t.Errorf("%d attempts of j started (%v), want 1", started, err)
 			}
 		})
+	}
+}
+
+// A call an attempt's hook records in its host's ledger is shared while
+// the attempt still runs (a worker that then dies has shared it), once,
+// and the attempt's end adds nothing twice.
+func TestWorkerSharesSideEffectsWhileTheAttemptRuns(t *testing.T) {
+	t.Parallel()
+	f := newOutageFixture(t)
+	f.worker("host-a")
+	f.running()
+	path := statedir.Effects(f.b.StateDir, "run-1", "j")
+	if _, err := effects.Record(path, 1, "notes", "append", effects.Input{Raw: []byte(`{"line":"a"}`)}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		var n int
+		if err := f.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM nightwatch_effects WHERE job = 'j' AND attempt = 1").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	f.waitFor("the call is shared while the attempt runs", 30*time.Second, func() bool { return count() == 1 })
+	if s, _ := f.c.State(context.Background(), "j", 1); s != "running" {
+		t.Fatalf("the attempt is %q, want still running when its call is shared", s)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "release"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.wantWorkersEnd(f.endsUntil(60*time.Second, some), "host-a")
+	calls, err := f.db.Effects(context.Background(), "run-1", "j")
+	if err != nil || len(calls) != 1 || calls[0].Server != "notes" || calls[0].Tool != "append" || calls[0].Key != effects.Key([]byte(`{"line":"a"}`)) {
+		t.Errorf("shared calls %+v (%v), want the one call once", calls, err)
 	}
 }
