@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,7 +116,7 @@ func (f *clusterFixture) startPrepared(prepare func(*exec.Cmd, time.Duration), h
 	f.t.Helper()
 	state := filepath.Join(f.dir, "state-"+host)
 	ctx, cancel := context.WithCancel(context.Background())
-	if args[0] == "run" {
+	if args[0] == "run" && !slices.Contains(args, "--retry-pause") {
 		// A retry's pause is real waiting; the tests' retries need none.
 		args = append(append([]string{}, args...), "--retry-pause", "1s")
 	}

@@ -135,3 +135,60 @@ func (f *clusterFixture) slowCallsUnderway(jobNames []string) int {
 	}
 	return n
 }
+
+// TestClusterWorkerStartsThroughAnOutage: the cluster's Postgres is down
+// when `nightwatch worker` starts; the worker waits for it (saying so in
+// its log) instead of exiting, and once the database is back it runs the
+// night's job, once.
+func TestClusterWorkerStartsThroughAnOutage(t *testing.T) {
+	t.Parallel()
+	testkit.ForEachClaude(t, testClusterWorkerStartsThroughAnOutage)
+}
+
+func testClusterWorkerStartsThroughAnOutage(t *testing.T, version string) {
+	f := newClusterFixture(t, version)
+	srv, dsn := pgtest.Own(t)
+	f.dsn = dsn
+	for i, kv := range f.env {
+		if strings.HasPrefix(kv, "NW_PG=") {
+			f.env[i] = "NW_PG=" + dsn
+		}
+	}
+	f.writeBatch(version, fmt.Sprintf("  - {name: j1, servers: [web], allowed_tools: [mcp__web], prompt: %s}\n",
+		script("j1", `mcp__web__echo {"message":"once"}`)))
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	worker := f.start("host-a", "worker", f.batch)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, _ := os.ReadFile(worker.log)
+		if strings.Contains(string(b), "does not answer while the worker starts") {
+			break
+		}
+		select {
+		case <-worker.done:
+			t.Fatalf("the worker exited while the database was down:\n%s", tail(string(b), 3000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not say it waits for the database within 1m:\n%s", tail(string(b), 3000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	coord := f.start("host-c", "run", f.batch)
+	if code := coord.wait(t, 3*time.Minute); code != 0 {
+		b, _ := os.ReadFile(coord.log)
+		t.Fatalf("the coordinator exited %d:\n%s", code, tail(string(b), 6000))
+	}
+	e := ends(f.events(f.db()))
+	if e.done["j1"] != 1 || e.endsAt["j1"] != 1 || len(e.hosts["j1"]) != 1 || e.hosts["j1"][0] != "host-a" {
+		t.Errorf("j1: done %d times in %d attempts on %v, want exactly once in one, on host-a", e.done["j1"], e.endsAt["j1"], e.hosts["j1"])
+	}
+	if n := len(f.api.SessionToolResults("j1")); n != 1 {
+		t.Errorf("j1's call was answered %d times, want once", n)
+	}
+}

@@ -446,3 +446,65 @@ func (l *Ledger) Servers() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Of are the calls attempt made, in order.
+func (l *Ledger) Of(attempt int) []Call {
+	if l == nil {
+		return nil
+	}
+	var out []Call
+	for _, c := range l.Calls {
+		if c.Attempt == attempt {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Same says whether a and b are one call as two ledgers hold it (each
+// numbers its calls its own way): the same attempt, tool and input, made
+// at the same microsecond (what a database keeps of a time).
+func Same(a, b Call) bool {
+	return a.Attempt == b.Attempt && a.Server == b.Server && a.Tool == b.Tool && a.Key == b.Key &&
+		a.At.Truncate(time.Microsecond).Equal(b.At.Truncate(time.Microsecond))
+}
+
+// Merge adds to the ledger at path the calls it does not hold yet (Same),
+// ordered by attempt and time, each numbered after the ledger's last: a
+// cluster's shared ledger brought into a host's file, so that the host's
+// hooks refuse a repeat of a call made on another host. It returns how
+// many it added.
+func Merge(path string, calls []Call) (int, error) {
+	if len(calls) == 0 {
+		return 0, nil
+	}
+	in := slices.Clone(calls)
+	slices.SortStableFunc(in, func(a, b Call) int {
+		if a.Attempt != b.Attempt {
+			return a.Attempt - b.Attempt
+		}
+		return a.At.Compare(b.At)
+	})
+	added := 0
+	err := update(path, func(l *Ledger) bool {
+		added = 0
+		for _, c := range in {
+			if c.Attempt <= 0 || c.Server == "" || c.Tool == "" || c.Key == "" {
+				continue
+			}
+			if slices.ContainsFunc(l.Calls, func(h Call) bool { return Same(h, c) }) {
+				continue
+			}
+			if len(l.Calls) >= maxCalls {
+				l.Full = true
+				break
+			}
+			c.N = len(l.Calls) + 1
+			c.At = c.At.UTC()
+			l.Calls = append(l.Calls, c)
+			added++
+		}
+		return added > 0
+	})
+	return added, err
+}

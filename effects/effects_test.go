@@ -225,3 +225,42 @@ func TestInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// Another host's calls merged into a host's ledger: each once (a call it
+// holds already, even at a time a database kept to the microsecond, is
+// not added again), numbered after its own; a repeat of a merged call in
+// a later attempt is then found (Earlier) and told.
+func TestMergeAddsEachCallOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	at := time.Date(2026, 12, 3, 1, 2, 3, 456789123, time.UTC)
+	own, err := Record(path, 1, "notes", "append", Input{Raw: []byte(`{"line":"a"}`)}, at)
+	if err != nil || own == nil {
+		t.Fatalf("Record = %v, %v", own, err)
+	}
+	fromDB := *own
+	fromDB.N = 7
+	fromDB.At = at.Truncate(time.Microsecond)
+	other := Call{N: 1, Attempt: 2, Server: "notes", Tool: "append", Key: Key([]byte(`{"line":"b"}`)), Digest: `{"line":"b"}`, At: at.Add(time.Minute)}
+	for round, want := range []int{1, 0} {
+		added, err := Merge(path, []Call{other, fromDB})
+		if err != nil || added != want {
+			t.Fatalf("merge %d: added %d (%v), want %d", round+1, added, err, want)
+		}
+	}
+	l, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Calls) != 2 || l.Calls[1].N != 2 || l.Calls[1].Attempt != 2 {
+		t.Fatalf("the ledger holds %+v, want its own call and the merged one as number 2", l.Calls)
+	}
+	if c := l.Earlier(3, "notes", "append", Key([]byte(`{"line":"b"}`))); c == nil || c.Attempt != 2 {
+		t.Errorf("a repeat in attempt 3 of the merged call is not found: %+v", c)
+	}
+	if got := l.Of(2); len(got) != 1 || got[0].Key != other.Key {
+		t.Errorf("Of(2) = %+v", got)
+	}
+	if told := Told(l, 3); !strings.Contains(told, `{"line":"b"}`) || !strings.Contains(told, `{"line":"a"}`) {
+		t.Errorf("attempt 3 is not told of both calls: %q", told)
+	}
+}

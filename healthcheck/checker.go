@@ -166,7 +166,11 @@ type Decision struct {
 	// the server to come back instead of being denied at once (HoldFor):
 	// the server is being repaired or is likely back soon.
 	Hold time.Duration
-	Note string
+	// AwaitsTrial: the hold waits for the result of another call's trial
+	// (TrialUnderway, here or on another host), not for a probe; a hold
+	// that runs out counts no failure of the server.
+	AwaitsTrial bool
+	Note        string
 }
 
 func (c *Checker) now() time.Time {
@@ -272,7 +276,8 @@ func (c *Checker) DecideIn(ctx context.Context, sn *Snapshot, server string, loo
 	case GateAllow:
 		return Decision{Allow: true, Server: server, Entry: e}
 	case GateBlock:
-		return Decision{Allow: false, Server: server, Entry: e, Hold: c.probeableHold(server, e, lookup)}
+		return Decision{Allow: false, Server: server, Entry: e, Hold: c.probeableHold(server, e, lookup),
+			AwaitsTrial: TrialUnderway(e, c.now())}
 	case GateTrial:
 		return c.trial(ctx, server)
 	}
@@ -362,12 +367,24 @@ func (c *Checker) trial(ctx context.Context, server string) Decision {
 	if c.Peers != nil {
 		g, e := c.Gate(server)
 		if g != GateTrial {
-			return Decision{Allow: g == GateAllow || g == GateProbe, Server: server, Entry: e}
+			// Another host's trial reached this cache meanwhile: held
+			// for its result like the loser of the claim.
+			d := Decision{Allow: g == GateAllow || g == GateProbe, Server: server, Entry: e}
+			if !d.Allow && TrialUnderway(e, now) {
+				d.Hold, d.AwaitsTrial = c.HoldFor(server, e), true
+			}
+			return d
 		}
 		rel, ok, holder := c.claimTrial(ctx, server, e)
 		if !ok {
-			return Decision{Allow: false, Server: server, Entry: e,
-				Note: fmt.Sprintf("MCP server %q is half-open and host %s runs its one trial call; this call waits for its result", server, holder)}
+			// Held (bounded by the server's max hold and the trial's
+			// window) for the trial's result, which the relay brings.
+			hold := c.trialHold(server, e)
+			note := fmt.Sprintf("MCP server %q is half-open and host %s runs its one trial call; this call waits for its result", server, holder)
+			if hold == 0 {
+				note = fmt.Sprintf("MCP server %q is half-open and host %s runs its one trial call; this call is not held for its result", server, holder)
+			}
+			return Decision{Allow: false, Server: server, Entry: e, Hold: hold, AwaitsTrial: hold > 0, Note: note}
 		}
 		release = rel
 	}
@@ -394,7 +411,11 @@ func (c *Checker) trial(ctx context.Context, server string) Decision {
 	if !won {
 		release() // another process of this host runs the trial
 		g := GateOf(after, now)
-		return Decision{Allow: g == GateAllow || g == GateProbe, Server: server, Entry: after}
+		d := Decision{Allow: g == GateAllow || g == GateProbe, Server: server, Entry: after}
+		if !d.Allow && TrialUnderway(after, now) {
+			d.Hold, d.AwaitsTrial = c.HoldFor(server, after), true
+		}
+		return d
 	}
 	c.announce(server, before, after, Event{Kind: EventTrial, By: ByTrial, Code: string(after.LastFailureCode)}, now)
 	return Decision{Allow: true, Server: server, Entry: after, Trial: true,

@@ -51,15 +51,61 @@ func Holdable(code FailureCode) bool {
 // vain, and the server is being repaired (a reconnect command is
 // configured, and ran or runs when the outage was seen) or its next retry
 // is due within the hold.
+//
+// An outage only calls can see (WitnessCalls) is held only while its one
+// trial call is underway (TrialUnderway: on this host or, through the
+// cluster's shared health, on another), for the trial's result, at most
+// until the trial's window ends.
 func HoldFor(e *Entry, now time.Time, maxHold time.Duration, repairing bool) time.Duration {
 	switch {
-	case maxHold <= 0, e == nil, e.Status != StatusUnhealthy, e.Witness != WitnessProbe,
+	case maxHold <= 0, e == nil, e.Status != StatusUnhealthy,
 		!Holdable(e.LastFailureCode), e.HoldGaveUpAt != 0:
+		return 0
+	case e.Witness == WitnessCalls:
+		if TrialUnderway(e, now) {
+			return min(maxHold, e.NextRetryAt.Time().Sub(now))
+		}
+		return 0
+	case e.Witness != WitnessProbe:
 		return 0
 	case repairing, e.NextRetryAt.Time().Sub(now) <= maxHold:
 		return maxHold
 	}
 	return 0
+}
+
+// TrialUnderway says whether e's one trial call has started and its
+// result has not come: the entry's last look is the trial's start, and
+// the window the trial opened has not ended.
+func TrialUnderway(e *Entry, now time.Time) bool {
+	return e != nil && e.Status == StatusUnhealthy && e.Witness == WitnessCalls &&
+		e.TrialAt != 0 && e.TrialAt >= e.CheckedAt && e.NextRetryAt > MillisOf(now)
+}
+
+// trialHold is the hold of a call that lost the cluster's trial claim of
+// server to another host, whose start of the trial may not be in this
+// host's cache yet: the trial's window (the claim's), at most the
+// server's max hold.
+func (c *Checker) trialHold(server string, e *Entry) time.Duration {
+	if c.MaxHold == nil || e == nil || e.HoldGaveUpAt != 0 || !Holdable(e.LastFailureCode) {
+		return 0
+	}
+	return min(c.MaxHold(server), c.Settings.BackoffFor(max(e.FailureCount, 1)))
+}
+
+// recheckTrial is Recheck of a call held for the trial of an outage only
+// calls can see: no probe (it cannot see such an outage end), the cache's
+// word on the trial. Its window over without a result: this call may be
+// the next trial (or holds on for another's).
+func (c *Checker) recheckTrial(ctx context.Context, server string, e *Entry) Decision {
+	now := c.now()
+	switch {
+	case GateOf(e, now) == GateTrial:
+		return c.trial(ctx, server)
+	case TrialUnderway(e, now):
+		return Decision{Allow: false, Server: server, Entry: e, Hold: c.HoldFor(server, e), AwaitsTrial: true}
+	}
+	return Decision{Allow: false, Server: server, Entry: e} // the trial failed: its verdict stands
 }
 
 // HoldFor is the hold of a call to server whose entry is e, by HoldFor with
@@ -74,8 +120,13 @@ func (c *Checker) HoldFor(server string, e *Entry) time.Duration {
 
 // probeableHold is HoldFor for a server a probe can see come back: one
 // nightwatch has a definition of, with a probe to ask it.
+//
+// A trial underway needs no probe: its result ends the hold.
 func (c *Checker) probeableHold(server string, e *Entry, lookup func() *mcpconfig.Server) time.Duration {
 	h := c.HoldFor(server, e)
+	if TrialUnderway(e, c.now()) {
+		return h
+	}
 	if h == 0 || c.Probe == nil || lookup == nil || lookup() == nil {
 		return 0
 	}
@@ -90,6 +141,9 @@ func (c *Checker) probeableHold(server string, e *Entry, lookup func() *mcpconfi
 // new failure (a hold probes every few seconds, and each failure would
 // double the backoff) and says how much longer the call may be held.
 func (c *Checker) Recheck(ctx context.Context, server string, seen Millis, lookup func() *mcpconfig.Server) Decision {
+	if e := c.read().Entry(server); e != nil && e.Status == StatusUnhealthy && e.Witness == WitnessCalls {
+		return c.recheckTrial(ctx, server, e)
+	}
 	wait := c.ProbeWait
 	if wait <= 0 {
 		wait = DefaultProbeWait

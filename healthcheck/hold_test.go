@@ -39,6 +39,22 @@ func TestHoldFor(t *testing.T) {
 		{"unknown class", down(CodeUnknown, 10*time.Second), maxHold, false, 0},
 		{"an outage only calls can see: a probe cannot end the hold",
 			with(down(CodeUnavailable, 10*time.Second), func(e *Entry) { e.Witness = WitnessCalls }), maxHold, false, 0},
+		{"an outage only calls can see, its trial underway: held for the trial's result, within its window",
+			with(down(CodeTransport, 30*time.Second), func(e *Entry) { e.Witness, e.TrialAt, e.CheckedAt = WitnessCalls, MillisOf(t0), MillisOf(t0) }),
+			maxHold, false, 30 * time.Second},
+		{"its trial underway, a window longer than the hold: the hold's bound",
+			with(down(CodeTransport, 10*time.Minute), func(e *Entry) { e.Witness, e.TrialAt, e.CheckedAt = WitnessCalls, MillisOf(t0), MillisOf(t0) }),
+			maxHold, false, maxHold},
+		{"its trial failed (a look after it): denied",
+			with(down(CodeTransport, 30*time.Second), func(e *Entry) {
+				e.Witness, e.TrialAt, e.CheckedAt = WitnessCalls, MillisOf(t0.Add(-time.Second)), MillisOf(t0)
+			}), maxHold, false, 0},
+		{"its trial's window over without a result: the next trial decides, no hold",
+			with(down(CodeTransport, -time.Second), func(e *Entry) { e.Witness, e.TrialAt, e.CheckedAt = WitnessCalls, MillisOf(t0), MillisOf(t0) }),
+			maxHold, false, 0},
+		{"its trial underway, but hold off", with(down(CodeTransport, 30*time.Second), func(e *Entry) {
+			e.Witness, e.TrialAt, e.CheckedAt = WitnessCalls, MillisOf(t0), MillisOf(t0)
+		}), 0, false, 0},
 		{"a hold of this outage already waited in vain",
 			with(down(CodeTransport, 10*time.Second), func(e *Entry) { e.HoldGaveUpAt = MillisOf(t0) }), maxHold, true, 0},
 		{"holding turned off", down(CodeTransport, 10*time.Second), 0, true, 0},

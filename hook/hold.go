@@ -78,7 +78,11 @@ func (h *handler) hold(ctx context.Context, server, tool string, d healthcheck.D
 			res.outcome = healthcheck.HoldDenied
 			return h.endHold(server, tool, start, dir, res)
 		case !time.Now().Before(deadline):
-			res.d.Entry = h.checker.GiveUpHold(server)
+			if !res.d.AwaitsTrial {
+				// A trial still underway (here or on another host) is
+				// not this server's failure: its result decides.
+				res.d.Entry = h.checker.GiveUpHold(server)
+			}
 			return h.endHold(server, tool, start, dir, res)
 		}
 	}

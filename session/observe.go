@@ -69,20 +69,22 @@ const (
 )
 
 // Observation is one thing a running attempt saw, as the session, the
-// local executor and a cluster's worker tell the night. Kind says which
-// of the other fields are set.
+// local executor and a cluster's worker tell the night: the one value,
+// which a worker also keeps in its spool as this JSON and writes to the
+// cluster's nightwatch_observations column by column (cluster/queue).
+// Kind says which of the other fields are set.
 type Observation struct {
-	Job     string
-	Attempt int
+	Job     string `json:"job,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
 	// Host is the cluster worker's host that saw it ("" on one host).
-	Host   string
-	Kind   ObservationKind
-	Server string
-	Status ServerStatus
-	Tool   string
-	Why    string
-	PGID   int
-	Events []healthcheck.Event
+	Host   string              `json:"host,omitempty"`
+	Kind   ObservationKind     `json:"kind"`
+	Server string              `json:"server,omitempty"`
+	Status ServerStatus        `json:"status,omitempty"`
+	Tool   string              `json:"tool,omitempty"`
+	Why    string              `json:"why,omitempty"`
+	PGID   int                 `json:"pgid,omitempty"`
+	Events []healthcheck.Event `json:"events,omitempty"`
 }
 
 // Observer hears what a running session sees, as it sees it. Calls come

@@ -82,15 +82,36 @@ func Open(ctx context.Context, dsn, batch string) (*DB, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the cluster's Postgres at %s: %v", where(cfg), redact.String(err.Error(), dsn))
+		return nil, connectError(cfg, dsn, err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to the cluster's Postgres at %s: %v", where(cfg), redact.String(err.Error(), dsn))
+		return nil, connectError(cfg, dsn, err)
 	}
 	return &DB{Pool: pool, Batch: batch}, nil
+}
+
+// redactedError says its cause's text without the connection string and
+// keeps the cause for errors.As (Unreachable reads it).
+type redactedError struct {
+	msg   string
+	cause error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.cause }
+
+func connectError(cfg *pgxpool.Config, dsn string, err error) error {
+	return &redactedError{msg: fmt.Sprintf("connect to the cluster's Postgres at %s: %v", where(cfg), redact.String(err.Error(), dsn)), cause: err}
+}
+
+// Redacted is err said after prefix with every remembered secret removed
+// (redact.String); errors.As and errors.Is still find err (Unreachable
+// reads it).
+func Redacted(prefix string, err error) error {
+	return &redactedError{msg: prefix + redact.String(err.Error()), cause: err}
 }
 
 // where names the server of cfg without its password.

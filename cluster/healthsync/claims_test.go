@@ -3,6 +3,7 @@ package healthsync
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/cluster/peers"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/mcpserver"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
@@ -268,9 +270,10 @@ func seedEntry(t testing.TB, h *host, server string, e *healthcheck.Entry) {
 
 // The same through the real hook binary, as Claude Code runs it: hooks of
 // two hosts at a half-open server at once, each its own process with the
-// relay's socket in its environment; exactly one exits 0 (the trial).
-// Without the relay (a socket that is gone), the hook says so and decides
-// as a single host.
+// relay's socket in its environment; exactly one exits 0 (the trial):
+// the others are denied at once, as their hold is off here
+// (TestTrialLosersHoldAcrossHosts holds them). Without the relay (a
+// socket that is gone), the hook says so and decides as a single host.
 func TestOneTrialAcrossHostsHooks(t *testing.T) {
 	bin := testkit.BuildNightwatch(t)
 	dsn := newDB(t)
@@ -291,7 +294,7 @@ func TestOneTrialAcrossHostsHooks(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				code, _, stderr := runHook(t, bin, h, in, true)
+				code, _, stderr := runHookEnv(t, bin, h, in, true, "NIGHTWATCH_MAX_HOLD=0")
 				if code == 0 {
 					let.Add(1)
 				}
@@ -331,4 +334,120 @@ func TestDatabaseGoneDecidesAsSingleHost(t *testing.T) {
 		t.Fatalf("decision %+v, warnings %q", d, h.warns.String())
 	}
 	h.relay.Close()
+}
+
+// Hold, don't deny, across hosts: hooks of two hosts meet a half-open
+// server at once; one runs the trial, and the others (on its host and on
+// the other, which learns of the trial through its claim and the shared
+// health) hold their calls for its result instead of being denied. The
+// trial's result, recorded by the winner's host's PostToolUse hook and
+// shared, ends every hold: a success lets every held call through; a
+// failure denies them, as the trial's verdict ("denied", not a hold that
+// ran out and counted another failure).
+func TestTrialLosersHoldAcrossHosts(t *testing.T) {
+	bin := testkit.BuildNightwatch(t)
+	for _, c := range []struct {
+		name   string
+		result string // the winner's PostToolUse payload
+		held   int    // exit code of every held call
+	}{
+		{"the trial succeeds", hookPayload("PostToolUse", "mcp__notes__search", `,"tool_response":[{"type":"text","text":"ok"}]`), 0},
+		{"the trial fails", hookPayload("PostToolUseFailure", "mcp__notes__search", `,"error":"MCP error -32000: Connection closed"`), 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dsn := newDB(t)
+			now := time.Now()
+			half := &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, CheckedAt: healthcheck.MillisOf(now.Add(-time.Minute)),
+				NextRetryAt: healthcheck.MillisOf(now.Add(-time.Second)), FailureCount: 1,
+				LastFailureCode: healthcheck.CodeTransport, Witness: healthcheck.WitnessCalls,
+				UnhealthySince: healthcheck.MillisOf(now.Add(-time.Minute))}
+			hosts := []*host{newHost(t, dsn, "host-a"), newHost(t, dsn, "host-b")}
+			for _, h := range hosts {
+				seedEntry(t, h, "notes", half)
+				h.start(t)
+			}
+			type result struct {
+				h           *host
+				code        int
+				stderr      string
+				afterResult bool
+			}
+			var mu sync.Mutex
+			resultSent := false
+			results := make(chan result, 6)
+			in := hookPayload("PreToolUse", "mcp__notes__search", "")
+			for _, h := range hosts {
+				for range 3 {
+					go func() {
+						code, _, stderr := runHook(t, bin, h, in, true)
+						mu.Lock()
+						sent := resultSent
+						mu.Unlock()
+						results <- result{h, code, stderr, sent}
+					}()
+				}
+			}
+			// The first to finish is the trial: the others hold.
+			first := <-results
+			if first.code != 0 || !strings.Contains(first.stderr, "letting one trial call through") {
+				for _, h := range hosts {
+					b, _ := os.ReadFile(h.store.Path)
+					t.Logf("%s cache: %s", h.name, b)
+				}
+				t.Fatalf("the first hook to finish (%s) exited %d: %s; want the trial", first.h.name, first.code, first.stderr)
+			}
+			// Every other call holds before the result comes (hooks are
+			// processes: one may start late).
+			holding := func() int {
+				n := 0
+				for _, h := range hosts {
+					b, _ := os.ReadFile(statedir.Events(h.dir))
+					n += strings.Count(string(b), `"kind":"holding"`)
+				}
+				return n
+			}
+			waitFor(t, "the five other calls hold", func() bool { return holding() >= 5 })
+			mu.Lock()
+			resultSent = true
+			mu.Unlock()
+			if code, _, stderr := runHook(t, bin, first.h, c.result, true); code != 0 {
+				t.Fatalf("the trial's result on %s: exit %d: %s", first.h.name, code, stderr)
+			}
+			defer func() {
+				if t.Failed() {
+					for _, h := range hosts {
+						b, _ := os.ReadFile(statedir.Events(h.dir))
+						t.Logf("%s events:\n%s", h.name, b)
+					}
+				}
+			}()
+			heldOn := map[string]int{}
+			for range 5 {
+				r := <-results
+				if !r.afterResult || r.code != c.held || !strings.Contains(r.stderr, "holding this call") {
+					t.Errorf("a call on %s: exit %d (after the trial's result: %v), want held, then exit %d:\n%s",
+						r.h.name, r.code, r.afterResult, c.held, r.stderr)
+				}
+				heldOn[r.h.name]++
+			}
+			other := hosts[0]
+			if other == first.h {
+				other = hosts[1]
+			}
+			if heldOn[other.name] != 3 {
+				t.Errorf("%d calls held on the other host %s, want its 3", heldOn[other.name], other.name)
+			}
+			// The held lines say how each hold ended.
+			want := map[int]string{0: healthcheck.HoldAnswered, 2: healthcheck.HoldDenied}[c.held]
+			for _, h := range hosts {
+				b, _ := os.ReadFile(statedir.Events(h.dir))
+				for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+					var ev healthcheck.Event
+					if json.Unmarshal([]byte(line), &ev) == nil && ev.Kind == healthcheck.EventHeld && ev.Outcome != want {
+						t.Errorf("%s: a hold ended %q, want %q", h.name, ev.Outcome, want)
+					}
+				}
+			}
+		})
+	}
 }

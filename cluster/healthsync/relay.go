@@ -234,12 +234,12 @@ func (r *Relay) warnf(key, format string, args ...any) {
 func (r *Relay) listen(ctx context.Context) (*pgx.Conn, error) {
 	pc, err := r.db.Pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("shared health: connect to listen for changes: %v", redact.String(err.Error()))
+		return nil, clusterdb.Redacted("shared health: connect to listen for changes: ", err)
 	}
 	conn := pc.Hijack()
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{clusterdb.HealthChannel}.Sanitize()); err != nil {
 		_ = conn.Close(context.Background())
-		return nil, fmt.Errorf("shared health: listen for changes: %v", redact.String(err.Error()))
+		return nil, clusterdb.Redacted("shared health: listen for changes: ", err)
 	}
 	r.listenPID.Store(conn.PgConn().PID())
 	return conn, nil
@@ -400,7 +400,7 @@ func (r *Relay) onNotice(n clusterdb.HealthNotice) {
 func (r *Relay) pullAll(ctx context.Context) error {
 	rows, err := r.db.HealthRows(ctx)
 	if err != nil {
-		return fmt.Errorf("shared health: %v", redact.String(err.Error()))
+		return clusterdb.Redacted("shared health: ", err)
 	}
 	var mine []clusterdb.HealthRow
 	for _, row := range rows {

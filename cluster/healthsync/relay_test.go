@@ -142,11 +142,17 @@ func rowOf(t testing.TB, db *clusterdb.DB, server string) clusterdb.HealthRow {
 // process per hook event, payload on stdin.
 func runHook(t testing.TB, bin string, h *host, payload string, socket bool) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return runHookEnv(t, bin, h, payload, socket)
+}
+
+// runHookEnv is runHook with env added to the hook's environment.
+func runHookEnv(t testing.TB, bin string, h *host, payload string, socket bool, env ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "hook")
-	cmd.Env = []string{"HOME=" + h.dir, "PATH=" + os.Getenv("PATH"), "NIGHTWATCH_STATE_PATH=" + h.store.Path,
-		"NIGHTWATCH_EVENTS=" + statedir.Events(h.dir)}
+	cmd.Env = append([]string{"HOME=" + h.dir, "PATH=" + os.Getenv("PATH"), "NIGHTWATCH_STATE_PATH=" + h.store.Path,
+		"NIGHTWATCH_EVENTS=" + statedir.Events(h.dir)}, env...)
 	if socket {
 		cmd.Env = append(cmd.Env, h.relay.Environ())
 	}

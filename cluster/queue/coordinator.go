@@ -304,10 +304,10 @@ const crashCheckEvery = time.Second
 // observations, written before (or with) its attempt's end, are there
 // whenever the end is.
 func (c *Coordinator) reports(ctx context.Context) ([]session.Observation, []session.Ended, error) {
-	rows, err := c.DB.Pool.Query(ctx, `SELECT 0, 0::bigint, ended_at, job, attempt, outcome, COALESCE(host, ''), '', '', '', '', '', 0
+	rows, err := c.DB.Pool.Query(ctx, `SELECT 0, 0::bigint, ended_at, job, attempt, outcome, COALESCE(host, ''), '', '', '', '', '', 0, NULL::jsonb
 			FROM nightwatch_attempts WHERE batch = $1 AND run_id = $2 AND state = 'ended'
 		UNION ALL
-		SELECT 1, id, NULL, job, attempt, NULL, host, kind, server, status, tool, why, pgid
+		SELECT 1, id, NULL, job, attempt, NULL, host, kind, server, status, tool, why, pgid, events
 			FROM nightwatch_observations WHERE batch = $1 AND run_id = $2 AND id > $3
 		ORDER BY 1, 3, 2`, c.DB.Batch, c.Run, c.lastObs)
 	if err != nil {
@@ -323,8 +323,8 @@ func (c *Coordinator) reports(ctx context.Context) ([]session.Observation, []ses
 		var at *time.Time
 		var job, host, kind, server, status, tool, why string
 		var attempt, pgid int
-		var outcome []byte
-		if err := rows.Scan(&src, &id, &at, &job, &attempt, &outcome, &host, &kind, &server, &status, &tool, &why, &pgid); err != nil {
+		var outcome, events []byte
+		if err := rows.Scan(&src, &id, &at, &job, &attempt, &outcome, &host, &kind, &server, &status, &tool, &why, &pgid, &events); err != nil {
 			return nil, nil, err
 		}
 		if src == 0 {
@@ -341,12 +341,11 @@ func (c *Coordinator) reports(ctx context.Context) ([]session.Observation, []ses
 		lastObs = id
 		o := session.Observation{Job: job, Attempt: attempt, Kind: session.ObservationKind(kind), Server: server,
 			Status: session.ServerStatus(status), Tool: tool, Why: why, PGID: pgid, Host: host}
-		if o.Kind == session.SawHookEvents {
-			// Why holds the hooks' events as JSON (observer.add).
-			if json.Unmarshal([]byte(o.Why), &o.Events) != nil || len(o.Events) == 0 {
-				continue
-			}
-			o.Why = ""
+		if events != nil && json.Unmarshal(events, &o.Events) != nil {
+			continue // not written by observationColumns
+		}
+		if o.Kind == session.SawHookEvents && len(o.Events) == 0 {
+			continue
 		}
 		seen = append(seen, o)
 	}

@@ -191,6 +191,7 @@ func (e *Executor) Launch(ctx context.Context, a session.Attempt, starting func(
 	e.mu.Unlock()
 	// River keeps (and River UI shows) the args: no outside text unredacted.
 	args := AttemptArgs{Job: a.Job, Attempt: a.Attempt, Feedback: redact.String(a.Feedback), Resume: a.Resume, ResumeWhy: a.ResumeWhy}
+	args.Tools, args.AllowRepeat = e.settingsOf(job)
 	// The held lines of the shared journal, the attempt's job-started
 	// among them, go in the enqueue's statement.
 	e.jmu.Lock()
@@ -289,6 +290,7 @@ func (e *Executor) pump(ctx context.Context) {
 				delete(e.running, end.Job)
 			}
 			e.mu.Unlock()
+			e.mergeEffects(ctx, end.Job)
 			if !e.deliver(ctx, session.Report{Ended: &end}) {
 				return
 			}

@@ -48,7 +48,7 @@ func TestExecutorReportsInOrderAndStopsAll(t *testing.T) {
 
 	// A worker runs "seen": it claims it, tells what its session saw
 	// (through its observer), and ends it done.
-	w := &Worker{DB: db, Batch: b, Host: "host-a", Log: log, unseen: map[attemptKey][]spooledObservation{}}
+	w := &Worker{DB: db, Batch: b, Host: "host-a", Log: log, unseen: map[attemptKey][]session.Observation{}}
 	if _, err := db.Pool.Exec(ctx, `UPDATE nightwatch_attempts SET state = 'running', host = 'host-a' WHERE job = 'seen'`); err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,9 @@
 //     judges no heartbeat across a gap in its own reads of the database:
 //     after one, every worker has SilentAfter to be heard again.
 //   - A worker's claim of an attempt refreshes its heartbeat.
+//   - A worker that starts while the database does not answer waits for
+//     it at each step of its start (start.go, retryStart), with a bounded
+//     backoff, until it answers or the worker is stopped.
 //
 // So a database outage shorter than FenceAfter stops nothing and reruns
 // nothing, and a worker cut off alone has stopped its sessions before the
@@ -37,7 +40,11 @@
 // attempt ran, its outcome, the coordinator's request to abandon it) and
 // nightwatch_observations (what the session saw while it ran), both read
 // by the executor's pump in order, each attempt's observations before its
-// end (session.Observation, session.Ended).
+// end (session.Observation, session.Ended); nightwatch_effects, the jobs'
+// side-effect ledgers shared (effects.go): a worker adds its attempt's
+// calls while it runs and with its end, and brings the other hosts' into
+// its own ledger before an attempt; the coordinator brings them into its
+// own before it hears an end, so the retry's prompt names them.
 package queue
 
 import (
@@ -45,6 +52,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -58,6 +66,11 @@ type AttemptArgs struct {
 	Feedback  string `json:"feedback,omitempty"`
 	Resume    string `json:"resume,omitempty"`
 	ResumeWhy string `json:"resumeWhy,omitempty"`
+	// Tools and AllowRepeat are the job's side-effect ledger's settings
+	// (effects.Prepare) as the coordinator readied them: what the
+	// servers' tools/list said of each tool, and the job's side_effects.
+	Tools       map[string]map[string]effects.Hints `json:"tools,omitempty"`
+	AllowRepeat bool                                `json:"allowRepeat,omitempty"`
 }
 
 // Kind is River's name for an attempt.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
@@ -48,17 +49,10 @@ type spooledEnd struct {
 	Outcome session.Outcome `json:"outcome"`
 	// Seen is what the session saw that did not reach the database while
 	// it ran, in order: it is delivered with the end, before it.
-	Seen []spooledObservation `json:"seen,omitempty"`
-}
-
-// spooledObservation is one row of nightwatch_observations.
-type spooledObservation struct {
-	Kind   session.ObservationKind `json:"kind"`
-	Server string                  `json:"server,omitempty"`
-	Status session.ServerStatus    `json:"status,omitempty"`
-	Tool   string                  `json:"tool,omitempty"`
-	Why    string                  `json:"why,omitempty"`
-	PGID   int                     `json:"pgid,omitempty"`
+	Seen []session.Observation `json:"seen,omitempty"`
+	// Effects are the attempt's side effects (its host's ledger's calls)
+	// not shared yet: they are delivered before the end.
+	Effects []effects.Call `json:"effects,omitempty"`
 }
 
 // spoolGrace is how long a stopping worker goes on delivering its ends
@@ -130,15 +124,23 @@ func (w *Worker) deliver(ctx context.Context, e spooledEnd) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	kinds, servers, statuses, tools, whys, pgids := observationColumns(e.Seen)
+	// The calls go first, and whatever became of the attempt: they
+	// happened. The coordinator reads them when it hears the end.
+	if err := w.DB.AddEffects(ctx, e.Run, e.Job, e.Host, e.Effects); err != nil {
+		if ctx.Err() == nil {
+			w.db.failed(err)
+		}
+		return err
+	}
+	kinds, servers, statuses, tools, whys, pgids, events := observationColumns(e.Seen)
 	var taken bool
 	err = w.DB.Pool.QueryRow(ctx, `WITH a AS (
 			UPDATE nightwatch_attempts SET state = 'ended', ended_by = 'worker', outcome = $12, ended_at = now(), host = $5
 			WHERE batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4 AND state <> 'ended' RETURNING 1),
-		o AS (`+insertObservationsSQL+` WHERE EXISTS (SELECT 1 FROM a) ORDER BY o.n),
+		o AS (`+insertObservationsSQL("$14")+` WHERE EXISTS (SELECT 1 FROM a) ORDER BY o.n),
 		n AS (SELECT pg_notify('nightwatch_attempts', $13) FROM a)
 		SELECT EXISTS (SELECT 1 FROM a), (SELECT count(*) FROM n) >= 0`,
-		e.Batch, e.Run, e.Job, e.Attempt, e.Host, kinds, servers, statuses, tools, whys, pgids, b, e.Batch+"/"+e.Run).Scan(&taken, new(bool))
+		e.Batch, e.Run, e.Job, e.Attempt, e.Host, kinds, servers, statuses, tools, whys, pgids, b, e.Batch+"/"+e.Run, events).Scan(&taken, new(bool))
 	if err != nil {
 		if ctx.Err() == nil {
 			w.db.failed(err)
@@ -162,14 +164,19 @@ func (w *Worker) deliver(ctx context.Context, e spooledEnd) error {
 
 // insertObservationsSQL inserts, in order, the observations of attempt
 // ($1 batch, $2 run, $3 job, $4 attempt) on host $5 whose columns
-// observationColumns gives as $6 to $11; a statement adds its own WHERE
-// and ORDER BY o.n.
-const insertObservationsSQL = `INSERT INTO nightwatch_observations (batch, run_id, job, attempt, host, kind, server, status, tool, why, pgid)
-	SELECT $1, $2, $3, $4, $5, o.kind, o.server, o.status, o.tool, o.why, o.pgid
-	FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::int[]) WITH ORDINALITY AS o(kind, server, status, tool, why, pgid, n)`
+// observationColumns gives as $6 to $11 and events (the parameter named);
+// a statement adds its own WHERE and ORDER BY o.n.
+func insertObservationsSQL(events string) string {
+	return `INSERT INTO nightwatch_observations (batch, run_id, job, attempt, host, kind, server, status, tool, why, pgid, events)
+	SELECT $1, $2, $3, $4, $5, o.kind, o.server, o.status, o.tool, o.why, o.pgid, o.events
+	FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::int[], ` + events + `::jsonb[])
+		WITH ORDINALITY AS o(kind, server, status, tool, why, pgid, events, n)`
+}
 
-// observationColumns are seen as insertObservationsSQL's columns.
-func observationColumns(seen []spooledObservation) (kinds, servers, statuses, tools, whys []string, pgids []int32) {
+// observationColumns are seen as insertObservationsSQL's columns: the
+// one way a session.Observation becomes a row (Coordinator.reports reads
+// it back).
+func observationColumns(seen []session.Observation) (kinds, servers, statuses, tools, whys []string, pgids []int32, events []*string) {
 	for _, o := range seen {
 		kinds = append(kinds, string(o.Kind))
 		servers = append(servers, o.Server)
@@ -177,16 +184,24 @@ func observationColumns(seen []spooledObservation) (kinds, servers, statuses, to
 		tools = append(tools, o.Tool)
 		whys = append(whys, o.Why)
 		pgids = append(pgids, int32(o.PGID))
+		var ev *string
+		if len(o.Events) > 0 {
+			if b, err := json.Marshal(o.Events); err == nil {
+				s := string(b)
+				ev = &s
+			}
+		}
+		events = append(events, ev)
 	}
-	return kinds, servers, statuses, tools, whys, pgids
+	return kinds, servers, statuses, tools, whys, pgids, events
 }
 
 // insertObservations sends what a session saw, in order, in one statement;
 // notify wakes the coordinator for them. pgid, when set, is the session's
 // process group, kept with the attempt in the same statement
 // (killLeftovers).
-func (w *Worker) insertObservations(ctx context.Context, k attemptKey, seen []spooledObservation, notify bool, pgid *int) error {
-	kinds, servers, statuses, tools, whys, pgids := observationColumns(seen)
+func (w *Worker) insertObservations(ctx context.Context, k attemptKey, seen []session.Observation, notify bool, pgid *int) error {
+	kinds, servers, statuses, tools, whys, pgids, events := observationColumns(seen)
 	var setPGID, startID any
 	if pgid != nil {
 		setPGID, startID = *pgid, proc.StartID(*pgid)
@@ -194,10 +209,10 @@ func (w *Worker) insertObservations(ctx context.Context, k attemptKey, seen []sp
 	_, err := w.DB.Pool.Exec(ctx, `WITH p AS (
 			UPDATE nightwatch_attempts SET pgid = $13, start_id = $14
 			WHERE $13::int IS NOT NULL AND batch = $1 AND run_id = $2 AND job = $3 AND attempt = $4),
-		o AS (`+insertObservationsSQL+` ORDER BY o.n)
+		o AS (`+insertObservationsSQL("$16")+` ORDER BY o.n)
 		SELECT pg_notify('nightwatch_attempts', $12) WHERE $15::bool`,
 		w.DB.Batch, k.run, k.job, k.attempt, w.Host, kinds, servers, statuses, tools, whys, pgids,
-		w.DB.Batch+"/"+k.run, setPGID, startID, notify)
+		w.DB.Batch+"/"+k.run, setPGID, startID, notify, events)
 	if err != nil {
 		return fmt.Errorf("tell the coordinator what the session of %s saw: %w", k.job, err)
 	}

@@ -35,26 +35,34 @@ type outageFixture struct {
 	ends    []session.Ended // every end the coordinator heard
 	reads   int             // its whole reads of the database
 	started bool            // a worker logged "worker started"
+	waiting map[string]int  // a worker's start waited for the database, by step
 }
 
-// startedWatch marks the fixture when a worker says it has started: River's
-// Start returns after the attempt may already be claimed, and a database
-// taken away before it returns ends that worker's Run (a start that does
-// not survive an outage; the product leaves that to the worker's restart).
+// startedWatch marks the fixture when a worker says it has started (River's
+// Start returns after the attempt may already be claimed), and counts the
+// tries of a start that waits for the database, by step.
 type startedWatch struct{ f *outageFixture }
 
 func (w startedWatch) Write(p []byte) (int, error) {
-	if strings.Contains(string(p), `"worker started"`) {
-		w.f.mu.Lock()
+	line := string(p)
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	if strings.Contains(line, `"worker started"`) {
 		w.f.started = true
-		w.f.mu.Unlock()
+	}
+	if strings.Contains(line, "does not answer while the worker starts") {
+		for _, step := range []string{"register", "start River"} {
+			if strings.Contains(line, `"step":"`+step+`"`) {
+				w.f.waiting[step]++
+			}
+		}
 	}
 	return len(p), nil
 }
 
 func newOutageFixture(t *testing.T) *outageFixture {
 	t.Helper()
-	f := &outageFixture{t: t, dir: t.TempDir()}
+	f := &outageFixture{t: t, dir: t.TempDir(), waiting: map[string]int{}}
 	var dsn string
 	f.srv, dsn = pgtest.Own(t)
 	ctx := context.Background()
@@ -121,10 +129,16 @@ func (f *outageFixture) heard() ([]session.Ended, int) {
 
 // worker runs a worker of host until the returned stop is called (or the
 // test ends).
-func (f *outageFixture) worker(host string) (stop func()) {
+func (f *outageFixture) worker(host string) (stop func()) { return f.workerWith(host, nil) }
+
+// workerWith is worker with the worker changed by prepare first.
+func (f *outageFixture) workerWith(host string, prepare func(*Worker)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	w := &Worker{DB: f.db, Batch: f.b, Binary: "/bin/true", Host: host, Log: zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(f.t), startedWatch{f}))}
+	if prepare != nil {
+		prepare(w)
+	}
 	go func() {
 		defer close(done)
 		if err := w.Run(ctx); err != nil && ctx.Err() == nil {

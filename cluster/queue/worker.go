@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -96,14 +95,19 @@ type Worker struct {
 	running      map[attemptKey]context.CancelCauseFunc
 	// unseen are what each running attempt's session saw that did not
 	// reach the database (mu): they go with the attempt's end, in order.
-	unseen map[attemptKey][]spooledObservation
+	unseen map[attemptKey][]session.Observation
 	// process is each running attempt's session process not yet written
 	// (mu): it goes with the attempt's next write (processWait at most).
 	process map[attemptKey]*processReport
+	// effectsSent is, by running attempt, the number of its host's
+	// ledger's last call of it the database has (mu).
+	effectsSent map[attemptKey]int
 	// delivery bounds the spool's deliveries: it ends a while after the
 	// worker's context, so a stopping worker still delivers what it can.
 	delivery context.Context
 	db       dbOutage
+	// testStartRiver replaces River's Start in a test (nil: River's own).
+	testStartRiver func(context.Context, *river.Client[pgx.Tx]) error
 }
 
 type attemptKey struct {
@@ -128,8 +132,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.id = fmt.Sprintf("%s-%d-%s", w.Host, os.Getpid(), hex.EncodeToString(rnd[:]))
 	w.slots = make(chan struct{}, w.MaxParallel)
 	w.running = map[attemptKey]context.CancelCauseFunc{}
-	w.unseen = map[attemptKey][]spooledObservation{}
+	w.unseen = map[attemptKey][]session.Observation{}
 	w.process = map[attemptKey]*processReport{}
+	w.effectsSent = map[attemptKey]int{}
 	w.db.log = w.Log
 	delivery, stopDelivery := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDelivery()
@@ -140,35 +145,27 @@ func (w *Worker) Run(ctx context.Context) error {
 	me := clusterdb.Worker{ID: w.id, Host: w.Host, Labels: labels, PID: os.Getpid(), MaxParallel: w.MaxParallel}
 	presence := w.DB.Presence(me)
 	defer presence.Close()
-	if err := presence.Beat(ctx); err != nil {
+	// A database that does not answer while the worker starts is waited
+	// for (retryStart), as one lost after the start is.
+	if err := retryStart(ctx, w.Log, "register", presence.Beat); err != nil {
 		return err
 	}
 	w.killLeftovers(ctx)
 
-	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely[AttemptArgs](workers, &attemptWorker{w: w}); err != nil {
-		return err
-	}
-	queues := map[string]river.QueueConfig{}
-	for _, q := range Queues(w.Batch, labels) {
-		queues[q] = river.QueueConfig{MaxWorkers: w.MaxParallel}
-	}
-	client, err := river.NewClient(riverpgxv5.New(w.DB.Pool), &river.Config{
-		ID:                   w.id,
-		Queues:               queues,
-		Workers:              workers,
-		JobTimeout:           -1, // session.Run enforces the job's own timeouts
-		RescueStuckJobsAfter: w.Batch.Cluster.RescueAfter,
-		FetchPollInterval:    fetchPollEvery,
-		FetchCooldown:        fetchCooldown,
-		MaxAttempts:          1,
-		Logger:               nil,
+	var client *river.Client[pgx.Tx]
+	err := retryStart(ctx, w.Log, "start River", func(ctx context.Context) error {
+		c, err := w.riverClient(labels)
+		if err != nil {
+			return err
+		}
+		if err := w.startRiver(ctx, c); err != nil {
+			return fmt.Errorf("start River: %w", err)
+		}
+		client = c
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("start River: %w", err)
-	}
-	if err := client.Start(ctx); err != nil {
-		return fmt.Errorf("start River: %w", err)
+		return err
 	}
 	w.Log.Info().Str("worker", w.id).Strs("labels", labels).Int("max_parallel", w.MaxParallel).Msg("worker started")
 
@@ -197,6 +194,43 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.Log.Info().Str("worker", w.id).Msg("worker stopped")
 	return err
+}
+
+// riverClient is a new River client of the worker's queues: a start that
+// failed is tried again with a new one.
+func (w *Worker) riverClient(labels []string) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely[AttemptArgs](workers, &attemptWorker{w: w}); err != nil {
+		return nil, err
+	}
+	queues := map[string]river.QueueConfig{}
+	for _, q := range Queues(w.Batch, labels) {
+		queues[q] = river.QueueConfig{MaxWorkers: w.MaxParallel}
+	}
+	client, err := river.NewClient(riverpgxv5.New(w.DB.Pool), &river.Config{
+		ID:                   w.id,
+		Queues:               queues,
+		Workers:              workers,
+		JobTimeout:           -1, // session.Run enforces the job's own timeouts
+		RescueStuckJobsAfter: w.Batch.Cluster.RescueAfter,
+		FetchPollInterval:    fetchPollEvery,
+		FetchCooldown:        fetchCooldown,
+		MaxAttempts:          1,
+		Logger:               nil,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start River: %w", err)
+	}
+	return client, nil
+}
+
+// startRiver starts a worker's River client, through the test's hook
+// (testStartRiver) when it has one.
+func (w *Worker) startRiver(ctx context.Context, c *river.Client[pgx.Tx]) error {
+	if w.testStartRiver != nil {
+		return w.testStartRiver(ctx, c)
+	}
+	return c.Start(ctx)
 }
 
 // heartbeat says the worker is alive every HeartbeatEvery, on its
@@ -298,6 +332,7 @@ func (w *Worker) forwardEvents(ctx context.Context) {
 			return
 		case <-t.C:
 			w.forwardNow()
+			w.shareEffects(ctx)
 		}
 	}
 }
@@ -317,12 +352,14 @@ func (w *Worker) forwardNow() {
 	w.mu.Lock()
 	run := w.lastRun
 	w.mu.Unlock()
-	b, err := json.Marshal(evs)
-	if err != nil || run == "" {
+	if run == "" {
 		return
 	}
-	o := spooledObservation{Kind: session.SawHookEvents, Why: string(b)}
-	if err := w.insertObservations(context.Background(), attemptKey{run: run}, []spooledObservation{o}, true, nil); err != nil {
+	// The same observation, written the same way, as a session's own
+	// (observer.send): only its attempt is none, the host's hooks serve
+	// every attempt of the host.
+	o := session.Observation{Kind: session.SawHookEvents, Host: w.Host, Events: evs}
+	if err := w.insertObservations(context.Background(), attemptKey{run: run}, []session.Observation{o}, true, nil); err != nil {
 		w.db.failed(err)
 		w.unsentEvents = evs
 	}
@@ -433,6 +470,7 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 	}
 	spec := session.Spec{Batch: w.Batch, Job: bj, RunID: a.Run, Attempt: a.Attempt, Binary: w.Binary, Env: w.Env,
 		Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy, PeersSocket: w.PeersSocket, DieWithParent: true}
+	w.prepareEffects(ctx, a)
 	files, err := session.Prepare(spec)
 	if err != nil {
 		return w.finish(k, session.Outcome{Status: session.Failed, ExitCode: -1,
@@ -474,7 +512,11 @@ func (w *Worker) finish(k attemptKey, out session.Outcome) error {
 	w.mu.Unlock()
 	// The spool and the database are outside the process: redacted, as the
 	// journal is.
-	e := spooledEnd{Batch: w.DB.Batch, Run: k.run, Job: k.job, Attempt: k.attempt, Host: w.Host, Worker: w.id, Outcome: out.Redacted(), Seen: seen}
+	e := spooledEnd{Batch: w.DB.Batch, Run: k.run, Job: k.job, Attempt: k.attempt, Host: w.Host, Worker: w.id, Outcome: out.Redacted(), Seen: seen,
+		Effects: w.unsharedEffects(k)}
+	w.mu.Lock()
+	delete(w.effectsSent, k)
+	w.mu.Unlock()
 	return w.spoolAndDeliver(e)
 }
 
@@ -487,7 +529,7 @@ type observer struct {
 // processReport is a session's process, waiting for its attempt's next
 // write.
 type processReport struct {
-	obs   spooledObservation
+	obs   session.Observation
 	timer *time.Timer
 }
 
@@ -527,7 +569,7 @@ func (o *observer) holdProcess(s session.Observation) {
 	w := o.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	p := &processReport{obs: spooledObservation{Kind: s.Kind, PGID: s.PGID}}
+	p := &processReport{obs: s}
 	p.timer = time.AfterFunc(processWait, func() {
 		w.mu.Lock()
 		held := w.process[o.k] == p
@@ -544,26 +586,18 @@ func (o *observer) holdProcess(s session.Observation) {
 
 // send writes one observation, after the session's process when it waits.
 func (o *observer) send(s session.Observation) {
-	obs := spooledObservation{Kind: s.Kind, Server: s.Server, Status: s.Status, Tool: s.Tool, Why: s.Why, PGID: s.PGID}
-	if s.Kind == session.SawHookEvents {
-		b, err := json.Marshal(s.Events)
-		if err != nil {
-			return
-		}
-		obs.Why = string(b)
-	}
 	var pgid *int
 	if s.Kind == session.SawProcess {
 		pgid = &s.PGID
 	}
 	w := o.w
-	batch := []spooledObservation{obs}
+	batch := []session.Observation{s}
 	notify := s.Kind != session.SawProcess
 	w.mu.Lock()
 	if p := w.process[o.k]; p != nil {
 		p.timer.Stop()
 		delete(w.process, o.k)
-		batch = append([]spooledObservation{p.obs}, batch...)
+		batch = append([]session.Observation{p.obs}, batch...)
 		pgid = &p.obs.PGID
 	}
 	behind := len(w.unseen[o.k]) > 0
@@ -612,12 +646,17 @@ func Serve(ctx context.Context, b *jobs.Batch, opts ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	db, err := clusterdb.Open(ctx, dsn, b.Name)
-	if err != nil {
+	// Postgres may be down or restarting as the worker starts (a host's
+	// boot, an outage): each step waits for it (retryStart).
+	var db *clusterdb.DB
+	if err := retryStart(ctx, opts.Log, "connect", func(ctx context.Context) (err error) {
+		db, err = clusterdb.Open(ctx, dsn, b.Name)
+		return err
+	}); err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
+	if err := retryStart(ctx, opts.Log, "migrate", db.Migrate); err != nil {
 		return err
 	}
 	if opts.Host == "" {
@@ -628,9 +667,12 @@ func Serve(ctx context.Context, b *jobs.Batch, opts ServeOptions) error {
 	}
 	// This host's cache follows the cluster's health, and its hooks claim
 	// the one probe and the one trial through the relay's socket.
-	relay, err := healthsync.Start(ctx, db, &healthcheck.Store{Path: statedir.Cache(b.StateDir)},
-		healthsync.Options{Host: opts.Host, Servers: ServerNames(b), Warn: func(msg string) { opts.Log.Warn().Msg(msg) }})
-	if err != nil {
+	var relay *healthsync.Relay
+	if err := retryStart(ctx, opts.Log, "shared health", func(ctx context.Context) (err error) {
+		relay, err = healthsync.Start(ctx, db, &healthcheck.Store{Path: statedir.Cache(b.StateDir)},
+			healthsync.Options{Host: opts.Host, Servers: ServerNames(b), Warn: func(msg string) { opts.Log.Warn().Msg(msg) }})
+		return err
+	}); err != nil {
 		return err
 	}
 	defer relay.Close()

@@ -26,7 +26,10 @@ them here, at most --max-parallel at a time (default: the batch's max_parallel),
 pinned to none of the hosts or to one of this worker's labels (its host name and every --label).
 Run it on each host, under the platform's scheduler or by hand; ` + "`nightwatch run FILE`" + ` on one host
 coordinates the night. SIGTERM stops it: its running sessions end "stopped" and run again elsewhere.
-Exit 2: invalid file, no cluster: section, or the database cannot be reached.`,
+A database that does not answer while the worker starts is waited for (tried again after 0.5 s, doubling
+up to 15 s, each try logged), as one lost later is.
+Exit 2: invalid file, no cluster: section, or the database refuses the worker (credentials, no such
+database, a schema newer than this nightwatch).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := loadBatch(args[0])
