@@ -28,6 +28,9 @@ type Coordinator struct {
 	river     *river.Client[pgx.Tx]
 	lastObs   int64
 	delivered map[attemptKey]bool
+	// shared holds the attempts whose job had calls in nightwatch_effects
+	// when their end was read: only those are worth a read of the ledger.
+	shared map[attemptKey]bool
 
 	// The coordinator's own hold on the database, on the monotonic clock
 	// (Poll's): when it last read the database whole, whether its last
@@ -72,7 +75,7 @@ func NewCoordinator(db *clusterdb.DB, run string) (*Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("River: %w", err)
 	}
-	return &Coordinator{DB: db, Run: run, river: client, delivered: map[attemptKey]bool{}}, nil
+	return &Coordinator{DB: db, Run: run, river: client, delivered: map[attemptKey]bool{}, shared: map[attemptKey]bool{}}, nil
 }
 
 // Enqueue adds attempt a of a job pinned to hosts (none: any worker). A
@@ -304,10 +307,11 @@ const crashCheckEvery = time.Second
 // observations, written before (or with) its attempt's end, are there
 // whenever the end is.
 func (c *Coordinator) reports(ctx context.Context) ([]session.Observation, []session.Ended, error) {
-	rows, err := c.DB.Pool.Query(ctx, `SELECT 0, 0::bigint, ended_at, job, attempt, outcome, COALESCE(host, ''), '', '', '', '', '', 0, NULL::jsonb
-			FROM nightwatch_attempts WHERE batch = $1 AND run_id = $2 AND state = 'ended'
+	rows, err := c.DB.Pool.Query(ctx, `SELECT 0, 0::bigint, ended_at, job, attempt, outcome, COALESCE(host, ''), '', '', '', '', '', 0, NULL::jsonb,
+			EXISTS (SELECT 1 FROM nightwatch_effects f WHERE f.batch = a.batch AND f.run_id = a.run_id AND f.job = a.job)
+			FROM nightwatch_attempts a WHERE batch = $1 AND run_id = $2 AND state = 'ended'
 		UNION ALL
-		SELECT 1, id, NULL, job, attempt, NULL, host, kind, server, status, tool, why, pgid, events
+		SELECT 1, id, NULL, job, attempt, NULL, host, kind, server, status, tool, why, pgid, events, false
 			FROM nightwatch_observations WHERE batch = $1 AND run_id = $2 AND id > $3
 		ORDER BY 1, 3, 2`, c.DB.Batch, c.Run, c.lastObs)
 	if err != nil {
@@ -324,13 +328,17 @@ func (c *Coordinator) reports(ctx context.Context) ([]session.Observation, []ses
 		var job, host, kind, server, status, tool, why string
 		var attempt, pgid int
 		var outcome, events []byte
-		if err := rows.Scan(&src, &id, &at, &job, &attempt, &outcome, &host, &kind, &server, &status, &tool, &why, &pgid, &events); err != nil {
+		var shared bool
+		if err := rows.Scan(&src, &id, &at, &job, &attempt, &outcome, &host, &kind, &server, &status, &tool, &why, &pgid, &events, &shared); err != nil {
 			return nil, nil, err
 		}
 		if src == 0 {
 			e := session.Ended{Job: job, Attempt: attempt, Host: host}
 			if c.delivered[attemptKey{c.Run, job, attempt}] {
 				continue
+			}
+			if shared {
+				c.shared[attemptKey{c.Run, job, attempt}] = true
 			}
 			if err := json.Unmarshal(outcome, &e.Outcome); err != nil {
 				e.Outcome = session.Outcome{Status: session.Failed, ExitCode: -1, Reason: "the outcome written by host " + host + " cannot be read: " + err.Error()}
@@ -357,6 +365,16 @@ func (c *Coordinator) reports(ctx context.Context) ([]session.Observation, []ses
 		c.delivered[attemptKey{c.Run, e.Job, e.Attempt}] = true
 	}
 	return seen, ends, nil
+}
+
+// SharedEffects says whether job's calls were in nightwatch_effects when
+// the end of its attempt was read, and forgets it: the pump asks once per
+// end.
+func (c *Coordinator) SharedEffects(job string, attempt int) bool {
+	k := attemptKey{c.Run, job, attempt}
+	shared := c.shared[k]
+	delete(c.shared, k)
+	return shared
 }
 
 // SkipObservations makes the next Poll start after what is there now (a

@@ -25,6 +25,11 @@ import (
 //   - the coordinator brings them into its own ledger before the night
 //     hears an end (Executor.mergeEffects), so that the night journals
 //     them and tells the retry's prompt, as on one host.
+//
+// A first attempt reads nothing (no earlier attempt made a call), and the
+// coordinator reads the ledger only for a job that has calls in it (the
+// read of the ends says so): a job without side effects costs the
+// database no statement.
 
 // effectsWait bounds a read of the shared ledger before an attempt.
 const effectsWait = 10 * time.Second
@@ -36,6 +41,9 @@ func (w *Worker) prepareEffects(ctx context.Context, a AttemptArgs) {
 	if err := effects.Prepare(path, a.Tools, a.AllowRepeat); err != nil {
 		w.Log.Error().Err(err).Str("job", a.Job).Msg("side-effect ledger: repeated calls are not checked in this attempt")
 		return
+	}
+	if a.Attempt <= 1 {
+		return // no earlier attempt made a call
 	}
 	ctx, cancel := context.WithTimeout(ctx, effectsWait)
 	defer cancel()

@@ -290,7 +290,9 @@ func (e *Executor) pump(ctx context.Context) {
 				delete(e.running, end.Job)
 			}
 			e.mu.Unlock()
-			e.mergeEffects(ctx, end.Job)
+			if e.coord.SharedEffects(end.Job, end.Attempt) {
+				e.mergeEffects(ctx, end.Job)
+			}
 			if !e.deliver(ctx, session.Report{Ended: &end}) {
 				return
 			}
