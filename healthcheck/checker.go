@@ -440,7 +440,7 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 			reason += " (reconnect failed: " + rc.Detail + ")"
 		}
 	}
-	f := Failure{Code: code, Reason: reason, RetryAfter: res.RetryAfter}
+	f := Failure{Code: code, Reason: reason, RetryAfter: res.RetryAfter, RefusedBy: refusedBy(res)}
 	e := c.recordSince(server, since, func(p *Entry, now time.Time) Entry {
 		n := c.Settings.MarkUnhealthy(p, now, f)
 		stamp(&n, srv, res)
@@ -667,6 +667,11 @@ func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconf
 		return cl, d.Entry
 	}
 	f := Failure{Code: cl.Code, Reason: reason}
+	if cl.Client == ClientUnreachable && srv != nil && srv.Transport != mcpconfig.Stdio {
+		// The client's own "Unable to connect" (2.1.332: "ECONNREFUSED: "):
+		// nothing listened at the server's address.
+		f.RefusedBy = ByCallFailure
+	}
 	if !canProbe || (cl.Code == CodeAuth && !SendsCredentials(srv)) {
 		// A probe cannot see this outage (no definition, or credentials
 		// the probe does not have): only a trial call may end it.
@@ -820,7 +825,7 @@ func probeTransition(s Settings, srv *mcpconfig.Server, res probe.Result, by By)
 			return n
 		}, Event{By: by, Verdict: string(res.Verdict)}
 	}
-	f := Failure{Code: CodeOfVerdict(res.Verdict), Reason: res.Reason, RetryAfter: res.RetryAfter}
+	f := Failure{Code: CodeOfVerdict(res.Verdict), Reason: res.Reason, RetryAfter: res.RetryAfter, RefusedBy: refusedBy(res)}
 	return func(p *Entry, now time.Time) Entry {
 		n := s.MarkUnhealthy(p, now, f)
 		stamp(&n, srv, res)
@@ -858,4 +863,13 @@ func (c *Checker) Reset(names []string, all, stuck bool) ([]string, error) {
 // a slow server, not a dead one, as far as this probe can tell.
 func slowStart(srv *mcpconfig.Server, res probe.Result, clientStartup time.Duration) bool {
 	return srv.Transport == mcpconfig.Stdio && res.TimedOutAfter > 0 && res.TimedOutAfter < clientStartup
+}
+
+// refusedBy is ByProbe when the probe's connection was refused (the
+// dialer's errno, probe.Result.Refused), else "".
+func refusedBy(res probe.Result) By {
+	if res.Refused {
+		return ByProbe
+	}
+	return ""
 }
