@@ -24,7 +24,9 @@ const (
 	// each start of the server's process (Start counts them within one
 	// exec-server; a second exec-server in one attempt is Claude Code's
 	// own respawn), each restart nightwatch made (Reason how the process
-	// ended) and a server that could not be brought back.
+	// ended) and a server that could not be brought back. A hook writes
+	// server-restarted too, with By ByProbe and Since, for an HTTP server
+	// that came back as a new process (HTTPRestart).
 	EventServerStarted   = "server-started"
 	EventServerRestarted = "server-restarted"
 	EventServerLost      = "server-lost"
@@ -82,6 +84,11 @@ type Event struct {
 	Attempt int    `json:"attempt,omitempty"`
 	Start   int    `json:"start,omitempty"`
 	PID     int    `json:"pid,omitempty"`
+	// Since is when the outage a server-restarted of an HTTP server ended
+	// began (By ByProbe: a hook saw it back as a new process,
+	// HTTPRestart); every call held for that outage says so, the night
+	// journals it once.
+	Since time.Time `json:"since,omitzero"`
 	// Outcome and HeldSeconds are a held call's (EventHeld).
 	Outcome     string  `json:"outcome,omitempty"`
 	HeldSeconds float64 `json:"heldSeconds,omitempty"`

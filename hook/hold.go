@@ -112,13 +112,31 @@ func (h *handler) addContext(event, text string) {
 }
 
 // newProcess says how a new process of server replaced the one that was
-// down at down ("" when the events file does not say: an HTTP server, a
-// session outside a night's attempt). Read only after a hold that ended
-// with the server back.
-func (h *handler) newProcess(server string, down time.Time) string {
+// down at down ("" when nothing says so: a session outside a night's
+// attempt, an HTTP server that kept its listener). Read only after a hold
+// that ended with the server back (entry is its entry then). A stdio
+// server's restarts are exec-server's events in the events file
+// (healthcheck.NewProcess); an HTTP server's is its entry
+// (healthcheck.HTTPRestart: its address refused connections during the
+// outage), and the hook announces it in the events file, which the night
+// journals as server-restarted.
+func (h *handler) newProcess(server string, down time.Time, entry *healthcheck.Entry) string {
 	dir, _ := h.env.Getenv(sessionstop.DirEnv)
-	run, job, attempt, ok := statedir.AttemptOf(dir)
-	if !ok || h.checker.Events == nil || h.checker.Events.Path == "" {
+	run, job, attempt, inAttempt := statedir.AttemptOf(dir)
+	if srv := h.lookup(server); srv != nil && srv.Transport != mcpconfig.Stdio {
+		how, ok := healthcheck.HTTPRestart(entry, srv.Transport, down)
+		if ok {
+			ev := healthcheck.Event{Time: h.now(), Kind: healthcheck.EventServerRestarted, Session: h.p.SessionID,
+				Server: server, By: healthcheck.ByProbe, Reason: how, Since: down, Dir: dir}
+			if inAttempt {
+				ev.Run, ev.Job, ev.Attempt = run, job, attempt
+			}
+			h.checker.Events.Append(ev)
+			h.log.Info().Str("server", server).Str("how", how).Msg("back as a new process")
+		}
+		return how
+	}
+	if !inAttempt || h.checker.Events == nil || h.checker.Events.Path == "" {
 		return ""
 	}
 	tail := healthcheck.EventTail{Path: h.checker.Events.Path}

@@ -242,7 +242,7 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 		if held != nil {
 			// No permission decision: "allow" would grant a tool that
 			// --allowedTools does not list (reference §1.5).
-			h.addContext(PreToolUse, BackContext(server, held.waited, h.newProcess(server, down)))
+			h.addContext(PreToolUse, BackContext(server, held.waited, h.newProcess(server, down, d.Entry)))
 		}
 		return ExitAllow
 	}
