@@ -631,11 +631,32 @@ func (c *Checker) RecordSuccessIn(sn *Snapshot, server string, lookup func() *mc
 // out loud. It returns the classification and the entry after it (nil
 // when nothing was recorded).
 func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconfig.Server, errText string) (Classification, *Entry) {
+	return c.RecordCallFailure(ctx, server, srv, CallFailure{Text: errText})
+}
+
+// CallFailure is a call that failed in the client: its error text, and
+// Answered, asked only when the text reads as the client's own, says
+// whether the server itself answered the call with that failure (the
+// hook reads exec-server's EventCallAnswered: ServerAnswered).
+type CallFailure struct {
+	Text     string
+	Answered func() bool
+}
+
+// RecordCallFailure is RecordFailure with the wire's evidence: a failure
+// whose text is the client's own ("Connection closed") but which the
+// server itself answered is the server's answer (ClassifyAnswered), and
+// never opens it.
+func (c *Checker) RecordCallFailure(ctx context.Context, server string, srv *mcpconfig.Server, call CallFailure) (Classification, *Entry) {
+	errText := call.Text
 	transport := mcpconfig.Transport("")
 	if srv != nil {
 		transport = srv.Transport
 	}
 	cl := Classify(errText, transport)
+	if cl.Client != "" && call.Answered != nil && call.Answered() {
+		cl = ClassifyAnswered(errText)
+	}
 	reason := text.OneLine(errText, 300)
 	if (cl.Counts || cl.MarksUnhealthy) && c.NoWitness != nil {
 		if why := c.NoWitness(); why != "" {

@@ -58,6 +58,9 @@ type Classification struct {
 	// Client is which of the client's own texts it is ("" for a server's
 	// text).
 	Client ClientKind
+	// ServerAnswered: exec-server saw the server itself answer the call
+	// with this failure (ClassifyAnswered), whatever the text says.
+	ServerAnswered bool
 	// NotWitness, set by Checker.RecordFailure, says why a failure that
 	// would have counted or opened the server was not recorded: the
 	// session it came from is no witness (Checker.NoWitness).

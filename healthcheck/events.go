@@ -30,6 +30,12 @@ const (
 	EventServerStarted   = "server-started"
 	EventServerRestarted = "server-restarted"
 	EventServerLost      = "server-lost"
+	// EventCallAnswered: exec-server saw the stdio server itself answer
+	// the call ToolUseID (Tool) with a failure, Verdict AnsweredError or
+	// AnsweredIsError, written before the answer reached Claude Code. That
+	// call's failure is the server's own answer, whatever its text says
+	// (ServerAnswered).
+	EventCallAnswered = "call-answered"
 	// EventHolding: a hook started to hold a call for a server that is
 	// down but being repaired; EventHeld: the hold ended (Outcome,
 	// HeldSeconds). Both count as the session's output for the night's
@@ -49,6 +55,15 @@ const (
 	HoldDenied = "denied"
 	// HoldCancelled: the hook was stopped while holding.
 	HoldCancelled = "cancelled"
+)
+
+// How a server answered a call with a failure (EventCallAnswered's
+// Verdict).
+const (
+	// AnsweredError: a JSON-RPC error.
+	AnsweredError = "jsonrpc-error"
+	// AnsweredIsError: a result with isError set.
+	AnsweredIsError = "is-error"
 )
 
 // GuardRestarted opens the JSON-RPC error exec-server (package

@@ -143,3 +143,22 @@ func (h *handler) newProcess(server string, down time.Time, entry *healthcheck.E
 	how, _ := healthcheck.NewProcess(tail.Next(), run, job, attempt, server, down)
 	return how
 }
+
+// serverAnswered says whether exec-server saw server itself answer this
+// call (the payload's tool_use_id) with a failure, from the events file
+// (healthcheck.ServerAnswered). Read only for a failure whose text is the
+// client's own: outside a night's attempt there is no exec-server, and
+// nothing to read.
+func (h *handler) serverAnswered(server string) bool {
+	dir, _ := h.env.Getenv(sessionstop.DirEnv)
+	run, job, attempt, ok := statedir.AttemptOf(dir)
+	if !ok || h.p.ToolUseID == "" || h.checker.Events == nil || h.checker.Events.Path == "" {
+		return false
+	}
+	tail := healthcheck.EventTail{Path: h.checker.Events.Path}
+	verdict, answered := healthcheck.ServerAnswered(tail.Next(), run, job, attempt, server, h.p.ToolUseID)
+	if answered {
+		h.log.Info().Str("server", server).Str("answer", verdict).Msg("the server itself answered the failed call")
+	}
+	return answered
+}
