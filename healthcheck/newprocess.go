@@ -74,3 +74,10 @@ func HTTPRestart(e *Entry, transport mcpconfig.Transport, down time.Time) (how s
 	}
 	return fmt.Sprintf("HTTP: its address refused connections during the outage (seen by %s), then %s", who, back), true
 }
+
+// RestoredAt says whether e turned healthy from an outage at at (its
+// LastRestoredAt): a decision whose probe checked the server at at ended
+// the outage itself.
+func RestoredAt(e *Entry, at Millis) bool {
+	return e != nil && e.Status == StatusHealthy && at != 0 && e.LastRestoredAt == at
+}

@@ -125,3 +125,27 @@ func TestRefusedAt(t *testing.T) {
 		t.Errorf("a refusal seen while held: %+v", e)
 	}
 }
+
+// TestRestoredAt: only the check that turned the entry healthy restored
+// it; a later healthy check, a down entry and an unset time did not.
+func TestRestoredAt(t *testing.T) {
+	tests := []struct {
+		name string
+		e    *Entry
+		at   Millis
+		want bool
+	}{
+		{"this check restored it", &Entry{Status: StatusHealthy, CheckedAt: 20, LastRestoredAt: 20}, 20, true},
+		{"restored earlier", &Entry{Status: StatusHealthy, CheckedAt: 30, LastRestoredAt: 20}, 30, false},
+		{"still down", &Entry{Status: StatusUnhealthy, CheckedAt: 20, LastRestoredAt: 20}, 20, false},
+		{"never checked", &Entry{Status: StatusHealthy}, 0, false},
+		{"no entry", nil, 20, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := RestoredAt(tt.e, tt.at); got != tt.want {
+				t.Errorf("RestoredAt = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -121,21 +121,11 @@ func (h *handler) addContext(event, text string) {
 // outage), and the hook announces it in the events file, which the night
 // journals as server-restarted.
 func (h *handler) newProcess(server string, down time.Time, entry *healthcheck.Entry) string {
+	if srv := h.lookup(server); srv != nil && srv.Transport != mcpconfig.Stdio {
+		return h.httpRestart(server, srv.Transport, down, entry)
+	}
 	dir, _ := h.env.Getenv(sessionstop.DirEnv)
 	run, job, attempt, inAttempt := statedir.AttemptOf(dir)
-	if srv := h.lookup(server); srv != nil && srv.Transport != mcpconfig.Stdio {
-		how, ok := healthcheck.HTTPRestart(entry, srv.Transport, down)
-		if ok {
-			ev := healthcheck.Event{Time: h.now(), Kind: healthcheck.EventServerRestarted, Session: h.p.SessionID,
-				Server: server, By: healthcheck.ByProbe, Reason: how, Since: down, Dir: dir}
-			if inAttempt {
-				ev.Run, ev.Job, ev.Attempt = run, job, attempt
-			}
-			h.checker.Events.Append(ev)
-			h.log.Info().Str("server", server).Str("how", how).Msg("back as a new process")
-		}
-		return how
-	}
 	if !inAttempt || h.checker.Events == nil || h.checker.Events.Path == "" {
 		return ""
 	}
@@ -161,4 +151,40 @@ func (h *handler) serverAnswered(server string) bool {
 		h.log.Info().Str("server", server).Str("answer", verdict).Msg("the server itself answered the failed call")
 	}
 	return answered
+}
+
+// httpRestart says how an HTTP server back after its outage (begun at
+// down; entry is its entry now) is a new process (healthcheck.HTTPRestart,
+// "" when nothing says so), and announces it in the events file with the
+// outage's first refusal as Since, the same for every hook that sees it,
+// so that the night journals it once.
+func (h *handler) httpRestart(server string, transport mcpconfig.Transport, down time.Time, entry *healthcheck.Entry) string {
+	how, ok := healthcheck.HTTPRestart(entry, transport, down)
+	if !ok {
+		return ""
+	}
+	dir, _ := h.env.Getenv(sessionstop.DirEnv)
+	ev := healthcheck.Event{Time: h.now(), Kind: healthcheck.EventServerRestarted, Session: h.p.SessionID,
+		Server: server, By: healthcheck.ByProbe, Reason: how, Since: entry.RefusedAt.Time(), Dir: dir}
+	if run, job, attempt, inAttempt := statedir.AttemptOf(dir); inAttempt {
+		ev.Run, ev.Job, ev.Attempt = run, job, attempt
+	}
+	h.checker.Events.Append(ev)
+	h.log.Info().Str("server", server).Str("how", how).Msg("back as a new process")
+	return how
+}
+
+// probedBack says how an HTTP server that this call's own probe found
+// back (its backoff had run out, so the call was not held) is a new
+// process ("" when it is not, or the probe did not restore it).
+func (h *handler) probedBack(server string, d healthcheck.Decision) string {
+	e := d.Entry
+	if !d.Probed || e == nil || !healthcheck.RestoredAt(e, e.CheckedAt) {
+		return ""
+	}
+	srv := h.lookup(server)
+	if srv == nil || srv.Transport == mcpconfig.Stdio {
+		return ""
+	}
+	return h.httpRestart(server, srv.Transport, e.RefusedAt.Time(), e)
 }

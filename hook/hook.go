@@ -243,10 +243,12 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 	}
 	if d.Allow {
 		h.log.Info().Str("server", server).Str("tool", tool).Bool("probed", d.Probed).Bool("trial", d.Trial).Msg("allow")
+		// No permission decision: "allow" would grant a tool that
+		// --allowedTools does not list (reference §1.5).
 		if held != nil {
-			// No permission decision: "allow" would grant a tool that
-			// --allowedTools does not list (reference §1.5).
 			h.addContext(PreToolUse, BackContext(server, held.waited, h.newProcess(server, down, d.Entry)))
+		} else if how := h.probedBack(server, d); how != "" {
+			h.addContext(PreToolUse, hot.NewProcessContext(server, how))
 		}
 		return ExitAllow
 	}
