@@ -99,10 +99,10 @@ type Event struct {
 	Attempt int    `json:"attempt,omitempty"`
 	Start   int    `json:"start,omitempty"`
 	PID     int    `json:"pid,omitempty"`
-	// Since is when the outage a server-restarted of an HTTP server ended
-	// began (By ByProbe: a hook saw it back as a new process,
-	// HTTPRestart); every call held for that outage says so, the night
-	// journals it once.
+	// Since is, for a server-restarted of an HTTP server (By ByProbe: a
+	// hook saw it back as a new process, HTTPRestart), the first refused
+	// connection of the outage it ended (Entry.RefusedAt): every call of
+	// that outage says so, the night journals it once.
 	Since time.Time `json:"since,omitzero"`
 	// Outcome and HeldSeconds are a held call's (EventHeld).
 	Outcome     string  `json:"outcome,omitempty"`

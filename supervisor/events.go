@@ -88,8 +88,8 @@ func (n *night) absorbGuard(ev healthcheck.Event, host string) {
 	}
 }
 
-// httpRestart is one outage of an HTTP server of an attempt, by when it
-// began.
+// httpRestart is one outage of an HTTP server of an attempt, by its
+// first refused connection (the event's Since).
 type httpRestart struct {
 	attemptServer
 	since int64
