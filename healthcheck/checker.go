@@ -461,7 +461,7 @@ func (c *Checker) settle(ctx context.Context, srv *mcpconfig.Server, res probe.R
 			reason += " (reconnect failed: " + rc.Detail + ")"
 		}
 	}
-	f := Failure{Code: code, Reason: reason, RetryAfter: res.RetryAfter}
+	f := Failure{Code: code, Reason: reason, RetryAfter: res.RetryAfter, RefusedBy: refusedBy(res)}
 	e := c.recordSince(server, since, func(p *Entry, now time.Time) Entry {
 		n := c.Settings.MarkUnhealthy(p, now, f)
 		stamp(&n, srv, res)
@@ -652,11 +652,32 @@ func (c *Checker) RecordSuccessIn(sn *Snapshot, server string, lookup func() *mc
 // out loud. It returns the classification and the entry after it (nil
 // when nothing was recorded).
 func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconfig.Server, errText string) (Classification, *Entry) {
+	return c.RecordCallFailure(ctx, server, srv, CallFailure{Text: errText})
+}
+
+// CallFailure is a call that failed in the client: its error text, and
+// Answered, asked only when the text reads as the client's own, says
+// whether the server itself answered the call with that failure (the
+// hook reads exec-server's EventCallAnswered: ServerAnswered).
+type CallFailure struct {
+	Text     string
+	Answered func() bool
+}
+
+// RecordCallFailure is RecordFailure with the wire's evidence: a failure
+// whose text is the client's own ("Connection closed") but which the
+// server itself answered is the server's answer (ClassifyAnswered), and
+// never opens it.
+func (c *Checker) RecordCallFailure(ctx context.Context, server string, srv *mcpconfig.Server, call CallFailure) (Classification, *Entry) {
+	errText := call.Text
 	transport := mcpconfig.Transport("")
 	if srv != nil {
 		transport = srv.Transport
 	}
 	cl := Classify(errText, transport)
+	if cl.Client != "" && call.Answered != nil && call.Answered() {
+		cl = ClassifyAnswered(errText)
+	}
 	reason := text.OneLine(errText, 300)
 	if (cl.Counts || cl.MarksUnhealthy) && c.NoWitness != nil {
 		if why := c.NoWitness(); why != "" {
@@ -688,6 +709,11 @@ func (c *Checker) RecordFailure(ctx context.Context, server string, srv *mcpconf
 		return cl, d.Entry
 	}
 	f := Failure{Code: cl.Code, Reason: reason}
+	if cl.Client == ClientUnreachable && srv != nil && srv.Transport != mcpconfig.Stdio {
+		// The client's own "Unable to connect" (2.1.332: "ECONNREFUSED: "):
+		// nothing listened at the server's address.
+		f.RefusedBy = ByCallFailure
+	}
 	if !canProbe || (cl.Code == CodeAuth && !SendsCredentials(srv)) {
 		// A probe cannot see this outage (no definition, or credentials
 		// the probe does not have): only a trial call may end it.
@@ -841,7 +867,7 @@ func probeTransition(s Settings, srv *mcpconfig.Server, res probe.Result, by By)
 			return n
 		}, Event{By: by, Verdict: string(res.Verdict)}
 	}
-	f := Failure{Code: CodeOfVerdict(res.Verdict), Reason: res.Reason, RetryAfter: res.RetryAfter}
+	f := Failure{Code: CodeOfVerdict(res.Verdict), Reason: res.Reason, RetryAfter: res.RetryAfter, RefusedBy: refusedBy(res)}
 	return func(p *Entry, now time.Time) Entry {
 		n := s.MarkUnhealthy(p, now, f)
 		stamp(&n, srv, res)
@@ -879,4 +905,13 @@ func (c *Checker) Reset(names []string, all, stuck bool) ([]string, error) {
 // a slow server, not a dead one, as far as this probe can tell.
 func slowStart(srv *mcpconfig.Server, res probe.Result, clientStartup time.Duration) bool {
 	return srv.Transport == mcpconfig.Stdio && res.TimedOutAfter > 0 && res.TimedOutAfter < clientStartup
+}
+
+// refusedBy is ByProbe when the probe's connection was refused (the
+// dialer's errno, probe.Result.Refused), else "".
+func refusedBy(res probe.Result) By {
+	if res.Refused {
+		return ByProbe
+	}
+	return ""
 }

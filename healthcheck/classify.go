@@ -55,6 +55,12 @@ type Classification struct {
 	// JSONRPC is true when a version that says so (2.1.197's "MCP error
 	// <code>: ") marked the text as a JSON-RPC error.
 	JSONRPC bool
+	// Client is which of the client's own texts it is ("" for a server's
+	// text).
+	Client ClientKind
+	// ServerAnswered: exec-server saw the server itself answer the call
+	// with this failure (ClassifyAnswered), whatever the text says.
+	ServerAnswered bool
 	// NotWitness, set by Checker.RecordFailure, says why a failure that
 	// would have counted or opened the server was not recorded: the
 	// session it came from is no witness (Checker.NoWitness).
@@ -286,6 +292,7 @@ func Classify(text string, transport mcpconfig.Transport) Classification {
 			}
 		}
 		cl.JSONRPC = cf.rpcCode != ""
+		cl.Client = cf.Kind
 		return cl
 	}
 	t, rpcCode, errno := cutPrefixes(t)

@@ -119,6 +119,13 @@ type Entry struct {
 	// once until the outage ends, so a server that stays down costs one
 	// hold, not one per call.
 	HoldGaveUpAt Millis `json:"holdGaveUpAt,omitempty"`
+	// RefusedAt is when, in the current outage or the last one (a healthy
+	// entry keeps it until the next outage begins), the server's address
+	// was first seen refusing connections, and RefusedBy what saw it
+	// (Failure.RefusedBy): nothing listened there, so an HTTP server that
+	// answers again is a new listener (HTTPRestart).
+	RefusedAt Millis `json:"refusedAt,omitempty"`
+	RefusedBy By     `json:"refusedBy,omitempty"`
 
 	// articleCode is the lastFailureCode read from the file, kept so that a
 	// hand-written 403 is not rewritten as 401.

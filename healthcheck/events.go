@@ -24,10 +24,18 @@ const (
 	// each start of the server's process (Start counts them within one
 	// exec-server; a second exec-server in one attempt is Claude Code's
 	// own respawn), each restart nightwatch made (Reason how the process
-	// ended) and a server that could not be brought back.
+	// ended) and a server that could not be brought back. A hook writes
+	// server-restarted too, with By ByProbe and Since, for an HTTP server
+	// that came back as a new process (HTTPRestart).
 	EventServerStarted   = "server-started"
 	EventServerRestarted = "server-restarted"
 	EventServerLost      = "server-lost"
+	// EventCallAnswered: exec-server saw the stdio server itself answer
+	// the call ToolUseID (Tool) with a failure, Verdict AnsweredError or
+	// AnsweredIsError, written before the answer reached Claude Code. That
+	// call's failure is the server's own answer, whatever its text says
+	// (ServerAnswered).
+	EventCallAnswered = "call-answered"
 	// EventHolding: a hook started to hold a call for a server that is
 	// down but being repaired; EventHeld: the hold ended (Outcome,
 	// HeldSeconds). Both count as the session's output for the night's
@@ -47,6 +55,15 @@ const (
 	HoldDenied = "denied"
 	// HoldCancelled: the hook was stopped while holding.
 	HoldCancelled = "cancelled"
+)
+
+// How a server answered a call with a failure (EventCallAnswered's
+// Verdict).
+const (
+	// AnsweredError: a JSON-RPC error.
+	AnsweredError = "jsonrpc-error"
+	// AnsweredIsError: a result with isError set.
+	AnsweredIsError = "is-error"
 )
 
 // GuardRestarted opens the JSON-RPC error exec-server (package
@@ -82,6 +99,11 @@ type Event struct {
 	Attempt int    `json:"attempt,omitempty"`
 	Start   int    `json:"start,omitempty"`
 	PID     int    `json:"pid,omitempty"`
+	// Since is, for a server-restarted of an HTTP server (By ByProbe: a
+	// hook saw it back as a new process, HTTPRestart), the first refused
+	// connection of the outage it ended (Entry.RefusedAt): every call of
+	// that outage says so, the night journals it once.
+	Since time.Time `json:"since,omitzero"`
 	// Outcome and HeldSeconds are a held call's (EventHeld).
 	Outcome     string  `json:"outcome,omitempty"`
 	HeldSeconds float64 `json:"heldSeconds,omitempty"`

@@ -185,7 +185,7 @@ func (c *Checker) Recheck(ctx context.Context, server string, seen Millis, looku
 		code = e.LastFailureCode // slow to start is no new class
 	}
 	after := c.record(server, func(p *Entry, now time.Time) Entry {
-		n := c.Settings.StillDown(p, now, Failure{Code: code, Reason: res.Reason})
+		n := c.Settings.StillDown(p, now, Failure{Code: code, Reason: res.Reason, RefusedBy: refusedBy(res)})
 		stamp(&n, srv, res)
 		return n
 	}, Event{By: ByProbe, Verdict: string(res.Verdict), Code: string(code), Reason: res.Reason})
@@ -225,6 +225,7 @@ func (s Settings) StillDown(prev *Entry, now time.Time, f Failure) Entry {
 	}
 	e := *prev
 	e.CheckedAt = MillisOf(now)
+	e.noteRefused(e.CheckedAt, f.RefusedBy)
 	e.LastError = f.Reason
 	if f.Code != "" && f.Code != e.LastFailureCode {
 		e.LastFailureCode = f.Code

@@ -291,6 +291,10 @@ type Failure struct {
 	RetryAfter time.Duration
 	// Witness says what saw it; see Witness.
 	Witness Witness
+	// RefusedBy, when set, says what found the server's address refusing
+	// connections (ByProbe: the dialer's ECONNREFUSED; ByCallFailure: the
+	// client's own "Unable to connect" for a call): nothing listened there.
+	RefusedBy By
 }
 
 // MarkUnhealthy opens a server: one more consecutive failure, and the
@@ -304,7 +308,9 @@ func (s Settings) MarkUnhealthy(prev *Entry, now time.Time, f Failure) Entry {
 	if prev == nil || prev.Status != StatusUnhealthy || e.UnhealthySince == 0 {
 		e.UnhealthySince = ms
 		e.HoldGaveUpAt = 0
+		e.RefusedAt, e.RefusedBy = 0, "" // a new outage: only its own refusals count
 	}
+	e.noteRefused(ms, f.RefusedBy)
 	e.Status = StatusUnhealthy
 	e.CheckedAt = ms
 	e.ExpiresAt = ms
@@ -367,4 +373,11 @@ func (s Settings) StartTrial(prev Entry, now time.Time) Entry {
 	prev.TrialAt = MillisOf(now)
 	prev.NextRetryAt = MillisOf(now.Add(s.BackoffFor(prev.FailureCount)))
 	return prev
+}
+
+// noteRefused records the first refused connection of an outage.
+func (e *Entry) noteRefused(at Millis, by By) {
+	if by != "" && e.RefusedAt == 0 {
+		e.RefusedAt, e.RefusedBy = at, by
+	}
 }

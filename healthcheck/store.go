@@ -321,6 +321,7 @@ func (s Settings) Clamp(e Entry, now time.Time) Entry {
 	future(&e.LastRestoredAt)
 	future(&e.UnhealthySince)
 	future(&e.TrialAt)
+	future(&e.RefusedAt)
 	// Both bounds are anchored to when the entry was checked (never after
 	// now), so that re-reading the file does not move them: an entry that
 	// does not say when (hand-written) is anchored to now, and the next

@@ -116,16 +116,79 @@ func (h *handler) addContext(event, text string) {
 }
 
 // newProcess says how a new process of server replaced the one that was
-// down at down ("" when the events file does not say: an HTTP server, a
-// session outside a night's attempt). Read only after a hold that ended
-// with the server back.
-func (h *handler) newProcess(server string, down time.Time) string {
+// down at down ("" when nothing says so: a session outside a night's
+// attempt, an HTTP server that kept its listener). Read only after a hold
+// that ended with the server back (entry is its entry then). A stdio
+// server's restarts are exec-server's events in the events file
+// (healthcheck.NewProcess); an HTTP server's is its entry
+// (healthcheck.HTTPRestart: its address refused connections during the
+// outage), and the hook announces it in the events file, which the night
+// journals as server-restarted.
+func (h *handler) newProcess(server string, down time.Time, entry *healthcheck.Entry) string {
+	if srv := h.lookup(server); srv != nil && srv.Transport != mcpconfig.Stdio {
+		return h.httpRestart(server, srv.Transport, down, entry)
+	}
 	dir, _ := h.env.Getenv(sessionstop.DirEnv)
-	run, job, attempt, ok := statedir.AttemptOf(dir)
-	if !ok || h.checker.Events == nil || h.checker.Events.Path == "" {
+	run, job, attempt, inAttempt := statedir.AttemptOf(dir)
+	if !inAttempt || h.checker.Events == nil || h.checker.Events.Path == "" {
 		return ""
 	}
 	tail := healthcheck.EventTail{Path: h.checker.Events.Path}
 	how, _ := healthcheck.NewProcess(tail.Next(), run, job, attempt, server, down)
 	return how
+}
+
+// serverAnswered says whether exec-server saw server itself answer this
+// call (the payload's tool_use_id) with a failure, from the events file
+// (healthcheck.ServerAnswered). Read only for a failure whose text is the
+// client's own: outside a night's attempt there is no exec-server, and
+// nothing to read.
+func (h *handler) serverAnswered(server string) bool {
+	dir, _ := h.env.Getenv(sessionstop.DirEnv)
+	run, job, attempt, ok := statedir.AttemptOf(dir)
+	if !ok || h.p.ToolUseID == "" || h.checker.Events == nil || h.checker.Events.Path == "" {
+		return false
+	}
+	tail := healthcheck.EventTail{Path: h.checker.Events.Path}
+	verdict, answered := healthcheck.ServerAnswered(tail.Next(), run, job, attempt, server, h.p.ToolUseID)
+	if answered {
+		h.log.Info().Str("server", server).Str("answer", verdict).Msg("the server itself answered the failed call")
+	}
+	return answered
+}
+
+// httpRestart says how an HTTP server back after its outage (begun at
+// down; entry is its entry now) is a new process (healthcheck.HTTPRestart,
+// "" when nothing says so), and announces it in the events file with the
+// outage's first refusal as Since, the same for every hook that sees it,
+// so that the night journals it once.
+func (h *handler) httpRestart(server string, transport mcpconfig.Transport, down time.Time, entry *healthcheck.Entry) string {
+	how, ok := healthcheck.HTTPRestart(entry, transport, down)
+	if !ok {
+		return ""
+	}
+	dir, _ := h.env.Getenv(sessionstop.DirEnv)
+	ev := healthcheck.Event{Time: h.now(), Kind: healthcheck.EventServerRestarted, Session: h.p.SessionID,
+		Server: server, By: healthcheck.ByProbe, Reason: how, Since: entry.RefusedAt.Time(), Dir: dir}
+	if run, job, attempt, inAttempt := statedir.AttemptOf(dir); inAttempt {
+		ev.Run, ev.Job, ev.Attempt = run, job, attempt
+	}
+	h.checker.Events.Append(ev)
+	h.log.Info().Str("server", server).Str("how", how).Msg("back as a new process")
+	return how
+}
+
+// probedBack says how an HTTP server that this call's own probe found
+// back (its backoff had run out, so the call was not held) is a new
+// process ("" when it is not, or the probe did not restore it).
+func (h *handler) probedBack(server string, d healthcheck.Decision) string {
+	e := d.Entry
+	if !d.Probed || e == nil || !healthcheck.RestoredAt(e, e.CheckedAt) {
+		return ""
+	}
+	srv := h.lookup(server)
+	if srv == nil || srv.Transport == mcpconfig.Stdio {
+		return ""
+	}
+	return h.httpRestart(server, srv.Transport, e.RefusedAt.Time(), e)
 }

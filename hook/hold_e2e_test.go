@@ -76,6 +76,35 @@ func hasContext(r fakeapi.ToolResult, event, text string) bool {
 	return false
 }
 
+// wantBackAsNew: the held call's context says the HTTP server is back as
+// a new process, seen by seenBy, and the events file has one
+// server-restarted of it, by the hook's probe.
+func wantBackAsNew(t *testing.T, n *night, r fakeapi.ToolResult, seenBy string) {
+	t.Helper()
+	want := "it is back as a new process (HTTP: its address refused connections during the outage (" + seenBy + ")"
+	if !hasContext(r, "PreToolUse", want) || !hasContext(r, "PreToolUse", "Ids, handles and sessions it returned before are gone") {
+		t.Errorf("the held call's context %q, want %q and that ids are gone", r.HookContext, want)
+	}
+	ev := n.eventsOf(healthcheck.EventServerRestarted)
+	if len(ev) != 1 || ev[0].Server != "web" || ev[0].By != healthcheck.ByProbe || ev[0].Since.IsZero() ||
+		!strings.Contains(ev[0].Reason, seenBy) {
+		t.Errorf("server-restarted events: %+v", ev)
+	}
+}
+
+// logRequests logs what the CLI sent the restarted server: which start
+// answered, with which MCP session id, and the HTTP status.
+func logRequests(t *testing.T, srv *mcpserver.Restartable) {
+	t.Helper()
+	for _, r := range srv.Requests() {
+		sid := r.Session
+		if len(sid) > 8 {
+			sid = sid[:8]
+		}
+		t.Logf("start %d: %-28q session %-10q -> %d", r.Start, r.Method, sid, r.Status)
+	}
+}
+
 // TestClaudeHoldHTTPServerRestarted: the HTTP server goes down after the
 // first of three calls and is restarted on the same port while the second
 // call waits: the second call is held (not sent, not denied), then
@@ -100,6 +129,8 @@ func TestClaudeHoldHTTPServerRestarted(t *testing.T) {
 		if !hasContext(got[1], "PreToolUse", `MCP server "web" was down; this call waited`) {
 			t.Errorf("the model was not told the server came back: %q", got[1].HookContext)
 		}
+		wantBackAsNew(t, n, got[1], "seen by a probe")
+		logRequests(t, srv)
 		if starts := srv.Starts(); starts != 2 {
 			t.Errorf("the server was started %d times, want 2 (the held call reached the restarted one)", starts)
 		}
@@ -146,6 +177,8 @@ func TestClaudeHoldAfterFirstConnectionFailure(t *testing.T) {
 		if !hasContext(got[2], "PreToolUse", `MCP server "web" was down; this call waited`) {
 			t.Errorf("the model was not told the server came back: %q", got[2].HookContext)
 		}
+		wantBackAsNew(t, n, got[2], "seen by Claude Code's call")
+		logRequests(t, srv)
 		held := n.eventsOf(healthcheck.EventHeld)
 		if len(held) != 1 || held[0].Outcome != healthcheck.HoldAnswered {
 			t.Errorf("held events: %+v", held)

@@ -188,12 +188,16 @@ func (h *handler) handle(ctx context.Context) int {
 		h.recordEffect(server, tool)
 	case PostToolUseFailure:
 		srv := h.lookup(server)
-		cl, e := h.checker.RecordFailure(ctx, server, srv, h.p.Error)
+		cl, e := h.checker.RecordCallFailure(ctx, server, srv, healthcheck.CallFailure{Text: h.p.Error,
+			Answered: func() bool { return h.serverAnswered(server) }})
 		h.recordTask(server, tool)
 		ev := h.log.Info().Str("server", server).Str("class", string(cl.Code)).
 			Bool("counts", cl.Counts).Bool("opens", cl.MarksUnhealthy).Bool("definition", srv != nil)
 		if e != nil {
 			ev = ev.Str("status", string(e.Status)).Int("consecutive", e.ConsecutiveFailures)
+		}
+		if cl.ServerAnswered {
+			ev = ev.Bool("server_answered", true)
 		}
 		if cl.NotWitness != "" {
 			ev = ev.Str("not_recorded", cl.NotWitness)
@@ -239,10 +243,12 @@ func (h *handler) preToolUse(ctx context.Context, server, tool string) int {
 	}
 	if d.Allow {
 		h.log.Info().Str("server", server).Str("tool", tool).Bool("probed", d.Probed).Bool("trial", d.Trial).Msg("allow")
+		// No permission decision: "allow" would grant a tool that
+		// --allowedTools does not list (reference §1.5).
 		if held != nil {
-			// No permission decision: "allow" would grant a tool that
-			// --allowedTools does not list (reference §1.5).
-			h.addContext(PreToolUse, BackContext(server, held.waited, h.newProcess(server, down)))
+			h.addContext(PreToolUse, BackContext(server, held.waited, h.newProcess(server, down, d.Entry)))
+		} else if how := h.probedBack(server, d); how != "" {
+			h.addContext(PreToolUse, hot.NewProcessContext(server, how))
 		}
 		return ExitAllow
 	}

@@ -46,10 +46,12 @@ const (
 	ServerState Type = "server-state"
 	// CallBlocked: a hook blocked a call of Tool to Server.
 	CallBlocked Type = "call-blocked"
-	// ServerRestarted: Server, a stdio server of attempt Attempt of Job,
-	// was started again while the session ran: By RestartedByNightwatch
-	// (exec-server restarted it after it ended or hung; Reason how) or
-	// RestartedByClaude (Claude Code started it again itself).
+	// ServerRestarted: Server, a server of attempt Attempt of Job, was
+	// started again while the session ran: By RestartedByNightwatch
+	// (exec-server restarted the stdio server after it ended or hung;
+	// Reason how), RestartedByClaude (Claude Code started the stdio server
+	// again itself) or RestartedOutside (an HTTP server came back as a new
+	// process that nobody in the night started; Reason how that was seen).
 	ServerRestarted Type = "server-restarted"
 	// ServerLost: exec-server could not bring Server back during attempt
 	// Attempt of Job (Reason why): the attempt is stopped and the job
@@ -125,6 +127,10 @@ const (
 const (
 	RestartedByNightwatch = "nightwatch"
 	RestartedByClaude     = "claude-code"
+	// RestartedOutside: an HTTP server, started outside the night, came
+	// back as a new process (its address refused connections during the
+	// outage, then answered; healthcheck.HTTPRestart).
+	RestartedOutside = "outside"
 )
 
 // The outcomes of a held call (call-held's Outcome).

@@ -108,8 +108,9 @@ type Job struct {
 	// TasksLost are calls a server turned into an MCP task its session
 	// could not follow: work left running at the server, unseen.
 	TasksLost []SideEffect `json:"tasksLost,omitempty"`
-	// Restarts are its stdio servers' restarts while its sessions ran (by
-	// nightwatch's exec-server or by Claude Code itself), and Lost the
+	// Restarts are its servers' restarts while its sessions ran (a stdio
+	// server's by nightwatch's exec-server or by Claude Code itself; an
+	// HTTP server's seen by a hook as a new process), and Lost the
 	// servers exec-server could not bring back.
 	Restarts []Restart `json:"restarts,omitempty"`
 	Lost     []string  `json:"lost,omitempty"`
@@ -153,12 +154,13 @@ type attempt struct {
 	host       string // the cluster host that ran it; "" on one host
 }
 
-// Restart is a stdio server of a job started again mid-session.
+// Restart is a server of a job started again mid-session.
 type Restart struct {
 	At      time.Time `json:"at"`
 	Attempt int       `json:"attempt"`
 	Server  string    `json:"server"`
-	// By is who restarted it: nightwatch or claude-code.
+	// By is who restarted it: nightwatch or claude-code (stdio), outside
+	// (an HTTP server nobody in the night started).
 	By     string `json:"by"`
 	Reason string `json:"reason,omitempty"`
 }

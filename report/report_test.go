@@ -480,7 +480,8 @@ func TestSideEffectsAndLostTasks(t *testing.T) {
 }
 
 // A job's stdio servers restarted mid-session, by nightwatch or by Claude
-// Code, and a server lost: each is on the job, and its note says so.
+// Code, its HTTP server back as a new process, and a server lost: each is
+// on the job, and its note says so.
 func TestJobShowsServerRestarts(t *testing.T) {
 	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 	events := []journal.Event{
@@ -493,16 +494,19 @@ func TestJobShowsServerRestarts(t *testing.T) {
 		{Time: at.Add(3 * time.Minute), Type: journal.ServerRestarted, Run: "r", Job: "digest", Attempt: 1, Server: "files",
 			By: journal.RestartedByClaude, Reason: "Claude Code started it again (start 2 in this attempt)"},
 		{Time: at.Add(4 * time.Minute), Type: journal.ServerLost, Run: "r", Job: "digest", Attempt: 1, Server: "notes", Reason: "restarted 5 times"},
+		{Time: at.Add(5 * time.Minute), Type: journal.ServerRestarted, Run: "r", Job: "digest", Attempt: 1, Server: "web",
+			By: journal.RestartedOutside, Reason: "HTTP: its address refused connections during the outage (seen by a probe), then a probe's handshake answered"},
 	}
 	n, err := BuildEvents(events, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(n.Jobs) != 1 || len(n.Jobs[0].Restarts) != 3 || !slices.Equal(n.Jobs[0].Lost, []string{"notes"}) {
+	if len(n.Jobs) != 1 || len(n.Jobs[0].Restarts) != 4 || !slices.Equal(n.Jobs[0].Lost, []string{"notes"}) {
 		t.Fatalf("jobs = %+v", n.Jobs)
 	}
 	got := strings.Join(jobNotes(n.Jobs[0]), "; ")
-	want := "restarted mid-session: notes 2× (it hung), files (Claude Code started it again (start 2 in this attempt)); lost mid-session: notes"
+	want := "restarted mid-session: notes 2× (it hung), files (Claude Code started it again (start 2 in this attempt)), " +
+		"web (HTTP: its address refused connections during the outage (seen by a probe), then a probe's handshake answered); lost mid-session: notes"
 	if got != want {
 		t.Errorf("notes = %q\nwant    %q", got, want)
 	}

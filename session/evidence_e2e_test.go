@@ -20,6 +20,11 @@ import (
 //     connected", "haven't granted it") changes nothing;
 //   - iserror: a tool's own isError text quoting "Connection closed" does
 //     not mark its live server down, and the job is judged on its merits;
+//   - own-closed: the server itself answers with the CLI's exact
+//     "Connection closed" (both versions' texts; an isError result and a
+//     JSON-RPC error): its exec-server saw the answer, so the server is
+//     not marked down, the next call is neither blocked nor held, and the
+//     job is done;
 //   - lost: a stdio server that dies during the job's only call, with
 //     nothing to repair it: the job is not done, and the reason names the
 //     call and the server; the attempt is not stopped mid-way for it.
@@ -96,6 +101,47 @@ func testEvidenceRealClaude(t *testing.T, version string) {
 		}
 	})
 
+	t.Run("own-closed", func(t *testing.T) {
+		t.Parallel()
+		// The server itself answers with the CLI's exact sentences, as an
+		// isError result (both versions' texts) and as a JSON-RPC error.
+		session := "ev-own-closed-" + version
+		job := sessionTestJob("own-closed", "SESSION "+session+"\n"+
+			call("mcp__notes__fail", map[string]string{"text": "Connection closed"})+"\n"+
+			call("mcp__notes__fail", map[string]string{"text": "MCP error -32000: Connection closed"})+"\n"+
+			call("mcp__notes__rpcerr", map[string]string{"message": "Connection closed"})+"\n"+
+			call("mcp__notes__echo", map[string]string{"message": "still here"}), "notes")
+		out, f, obs := sessionTestRun(t, context.Background(), newSpec(t, job))
+		got := api.SessionToolResults(session)
+		if len(got) != 4 || got[3].IsError || !strings.Contains(got[3].Content, "still here") {
+			t.Fatalf("the model saw %+v, want three errors and the echo answered", got)
+		}
+		for i, r := range got[:3] {
+			if c, ok := healthcheck.ClientText(r.Content); !r.IsError || !ok || c.Kind != healthcheck.ClientClosed {
+				t.Errorf("call %d: the model saw %q (error %v), want the CLI's own connection-closed text", i+1, r.Content, r.IsError)
+			}
+		}
+		if out.Status != Done || len(out.Unusable) != 0 || len(obs.statuses) != 0 || len(obs.unusable) != 0 {
+			t.Errorf("outcome %s %q unusable %+v, observer %v %v; want done", out.Status, out.Reason, out.Unusable, obs.statuses, obs.unusable)
+		}
+		if e := entry(t, f, "notes"); e != nil && e.Status == healthcheck.StatusUnhealthy {
+			t.Errorf("notes: %+v, want not marked down: the server itself answered", e)
+		}
+		var answered []string
+		for _, ev := range readEvents(t, f.Events) {
+			switch ev.Kind {
+			case healthcheck.EventCallAnswered:
+				answered = append(answered, ev.Tool+" "+ev.Verdict)
+			case healthcheck.EventBlocked, healthcheck.EventHolding:
+				t.Errorf("a call was blocked or held: %+v", ev)
+			}
+		}
+		want := []string{"fail " + healthcheck.AnsweredIsError, "fail " + healthcheck.AnsweredIsError, "rpcerr " + healthcheck.AnsweredError}
+		if !slices.Equal(answered, want) {
+			t.Errorf("call-answered events %q, want %q", answered, want)
+		}
+	})
+
 	t.Run("lost", func(t *testing.T) {
 		t.Parallel()
 		job := sessionTestJob("lost", "SESSION ev-lost-"+version+"\n"+call("mcp__notes__die", map[string]string{}), "notes")
@@ -122,4 +168,11 @@ func testEvidenceRealClaude(t *testing.T, version string) {
 			t.Errorf("notes: %+v, want marked down by the hook", e)
 		}
 	})
+}
+
+// readEvents is every event in the events file at path.
+func readEvents(t *testing.T, path string) []healthcheck.Event {
+	t.Helper()
+	tail := healthcheck.EventTail{Path: path}
+	return tail.Next()
 }

@@ -368,3 +368,43 @@ func TestRefusedRepeatIsNeitherDeniedNorLost(t *testing.T) {
 		t.Errorf("judged %s %q, denied %q, unusable %+v; want done", out.Status, out.Reason, out.Denied, out.Unusable)
 	}
 }
+
+// TestCallLedgerServerAnswered: a call whose error text is the CLI's own
+// "Connection closed" (both versions' texts) is lost with its server,
+// unless its exec-server saw the server itself answer it (a call-answered
+// event of this attempt): then it is the tool's own failure. Another
+// attempt's or another call's answer changes nothing.
+func TestCallLedgerServerAnswered(t *testing.T) {
+	answered := func(id, run, job string, attempt int) healthcheck.Event {
+		return healthcheck.Event{Kind: healthcheck.EventCallAnswered, Server: "notes", Tool: "open", ToolUseID: id,
+			Verdict: healthcheck.AnsweredIsError, Run: run, Job: job, Attempt: attempt}
+	}
+	for _, tt := range []struct {
+		name   string
+		text   string
+		events []healthcheck.Event
+		reason string
+	}{
+		{"2.1.332: answered by the server", "Connection closed", []healthcheck.Event{answered("toolu_1", "r", "j", 1)}, ""},
+		{"2.1.197: answered by the server", "MCP error -32000: Connection closed", []healthcheck.Event{answered("toolu_1", "r", "j", 1)}, ""},
+		{"no answer seen: lost", "Connection closed", nil, "call to mcp__notes__open lost with its server notes: Connection closed"},
+		{"another call's answer", "Connection closed", []healthcheck.Event{answered("toolu_2", "r", "j", 1)},
+			"call to mcp__notes__open lost with its server notes: Connection closed"},
+		{"another attempt's answer", "Connection closed", []healthcheck.Event{answered("toolu_1", "r", "j", 2)},
+			"call to mcp__notes__open lost with its server notes: Connection closed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, job := evidenceBatch()
+			st := &streamState{obs: &evidenceObserver{}, job: job, batch: b, serverAnswered: serverAnsweredCalls(tt.events, "r", "j", 1)}
+			for _, l := range []string{evidenceInit, evidenceUse("toolu_1", "mcp__notes__open"), evidenceResult("toolu_1", tt.text, true), evidenceResult0} {
+				st.line([]byte(l))
+			}
+			out := Outcome{}
+			st.fill(&out)
+			judge(&out, st.result, job, nil, "")
+			if out.Reason != tt.reason {
+				t.Errorf("judged %s %q unusable %+v, want %q", out.Status, out.Reason, out.Unusable, tt.reason)
+			}
+		})
+	}
+}

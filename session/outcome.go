@@ -110,6 +110,10 @@ type streamState struct {
 	// refused are the calls it refused as repeats of a side effect an
 	// earlier attempt made: done before, neither denied nor lost.
 	refused map[string]bool
+	// serverAnswered are the calls whose failure the stdio server itself
+	// answered (exec-server's call-answered events of this attempt): its
+	// own answer, not a call lost with it, whatever the text says.
+	serverAnswered map[string]bool
 	// rawResult is the result line as parsed JSON, and rateLimits the
 	// rate_limit_event lines: what modelapi.Classify reads.
 	rawResult  map[string]any
@@ -405,6 +409,8 @@ func (s *streamState) lostCalls() {
 		switch cf := c.result.Client; {
 		case s.blocked[c.id]:
 			why = blockedWhy
+		case s.serverAnswered[c.id]:
+			continue // the server answered it: alive, whatever its words
 		case cf != nil && cf.Lost:
 			why = c.result.Text
 		default:
@@ -450,6 +456,22 @@ func blockedCalls(events []healthcheck.Event, session string) (blocked, refused 
 		}
 	}
 	return blocked, refused
+}
+
+// serverAnsweredCalls are the tool_use_ids of the calls of attempt
+// (run, job, attempt) that a stdio server itself answered with a failure
+// (healthcheck.EventCallAnswered, written by its exec-server).
+func serverAnsweredCalls(events []healthcheck.Event, run, job string, attempt int) map[string]bool {
+	out := map[string]bool{}
+	for _, ev := range events {
+		if ev.Kind != healthcheck.EventCallAnswered || ev.ToolUseID == "" {
+			continue
+		}
+		if _, ok := healthcheck.ServerAnswered([]healthcheck.Event{ev}, run, job, attempt, ev.Server, ev.ToolUseID); ok {
+			out[ev.ToolUseID] = true
+		}
+	}
+	return out
 }
 
 // judge decides done or failed. The exit code alone is not enough

@@ -235,7 +235,11 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 		}
 	}
 	if f.Events != "" {
-		st.blocked, st.refused = blockedCalls(hookEvents.Next(), st.sessionID)
+		events := hookEvents.Next()
+		st.blocked, st.refused = blockedCalls(events, st.sessionID)
+		if run, job, attempt, ok := statedir.AttemptOf(f.Dir); ok {
+			st.serverAnswered = serverAnsweredCalls(events, run, job, attempt)
+		}
 	}
 	st.fill(out)
 	writeFinal(f.Dir, st.result)

@@ -65,6 +65,19 @@ func (n *night) absorbGuard(ev healthcheck.Event, host string) {
 		}
 	case healthcheck.EventServerRestarted:
 		base.Type, base.By, base.Reason = journal.ServerRestarted, journal.RestartedByNightwatch, ev.Reason
+		if ev.By == healthcheck.ByProbe {
+			// A hook saw an HTTP server back as a new process; every call
+			// held for that outage says so, the journal once.
+			key := httpRestart{attemptServer{host: host, job: ev.Job, server: ev.Server, attempt: ev.Attempt}, ev.Since.UnixMilli()}
+			if n.httpRestarts == nil {
+				n.httpRestarts = map[httpRestart]bool{}
+			}
+			if n.httpRestarts[key] {
+				return
+			}
+			n.httpRestarts[key] = true
+			base.By = journal.RestartedOutside
+		}
 		n.append(base)
 	case healthcheck.EventServerLost:
 		base.Type, base.Reason = journal.ServerLost, ev.Reason
@@ -73,6 +86,13 @@ func (n *night) absorbGuard(ev healthcheck.Event, host string) {
 		n.observe(context.Background(), session.Observation{Kind: session.SawUnusable, Job: ev.Job, Attempt: ev.Attempt,
 			Host: host, Server: ev.Server, Why: "lost mid-session: " + ev.Reason})
 	}
+}
+
+// httpRestart is one outage of an HTTP server of an attempt, by its
+// first refused connection (the event's Since).
+type httpRestart struct {
+	attemptServer
+	since int64
 }
 
 // heldOutcome is a hold's outcome in the journal's words.

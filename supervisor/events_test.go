@@ -17,7 +17,8 @@ import (
 // What exec-server writes to the events file reaches the journal: its own
 // restarts; a second exec-server of one server in one attempt as Claude
 // Code's restart (a first start per attempt is no restart, nor are the
-// starts of exec-server's own restarts); a lost server; and nothing of
+// starts of exec-server's own restarts); a lost server; an HTTP server
+// a hook saw back as a new process, once per outage; and nothing of
 // another night's run.
 func TestAbsorbGuardEvents(t *testing.T) {
 	dir := t.TempDir()
@@ -36,6 +37,10 @@ func TestAbsorbGuardEvents(t *testing.T) {
 	}
 	other := ev(healthcheck.EventServerRestarted, 1, "another night's")
 	other.Run = "another-run"
+	httpBack := ev(healthcheck.EventServerRestarted, 0, "HTTP: its address refused connections during the outage (seen by a probe), then a probe's handshake answered")
+	httpBack.Server, httpBack.By, httpBack.Since = "web", healthcheck.ByProbe, at.Add(-time.Minute)
+	httpAgain := httpBack
+	httpAgain.Since = at.Add(-time.Second) // a later outage
 	n.absorb([]healthcheck.Event{
 		ev(healthcheck.EventServerStarted, 1, ""),
 		ev(healthcheck.EventServerRestarted, 1, "exited with code 3"),
@@ -43,6 +48,8 @@ func TestAbsorbGuardEvents(t *testing.T) {
 		ev(healthcheck.EventServerStarted, 1, ""), // Claude Code started exec-server again
 		other,
 		ev(healthcheck.EventServerLost, 1, "exited with code 1, and it was restarted 5 times within 10m0s"),
+		httpBack, httpBack, // two calls held for one outage of an HTTP server
+		httpAgain,
 	}, "")
 	var got []string
 	for _, e := range readJournalTypes(t, n.journal.Path) {
@@ -55,6 +62,8 @@ func TestAbsorbGuardEvents(t *testing.T) {
 		"server-restarted a#1 notes nightwatch: exited with code 3",
 		"server-restarted a#1 notes claude-code: Claude Code started it again (start 2 in this attempt)",
 		"server-lost a#1 notes : exited with code 1, and it was restarted 5 times within 10m0s",
+		"server-restarted a#1 web outside: HTTP: its address refused connections during the outage (seen by a probe), then a probe's handshake answered",
+		"server-restarted a#1 web outside: HTTP: its address refused connections during the outage (seen by a probe), then a probe's handshake answered",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("journal:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

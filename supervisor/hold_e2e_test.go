@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,10 @@ import (
 // server goes down after the first of its three calls and is restarted
 // on the same port while the job's next call waits in the hook. The call
 // is held, then answered by the restarted server; the job is done in one
-// attempt with every call answered, and the journal has one call-held
-// line (server, seconds, answered). Before: the call was blocked and the
+// attempt with every call answered, the journal has one call-held line
+// (server, seconds, answered) and one server-restarted line (by outside:
+// its address refused connections, then answered), and the held call's
+// context tells the model it is back as a new process. Before: the call was blocked and the
 // job ended done with one of its three calls answered.
 func TestNightHoldsACallWhileItsServerRestarts(t *testing.T) {
 	testkit.ForEachClaude(t, func(t *testing.T, version string) {
@@ -65,9 +68,15 @@ jobs:
 		if web.Starts() != 2 {
 			t.Errorf("the server was started %d times, want 2", web.Starts())
 		}
-		var held []journal.Event
+		const back = "it is back as a new process (HTTP: its address refused connections during the outage"
+		if !slices.ContainsFunc(got[1].HookContext, func(c string) bool { return strings.Contains(c, back) }) {
+			t.Errorf("the held call's context %q, want %q", got[1].HookContext, back)
+		}
+		var held, restarts []journal.Event
 		for _, ev := range readJournalTypes(t, s.Journal) {
 			switch ev.Type {
+			case journal.ServerRestarted:
+				restarts = append(restarts, ev)
 			case journal.CallHeld:
 				held = append(held, ev)
 			case journal.CallBlocked:
@@ -77,6 +86,10 @@ jobs:
 		if len(held) != 1 || held[0].Server != "web" || held[0].Outcome != journal.HeldAnswered || held[0].Seconds <= 0 ||
 			held[0].Tool != "mcp__web__echo" {
 			t.Errorf("call-held lines: %+v", held)
+		}
+		if len(restarts) != 1 || restarts[0].Server != "web" || restarts[0].Job != "j1" || restarts[0].Attempt != 1 ||
+			restarts[0].By != journal.RestartedOutside || !strings.HasPrefix(restarts[0].Reason, "HTTP: its address refused connections") {
+			t.Errorf("server-restarted lines: %+v, want one for web in j1's attempt 1, by outside, saying HTTP and how", restarts)
 		}
 	})
 }

@@ -163,6 +163,9 @@ type night struct {
 	// guardStarts counts the exec-servers each attempt started for each
 	// of its stdio servers (events.go).
 	guardStarts map[attemptServer]int
+	// httpRestarts are the HTTP servers' restarts already journaled (a
+	// hook's server-restarted, once per outage).
+	httpRestarts map[httpRestart]bool
 }
 
 func (n *night) now() time.Time {

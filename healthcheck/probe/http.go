@@ -13,8 +13,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
@@ -252,6 +254,7 @@ type httpFailure struct {
 	status     int
 	retryAfter time.Duration
 	reason     string
+	refused    bool
 }
 
 func (f *httpFailure) Error() string { return f.reason }
@@ -262,7 +265,7 @@ func failureResult(err error, timeout time.Duration) Result {
 	var f *httpFailure
 	switch {
 	case errors.As(err, &f):
-		res.Verdict, res.Status, res.RetryAfter, res.Reason = f.verdict, f.status, f.retryAfter, f.reason
+		res.Verdict, res.Status, res.RetryAfter, res.Reason, res.Refused = f.verdict, f.status, f.retryAfter, f.reason, f.refused
 	case errors.Is(err, context.DeadlineExceeded):
 		res.Reason = fmt.Sprintf("no answer to initialize within %s (hang)", timeout)
 	case errors.Is(err, context.Canceled):
@@ -422,7 +425,13 @@ func requestError(ctx context.Context, err error, method string, u *url.URL) err
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return &httpFailure{verdict: Transport, reason: fmt.Sprintf("%s %s: %v", method, safeURL(u), err)}
+	return &httpFailure{verdict: Transport, reason: fmt.Sprintf("%s %s: %v", method, safeURL(u), err), refused: connRefused(err)}
+}
+
+// connRefused says whether err is a refused TCP connection, from the
+// dialer's errno (Windows: WSAECONNREFUSED, 10061), never from its text.
+func connRefused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || (runtime.GOOS == "windows" && errors.Is(err, syscall.Errno(10061)))
 }
 
 // newHTTPClient is the one HTTP client of the package: the probers' and

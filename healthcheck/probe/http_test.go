@@ -369,13 +369,14 @@ func TestHTTPRedirects(t *testing.T) {
 func TestHTTPConnectionFailures(t *testing.T) {
 	refused := closedPortURL(t)
 	tests := []struct {
-		name   string
-		url    string
-		reason string
+		name    string
+		url     string
+		reason  string
+		refused bool
 	}{
-		{"connection refused", refused + "/mcp", "connection refused"},
-		{"DNS failure", "http://nightwatch-no-such-host.invalid/mcp", "POST http://nightwatch-no-such-host.invalid/mcp"},
-		{"not a URL", "ftp://example.com/mcp", "invalid URL"},
+		{"connection refused", refused + "/mcp", "connection refused", true},
+		{"DNS failure", "http://nightwatch-no-such-host.invalid/mcp", "POST http://nightwatch-no-such-host.invalid/mcp", false},
+		{"not a URL", "ftp://example.com/mcp", "invalid URL", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -385,6 +386,9 @@ func TestHTTPConnectionFailures(t *testing.T) {
 			requireNotHung(t, start, 2*time.Second)
 			if res.Verdict != Transport || !strings.Contains(res.Reason, tt.reason) {
 				t.Errorf("got %s %q, want transport with %q", res.Verdict, res.Reason, tt.reason)
+			}
+			if res.Refused != tt.refused {
+				t.Errorf("Refused = %v, want %v (only a refused connection says nothing listened)", res.Refused, tt.refused)
 			}
 		})
 	}

@@ -79,6 +79,10 @@ type Result struct {
 	// slower than the budget); 0 otherwise. The Checker weighs it against
 	// how long Claude Code itself waits for a server to start.
 	TimedOutAfter time.Duration `json:"timedOutAfter,omitempty"`
+	// Refused is set when an HTTP server's address refused the probe's
+	// connection (ECONNREFUSED from the dialer, not a text): nothing
+	// listened there, so whatever answers there later is a new listener.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Era is the protocol era of a server, in the 2026-07-28 specification's

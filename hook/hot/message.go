@@ -97,6 +97,16 @@ func BackContext(server string, waited time.Duration, restarted string) string {
 		server, roundWait(waited))
 }
 
+// NewProcessContext is what the model reads before a call to a server
+// that was down and that this call's own probe found back as a new process
+// (how; healthcheck.HTTPRestart): the call was not held, its backoff had
+// run out.
+func NewProcessContext(server, how string) string {
+	return fmt.Sprintf("nightwatch: MCP server %q was down and is back as a new process (%s). "+
+		"Ids, handles and sessions it returned before are gone: get them again rather than reuse them.",
+		server, text.Clip(how, 160))
+}
+
 // RepairContext is what the model reads after a call failed because its
 // server went down, when nightwatch holds the next call for it: do not
 // give up on the server, repeat the call only as its tool's hints allow

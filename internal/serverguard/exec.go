@@ -98,8 +98,13 @@ func Announcer(getenv func(string) (string, bool), server string, warn io.Writer
 	}
 	return func(ev Event) {
 		kind := map[EventKind]string{Started: healthcheck.EventServerStarted,
-			Restarted: healthcheck.EventServerRestarted, Lost: healthcheck.EventServerLost}[ev.Kind]
-		log.Append(healthcheck.Event{Time: time.Now().UTC(), Kind: kind, Server: server, Reason: ev.Reason,
-			Run: run, Job: job, Attempt: attempt, Start: ev.Start, PID: ev.PID})
+			Restarted: healthcheck.EventServerRestarted, Lost: healthcheck.EventServerLost,
+			Answered: healthcheck.EventCallAnswered}[ev.Kind]
+		out := healthcheck.Event{Time: time.Now().UTC(), Kind: kind, Server: server, Reason: ev.Reason,
+			Run: run, Job: job, Attempt: attempt, Start: ev.Start, PID: ev.PID}
+		if ev.Kind == Answered {
+			out.Reason, out.Verdict, out.Tool, out.ToolUseID = "", ev.Reason, ev.Tool, ev.ToolUseID
+		}
+		log.Append(out)
 	}
 }

@@ -22,9 +22,11 @@ type message struct {
 	kind   kind
 	id     json.RawMessage
 	method string
-	// failed: a response with an error member.
-	failed bool
-	errMsg string
+	// failed: a response with an error member; isError: a response whose
+	// result says isError (a tool's own failure).
+	failed  bool
+	isError bool
+	errMsg  string
 }
 
 func parse(line []byte) message {
@@ -34,6 +36,9 @@ func parse(line []byte) message {
 		Error  *struct {
 			Message string `json:"message"`
 		} `json:"error"`
+		Result *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
 	}
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &m) != nil {
@@ -46,7 +51,7 @@ func parse(line []byte) message {
 	case m.Method != "":
 		return message{kind: notification, method: m.Method}
 	case hasID:
-		msg := message{kind: response, id: m.ID, failed: m.Error != nil}
+		msg := message{kind: response, id: m.ID, failed: m.Error != nil, isError: m.Result != nil && m.Result.IsError}
 		if m.Error != nil {
 			msg.errMsg = m.Error.Message
 		}
@@ -112,15 +117,20 @@ func cancelledID(line []byte) string {
 	return idKey(m.Params.RequestID)
 }
 
-// toolName is the tool a tools/call request names ("" when none).
-func toolName(line []byte) string {
+// toolCall is the tool a tools/call request names and the tool_use_id
+// Claude Code sends with it (params._meta["claudecode/toolUseId"], the
+// hook payload's tool_use_id on both supported versions); "" when none.
+func toolCall(line []byte) (tool, toolUseID string) {
 	var m struct {
 		Params struct {
 			Name string `json:"name"`
+			Meta struct {
+				ToolUseID string `json:"claudecode/toolUseId"`
+			} `json:"_meta"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(line, &m) != nil {
-		return ""
+		return "", ""
 	}
-	return m.Params.Name
+	return m.Params.Name, m.Params.Meta.ToolUseID
 }

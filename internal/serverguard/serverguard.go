@@ -14,7 +14,10 @@
 // the new process. Restarts are bounded (Config.Restarts within
 // Config.Window, with a backoff that doubles); a server that cannot be
 // brought back ends Run with ErrLost. Every start, restart and loss is
-// told to Config.Notify, for the night's events file.
+// told to Config.Notify, for the night's events file, and so is every
+// tools/call the server itself answered with a failure (Answered): the
+// hook then knows that call's failure is the server's own answer, whatever
+// its text says.
 package serverguard
 
 import (
@@ -125,14 +128,28 @@ const (
 	Restarted EventKind = "restarted"
 	// Lost: the server could not be brought back (Reason why); Run ends.
 	Lost EventKind = "lost"
+	// Answered: the server itself answered the client's tools/call
+	// ToolUseID of Tool with a failure, Reason AnsweredError (a JSON-RPC
+	// error) or AnsweredIsError (an isError result). Told before the
+	// answer is passed on.
+	Answered EventKind = "answered"
 )
 
-// Event is one start, restart or loss of the guarded server.
+// How the server answered a call with a failure (Event.Reason of Answered).
+const (
+	AnsweredError   = healthcheck.AnsweredError
+	AnsweredIsError = healthcheck.AnsweredIsError
+)
+
+// Event is one start, restart or loss of the guarded server, or one
+// failure it answered a call with.
 type Event struct {
-	Kind   EventKind
-	Start  int
-	PID    int
-	Reason string
+	Kind      EventKind
+	Start     int
+	PID       int
+	Reason    string
+	Tool      string
+	ToolUseID string
 }
 
 // ErrLost is Run's answer when the server could not be brought back.
@@ -199,10 +216,11 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 type call struct {
 	id     json.RawMessage
 	method string
-	// tool is a tools/call's tool name ("" for other methods).
-	tool string
-	line []byte
-	sent time.Time
+	// tool is a tools/call's tool name and toolUseID the client's id of
+	// the call ("" for other methods).
+	tool, toolUseID string
+	line            []byte
+	sent            time.Time
 }
 
 // serverReq is a request a process sent the client, under the id the
@@ -474,7 +492,7 @@ func (g *guard) fromClient(line []byte) {
 	if m.kind == request {
 		c := &call{id: m.id, method: m.method, line: line, sent: time.Now()}
 		if m.method == "tools/call" {
-			c.tool = toolName(line)
+			c.tool, c.toolUseID = toolCall(line)
 		}
 		g.pending[idKey(m.id)] = c
 	}
@@ -522,6 +540,15 @@ func (g *guard) fromServer(line []byte) {
 		}
 		if strings.HasPrefix(key, `"`+ownPrefix) {
 			return // an answer to an earlier ping
+		}
+		if c := g.pending[key]; c != nil && c.toolUseID != "" && (m.failed || m.isError) {
+			// Told before the answer leaves, so that the hook reading
+			// the call's failure finds it: the server itself answered.
+			verdict := AnsweredIsError
+			if m.failed {
+				verdict = AnsweredError
+			}
+			g.notify(Event{Kind: Answered, Tool: c.tool, ToolUseID: c.toolUseID, Reason: verdict})
 		}
 		delete(g.pending, key)
 		g.served = true

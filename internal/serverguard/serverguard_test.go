@@ -508,3 +508,42 @@ func TestCancelledRequestIsNoHang(t *testing.T) {
 		}
 	}
 }
+
+// TestServerAnswersAreTold: a tools/call the server itself answers with a
+// failure (an isError result, a JSON-RPC error) is told to Notify with
+// its tool and the client's tool_use_id (params._meta
+// "claudecode/toolUseId"), before the answer reaches the client; a
+// success, and a call without a tool_use_id, are not.
+func TestServerAnswersAreTold(t *testing.T) {
+	c := guarded(t, Config{})
+	c.handshake()
+	call := func(tool, id string, args map[string]any) map[string]any {
+		params := map[string]any{"name": tool, "arguments": args}
+		if id != "" {
+			params["_meta"] = map[string]any{"claudecode/toolUseId": id, "progressToken": 7}
+		}
+		return c.request("tools/call", params)
+	}
+	tests := []struct {
+		tool, id string
+		args     map[string]any
+		want     *Event
+	}{
+		{"fail", "toolu_1", map[string]any{"text": "Connection closed"}, &Event{Kind: Answered, Tool: "fail", ToolUseID: "toolu_1", Reason: AnsweredIsError}},
+		{"rpcerr", "toolu_2", map[string]any{"message": "Connection closed"}, &Event{Kind: Answered, Tool: "rpcerr", ToolUseID: "toolu_2", Reason: AnsweredError}},
+		{"echo", "toolu_3", map[string]any{"message": "hi"}, nil},
+		{"fail", "", map[string]any{"text": "no id"}, nil},
+	}
+	for _, tt := range tests {
+		before := len(c.eventsOf(Answered))
+		res := call(tt.tool, tt.id, tt.args)
+		// Told before the answer left: it is there when the answer is read.
+		got := c.eventsOf(Answered)[before:]
+		switch {
+		case tt.want == nil && len(got) != 0:
+			t.Errorf("%s %q: told %+v, want nothing", tt.tool, tt.id, got)
+		case tt.want != nil && (len(got) != 1 || got[0] != *tt.want):
+			t.Errorf("%s %q: told %+v, want %+v (answer %v)", tt.tool, tt.id, got, *tt.want, res)
+		}
+	}
+}

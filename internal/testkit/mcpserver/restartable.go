@@ -26,6 +26,43 @@ type Restartable struct {
 	downAfter int
 	calls     int
 	starts    int
+	requests  []Request
+}
+
+// Request is one HTTP request a Restartable answered: which start of the
+// server answered it, its JSON-RPC method ("" for none: a GET, a DELETE),
+// the Mcp-Session-Id it carried and the HTTP status of the answer.
+type Request struct {
+	Start   int
+	Method  string
+	Session string
+	Status  int
+}
+
+// Requests is every request answered so far, in order.
+func (r *Restartable) Requests() []Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Request(nil), r.requests...)
+}
+
+// statusRecorder keeps the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // StartRestartable serves on 127.0.0.1 (a free port); downAfter > 0 takes
@@ -62,6 +99,9 @@ func (r *Restartable) Starts() int {
 }
 
 func (r *Restartable) serve(ln net.Listener) {
+	r.mu.Lock()
+	start := r.starts + 1 // this start's number
+	r.mu.Unlock()
 	inner := NewHTTPHandler(HTTPOptions{})
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
 	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -72,7 +112,15 @@ func (r *Restartable) serve(ln net.Listener) {
 		}
 		var msg struct{ Method string }
 		_ = json.Unmarshal(body, &msg)
-		inner.ServeHTTP(w, req)
+		rec := &statusRecorder{ResponseWriter: w}
+		inner.ServeHTTP(rec, req)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		r.mu.Lock()
+		r.requests = append(r.requests, Request{Start: start, Method: msg.Method, Session: req.Header.Get("Mcp-Session-Id"), Status: rec.status})
+		r.mu.Unlock()
+		w = rec
 		if msg.Method != "tools/call" {
 			return
 		}

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -108,9 +109,19 @@ func NewServer(opts Options) *mcp.Server {
 		})
 	// The untyped handler turns a Go error into a JSON-RPC error, where
 	// mcp.AddTool would make it an isError result.
+	// Its optional "message" is the error's whole message.
 	s.AddTool(&mcp.Tool{Name: "rpcerr", Description: "Fails with a JSON-RPC error.",
-		InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"message": map[string]any{"type": "string"}}}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Message string `json:"message"`
+			}
+			if req.Params != nil && len(req.Params.Arguments) > 0 {
+				_ = json.Unmarshal(req.Params.Arguments, &in)
+			}
+			if in.Message != "" {
+				return nil, errors.New(in.Message)
+			}
 			return nil, errors.New("rpcerr: the tool failed on purpose")
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "die", Description: "Exits the server process mid-call."},
