@@ -79,6 +79,14 @@ chromium_ready() {
 
 step "go modules" "go mod download" go mod download || die "cannot download the Go modules; nothing else can run"
 module=$(go list -m)
+# The race-enabled test binaries are compiled in the background from here
+# on (go test -exec true: built, vetted, linked, nothing run), while the
+# npm packages download and the checks and cross-builds below run; the go
+# test step then finds every package compiled in the build cache, and its
+# first packages (the longest) start at once. A failure here is only a
+# cold cache: the step below builds again and reports what does not.
+(go test -race -count=1 -exec true ./... >"$logs/race-build" 2>&1) &
+race_build_pid=$!
 npm_ci() { (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error); }
 step "npm packages for end-to-end tests (testdata/npm)" "(cd testdata/npm && npm ci)" npm_ci ||
   die "cannot install the pinned npm packages; the end-to-end tests cannot run"
@@ -143,12 +151,12 @@ export NIGHTWATCH_REQUIRE_POSTGRES=1
 
 # The packages whose end-to-end tests run the real Claude Code CLI, longest
 # first (a loaded CI run: supervisor 397 s, cluster 332, chaos 242, session
-# 187, cmd/nightwatch 144, hook 132, security 112, internal/testkit 107;
-# every other package is under a minute). go test starts the packages' test
-# runs strictly in the order they are named, at most -p at a time, so with
-# ./... (alphabetical) supervisor, session and security started last and
-# supervisor ran alone for minutes at the end. Named first, the longest
-# runs overlap the short ones instead. A package missing from this list
+# 187, cmd/nightwatch 144, hook 132, security 112, internal/testkit 107).
+# go test starts the packages' test runs strictly in the order they are
+# named (cmd/go chains them in that order), at most -p at a time, so with ./...
+# (alphabetical) the longest, supervisor, started among the last and its
+# minutes were the step's tail. Named first, the longest runs overlap the
+# short ones instead. A package missing from this list
 # still runs (after these); one listed that no longer exists is dropped.
 heavy_packages=(supervisor cluster chaos session cmd/nightwatch hook security internal/testkit)
 # test_packages prints every package of the module, the heavy ones first.
@@ -160,21 +168,23 @@ test_packages() {
   done
   grep -vxF -f <(printf "$module/%s\n" "${heavy_packages[@]}") <<<"$all"
 }
-# How many packages' tests run at once (go test -p; its default is the
-# number of CPUs). The end-to-end packages wait a good part of their time
-# (backoffs, holds, outage windows, servers starting) with the CPU idle;
-# a third package at a time on 2 cores fills those waits.
-gotest_p=${NIGHTWATCH_GOTEST_P:-3}
+# How many packages' tests run at once: go test's default (-p, the number
+# of CPUs) unless NIGHTWATCH_GOTEST_P says otherwise. The end-to-end
+# packages are CPU-bound by the Claude Code CLIs they start (about 3
+# CPU-seconds a session on a loaded 2-core machine), so more at a time on
+# 2 cores would only stretch each package towards its 12-minute timeout.
+gotest_p=${NIGHTWATCH_GOTEST_P:-}
 
 # go test's own output goes to a log; what is printed is the packages'
 # results as they finish and, for a failing package, its output. The
 # summary names each failing test with the command that reruns it.
 gotest() {
   local pkgs
+  wait "$race_build_pid" # the background build above: the two would only compete
   pkgs=$(test_packages) || pkgs=./...
-  echo "-- go test -p $gotest_p, in this order: $(echo $pkgs | sed "s|$module/||g" | cut -c1-200)…"
+  echo "-- go test${gotest_p:+ -p $gotest_p}, in this order: $(echo $pkgs | sed "s|$module/||g" | cut -c1-200)…"
   # shellcheck disable=SC2086 # one word per package
-  go test -race -count=1 -timeout 12m -p "$gotest_p" $pkgs >"$logs/gotest" 2>&1 &
+  go test -race -count=1 -timeout 12m ${gotest_p:+-p "$gotest_p"} $pkgs >"$logs/gotest" 2>&1 &
   local pid=$! printed=0 rc
   while kill -0 "$pid" 2>/dev/null; do
     sleep 2

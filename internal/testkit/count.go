@@ -13,8 +13,11 @@ import (
 // script that appends one line per start of the CLI to that file (the test
 // that asked for the binary, "session" for a `-p` run or "other" for
 // anything else such as --version, the version) and then execs the real
-// binary. It measures how many Claude sessions each test starts, to weigh
-// the suite's cost (scripts/claude-sessions.sh); unset, nothing changes.
+// binary. It measures how many Claude sessions each test starts, the
+// suite's main cost; unset, nothing changes:
+//
+//	NIGHTWATCH_TEST_CLAUDE_LOG=/tmp/claude.log go test -count=1 ./supervisor/
+//	cut -f1,2 /tmp/claude.log | sed 's|/[^\t]*||' | sort | uniq -c
 const ClaudeCountEnv = "NIGHTWATCH_TEST_CLAUDE_LOG"
 
 // countingClaude returns bin itself, or the counting wrapper of bin when
