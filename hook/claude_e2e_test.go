@@ -257,28 +257,6 @@ func TestClaudeStdioServerDiesThenComesBack(t *testing.T) {
 	})
 }
 
-func TestClaudeCachedUnhealthyServerIsBlocked(t *testing.T) {
-	testkit.ForEachClaude(t, func(t *testing.T, version string) {
-		n := newNight(t, version, map[string]any{"notes": map[string]any{"command": testkit.BuildTestServer(t)}}, true)
-		// A verdict another session left in the cache: down for a minute.
-		until := time.Now().Add(time.Minute)
-		err := (&healthcheck.Store{Path: n.state}).Update(func(f *healthcheck.File) error {
-			f.Servers["notes"] = &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, FailureCount: 3,
-				LastFailureCode: healthcheck.CodeRateLimited, LastError: "HTTP 429 Too Many Requests",
-				NextRetryAt: healthcheck.MillisOf(until), CheckedAt: healthcheck.MillisOf(time.Now())}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := n.session("cached", `mcp__notes__echo {"message":"x"}`)
-		n.wantBlocked(got[0], "notes", "rate limited")
-		if !strings.Contains(got[0].Content, until.UTC().Format("2006-01-02T15:04")) {
-			t.Errorf("the message does not say until when: %q", got[0].Content)
-		}
-	})
-}
-
 // TestClaudeHTTPServerUnavailable: a Streamable HTTP server starts
 // answering 503 mid-session. Claude Code's error text hides the status, so
 // the hook probes to learn it, marks the server unavailable, and blocks

@@ -215,20 +215,31 @@ func TestClaudeHoldGivesUp(t *testing.T) {
 }
 
 // TestClaudeNoHoldForRateLimitOrAuth: a server down for a rate limit or a
-// refused login is denied at once: no hold can fix either.
+// refused login, a verdict another session left in the cache (down for ten
+// minutes: a session on a loaded machine was seen to take more than one),
+// is blocked: the call is denied at once, since no hold can fix
+// either, and the model is told until when. (This is also what was
+// TestClaudeCachedUnhealthyServerIsBlocked, the same session with a 3 s
+// hold: under a 4 m hold a held call would be seen.)
 func TestClaudeNoHoldForRateLimitOrAuth(t *testing.T) {
 	for _, tc := range []struct {
 		code      healthcheck.FailureCode
 		condition string
-	}{{healthcheck.CodeRateLimited, "rate limited"}, {healthcheck.CodeAuth, "failing authentication"}} {
+		failures  int
+		lastError string
+	}{
+		{healthcheck.CodeRateLimited, "rate limited", 3, "HTTP 429 Too Many Requests"},
+		{healthcheck.CodeAuth, "failing authentication", 1, "refused by the server"},
+	} {
 		t.Run(string(tc.code), func(t *testing.T) {
 			testkit.ForEachClaude(t, func(t *testing.T, version string) {
 				n := newNight(t, version, map[string]any{"notes": map[string]any{"command": testkit.BuildTestServer(t)}}, true,
 					"--max-hold", "4m")
+				until := time.Now().Add(10 * time.Minute)
 				err := (&healthcheck.Store{Path: n.state}).Update(func(f *healthcheck.File) error {
-					f.Servers["notes"] = &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, FailureCount: 1,
-						LastFailureCode: tc.code, LastError: "refused by the server",
-						NextRetryAt: healthcheck.MillisOf(time.Now().Add(time.Minute)), CheckedAt: healthcheck.MillisOf(time.Now())}
+					f.Servers["notes"] = &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, FailureCount: tc.failures,
+						LastFailureCode: tc.code, LastError: tc.lastError,
+						NextRetryAt: healthcheck.MillisOf(until), CheckedAt: healthcheck.MillisOf(time.Now())}
 					return nil
 				})
 				if err != nil {
@@ -236,6 +247,9 @@ func TestClaudeNoHoldForRateLimitOrAuth(t *testing.T) {
 				}
 				got := n.session("no-hold", `mcp__notes__echo {"message":"x"}`)
 				n.wantBlocked(got[0], "notes", tc.condition)
+				if !strings.Contains(got[0].Content, until.UTC().Format("2006-01-02T15:04")) {
+					t.Errorf("the message does not say until when: %q", got[0].Content)
+				}
 				if h := n.eventsOf(healthcheck.EventHolding); len(h) != 0 {
 					t.Errorf("a %s server was held: %+v", tc.code, h)
 				}

@@ -78,6 +78,15 @@ chromium_ready() {
 }
 
 step "go modules" "go mod download" go mod download || die "cannot download the Go modules; nothing else can run"
+module=$(go list -m)
+# The race-enabled test binaries are compiled in the background from here
+# on (go test -exec true: built, vetted, linked, nothing run), while the
+# npm packages download and the checks and cross-builds below run; the go
+# test step then finds every package compiled in the build cache, and its
+# first packages (the longest) start at once. A failure here is only a
+# cold cache: the step below builds again and reports what does not.
+(go test -race -count=1 -exec true ./... >"$logs/race-build" 2>&1) &
+race_build_pid=$!
 npm_ci() { (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error); }
 step "npm packages for end-to-end tests (testdata/npm)" "(cd testdata/npm && npm ci)" npm_ci ||
   die "cannot install the pinned npm packages; the end-to-end tests cannot run"
@@ -140,11 +149,42 @@ postgres() {
 step "PostgreSQL for the cluster tests" "apt-get install postgresql" postgres
 export NIGHTWATCH_REQUIRE_POSTGRES=1
 
+# The packages whose end-to-end tests run the real Claude Code CLI, longest
+# first (a loaded CI run: supervisor 397 s, cluster 332, chaos 242, session
+# 187, cmd/nightwatch 144, hook 132, security 112, internal/testkit 107).
+# go test starts the packages' test runs strictly in the order they are
+# named (cmd/go chains them in that order), at most -p at a time, so with ./...
+# (alphabetical) the longest, supervisor, started among the last and its
+# minutes were the step's tail. Named first, the longest runs overlap the
+# short ones instead. A package missing from this list
+# still runs (after these); one listed that no longer exists is dropped.
+heavy_packages=(supervisor cluster chaos session cmd/nightwatch hook security internal/testkit)
+# test_packages prints every package of the module, the heavy ones first.
+test_packages() {
+  local all p
+  all=$(go list ./...) || return 1
+  for p in "${heavy_packages[@]}"; do
+    grep -qxF "$module/$p" <<<"$all" && echo "$module/$p"
+  done
+  grep -vxF -f <(printf "$module/%s\n" "${heavy_packages[@]}") <<<"$all"
+}
+# How many packages' tests run at once: go test's default (-p, the number
+# of CPUs) unless NIGHTWATCH_GOTEST_P says otherwise. The end-to-end
+# packages are CPU-bound by the Claude Code CLIs they start (about 3
+# CPU-seconds a session on a loaded 2-core machine), so more at a time on
+# 2 cores would only stretch each package towards its 12-minute timeout.
+gotest_p=${NIGHTWATCH_GOTEST_P:-}
+
 # go test's own output goes to a log; what is printed is the packages'
 # results as they finish and, for a failing package, its output. The
 # summary names each failing test with the command that reruns it.
 gotest() {
-  go test -race -count=1 -timeout 12m ./... >"$logs/gotest" 2>&1 &
+  local pkgs
+  wait "$race_build_pid" # the background build above: the two would only compete
+  pkgs=$(test_packages) || pkgs=./...
+  echo "-- go test${gotest_p:+ -p $gotest_p}, in this order: $(echo $pkgs | sed "s|$module/||g" | cut -c1-200)…"
+  # shellcheck disable=SC2086 # one word per package
+  go test -race -count=1 -timeout 12m ${gotest_p:+-p "$gotest_p"} $pkgs >"$logs/gotest" 2>&1 &
   local pid=$! printed=0 rc
   while kill -0 "$pid" 2>/dev/null; do
     sleep 2
@@ -200,7 +240,24 @@ windows_tests() {
   fi
   ./scripts/wine-test.sh
 }
-step "Windows tests under Wine" "./scripts/wine-test.sh" windows_tests
+# The Windows tests under Wine run in the background, beside the fuzzing
+# below: neither needs the other, and each spends part of its time not
+# computing (Wine starting its server and prefix; a fuzz target runs for a
+# fixed time whatever it gets of the CPU). One after the other they took
+# about 1 and 1.5 minutes. Wine's output is kept and shown whole after the
+# fuzzing, as its own step.
+wine_start=$SECONDS
+echo "== Windows tests under Wine (in the background beside the fuzzing; output after it)"
+windows_tests >"$logs/wine" 2>&1 &
+wine_pid=$!
+wine_done() {
+  local rc
+  wait "$wine_pid"
+  rc=$?
+  cat "$logs/wine"
+  echo "   (Windows tests under Wine ran $(elapsed $((SECONDS - wine_start))) in all, beside the fuzzing)"
+  return $rc
+}
 
 # Go 1.26's fuzz coordinator can fail a target with a bare "context deadline
 # exceeded" when a -fuzztime duration ends while a worker is mid-input
@@ -220,7 +277,6 @@ step "Windows tests under Wine" "./scripts/wine-test.sh" windows_tests
 fuzz_time="${NIGHTWATCH_FUZZTIME:-3s}"
 fuzz_cache="$(go env GOCACHE)/fuzz"
 fuzz_bins="$logs/fuzz-bin"
-module=$(go list -m)
 # fuzz_bin DIR: the path of DIR's (./pkg) instrumented test binary.
 fuzz_bin() { echo "$fuzz_bins/$(echo "${1#./}" | tr / _).test"; }
 # fuzz_build DIR…: builds each package's binary in turn; a build that fails
@@ -287,6 +343,7 @@ fuzz_all() {
   return $rc
 }
 step "fuzzing (short: $fuzz_time a target)" "(each failing target is listed below)" fuzz_all
+step "Windows tests under Wine" "./scripts/wine-test.sh" wine_done
 
 echo
 echo "== summary ($(elapsed $((SECONDS - suite_start))) in all)"

@@ -74,15 +74,23 @@ func startedPer(events []journal.Event) map[string]int {
 }
 
 // TestNightWaitsOutAnAPIOutage: the API fails for longer than a session
-// lasts, one night per kind of outage: refused connections, a 503 window
-// and a 529 (overloaded) window. The first session fails on it; the night
-// starts nothing else until its check finds the API back, then every job
-// runs to done, and no job spent more than one attempt on the outage.
+// lasts, one night per kind of outage: refused connections and a 5xx
+// window. The first session fails on it; the night starts nothing else
+// until its check finds the API back, then every job runs to done, and no
+// job spent more than one attempt on the outage.
+//
+// A 529 (overloaded) window is not a third night here: what the night does
+// follows from the class alone, and that the real CLI's 529 is
+// api-unavailable like its 503 is held by modelapi's
+// TestClassifyRecordedCLIFailures (both versions' recorded output, kept
+// true by testkit's TestAPIFailures), that the check takes a 529 for down
+// like a 503 by modelapi's TestCheckAPI; issue 21's 529 night is
+// TestNightTrialsTheAPIAfterALyingCheck.
 func TestNightWaitsOutAnAPIOutage(t *testing.T) {
 	for _, kind := range []struct {
 		name  string
 		fault fakeapi.Fault
-	}{{"refused", fakeapi.Refused()}, {"503", fakeapi.ServerError(503)}, {"529", fakeapi.Overloaded()}} {
+	}{{"refused", fakeapi.Refused()}, {"503", fakeapi.ServerError(503)}} {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel() // each kind its own fake API and night
 			testNightWaitsOutAnAPIOutage(t, kind.fault)
@@ -93,7 +101,7 @@ func TestNightWaitsOutAnAPIOutage(t *testing.T) {
 func testNightWaitsOutAnAPIOutage(t *testing.T, outage fakeapi.Fault) {
 	testkit.ForEachClaude(t, func(t *testing.T, version string) {
 		f := newNightFixture(t)
-		yaml := f.apiBatch(version, 3, "")
+		yaml := f.apiBatch(version, 2, "")
 		fault := outage // each version's subtest runs in parallel: its own copy
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -112,7 +120,7 @@ func testNightWaitsOutAnAPIOutage(t *testing.T, outage fakeapi.Fault) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Done != 3 {
+		if s.Done != 2 {
 			t.Fatalf("want every job done, got %+v", s.Jobs)
 		}
 		events := readJournalTypes(t, s.Journal)

@@ -135,7 +135,7 @@ func ClaudeBinOf(t testing.TB, version string) string {
 	if !slices.Contains(versions, version) {
 		t.Fatalf("testkit: Claude Code %s is not pinned in testdata/npm/package.json (pinned: %v)", version, versions)
 	}
-	return claudeBinPath(nm, version)
+	return countingClaude(t, claudeBinPath(nm, version), version)
 }
 
 func claudeBinPath(nm, version string) string {
