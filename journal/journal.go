@@ -53,12 +53,12 @@ type Journal struct {
 	broken error
 	lost   [][]byte
 	// sinceSync are the lines written since the journal file was last
-	// fsynced, in order; needSync says one of them must be durable (a
-	// line of AppendLater; a volatile line alone needs no fsync). If the
-	// journal breaks before they are durable, they go to the lost file
-	// with the line that failed.
+	// fsynced, in order; unsynced counts those that must be made durable
+	// (lines of AppendLater; a volatile line alone needs no fsync). If
+	// the journal breaks before they are durable, they go to the lost
+	// file with the line that failed.
 	sinceSync [][]byte
-	needSync  bool
+	unsynced  int
 	// fsyncs counts the journal file's fsyncs (Fsyncs).
 	fsyncs int
 }
@@ -246,7 +246,7 @@ func (j *Journal) AppendLater(ev Event) error { return j.append(ev, false) }
 func (j *Journal) Sync() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.broken != nil || !j.needSync {
+	if j.broken != nil || j.unsynced == 0 {
 		return nil
 	}
 	err := j.ensureFile()
@@ -258,6 +258,14 @@ func (j *Journal) Sync() error {
 	}
 	j.broken = err
 	return j.keepLost(nil, "lines written since the last fsync")
+}
+
+// Unsynced is how many lines written with AppendLater wait for the next
+// Sync to be durable (volatile lines are not counted: they need none).
+func (j *Journal) Unsynced() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.unsynced
 }
 
 // Fsyncs is how many times the journal file was fsynced by Append and
@@ -274,7 +282,7 @@ func (j *Journal) fsync() error {
 	if err := syncFile(j.Path); err != nil {
 		return err
 	}
-	j.sinceSync, j.needSync = nil, false
+	j.sinceSync, j.unsynced = nil, 0
 	return nil
 }
 
@@ -308,7 +316,7 @@ func (j *Journal) append(ev Event, durable bool) error {
 			if durable {
 				err = j.fsync()
 			} else if !volatile[ev.Type] {
-				j.needSync = true
+				j.unsynced++
 			}
 		}
 		if err == nil {
@@ -335,7 +343,7 @@ func (j *Journal) append(ev Event, durable bool) error {
 // what names the lines for it.
 func (j *Journal) keepLost(line []byte, what string) error {
 	j.lost = append(j.lost, j.sinceSync...)
-	j.sinceSync, j.needSync = nil, false
+	j.sinceSync, j.unsynced = nil, 0
 	if line != nil {
 		j.lost = append(j.lost, line)
 	}

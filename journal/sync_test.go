@@ -31,23 +31,24 @@ func countSyncs(t *testing.T, fail func() error) *int {
 // when no line needs one (a volatile line alone does not).
 func TestAppendLaterIsDurableAtSync(t *testing.T) {
 	type op struct {
-		do     string // "later", "append" (Append), "sync"
-		typ    Type
-		fsyncs int // the journal's fsyncs after the step
+		do       string // "later", "append" (Append), "sync"
+		typ      Type
+		fsyncs   int // the journal's fsyncs after the step
+		unsynced int // lines waiting for their fsync after the step
 	}
 	cases := []struct {
 		name string
 		ops  []op
 	}{
 		{"lines written together cost one fsync", []op{
-			{"later", JobFinished, 0}, {"later", JobStarted, 0}, {"sync", "", 1}, {"sync", "", 1}}},
+			{"later", JobFinished, 0, 1}, {"later", JobStarted, 0, 2}, {"sync", "", 1, 0}, {"sync", "", 1, 0}}},
 		{"a volatile line alone needs none", []op{
-			{"later", SessionProcess, 0}, {"sync", "", 0}, {"append", SessionProcess, 0}, {"sync", "", 0}}},
+			{"later", SessionProcess, 0, 0}, {"sync", "", 0, 0}, {"append", SessionProcess, 0, 0}, {"sync", "", 0, 0}}},
 		{"a volatile line among others is made durable with them", []op{
-			{"later", JobStarted, 0}, {"later", SessionProcess, 0}, {"sync", "", 1}, {"sync", "", 1}}},
+			{"later", JobStarted, 0, 1}, {"later", SessionProcess, 0, 1}, {"sync", "", 1, 0}, {"sync", "", 1, 0}}},
 		{"an fsynced Append makes the earlier lines durable", []op{
-			{"later", JobFinished, 0}, {"append", RunFinished, 1}, {"sync", "", 1}}},
-		{"nothing written, nothing synced", []op{{"sync", "", 0}}},
+			{"later", JobFinished, 0, 1}, {"append", RunFinished, 1, 0}, {"sync", "", 1, 0}}},
+		{"nothing written, nothing synced", []op{{"sync", "", 0, 0}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -71,8 +72,9 @@ func TestAppendLaterIsDurableAtSync(t *testing.T) {
 				if err != nil {
 					t.Fatalf("step %d (%s): %v", i, o.do, err)
 				}
-				if j.Fsyncs() != o.fsyncs || *counted != o.fsyncs {
-					t.Fatalf("step %d (%s %s): %d fsyncs (%d counted), want %d", i, o.do, o.typ, j.Fsyncs(), *counted, o.fsyncs)
+				if j.Fsyncs() != o.fsyncs || *counted != o.fsyncs || j.Unsynced() != o.unsynced {
+					t.Fatalf("step %d (%s %s): %d fsyncs (%d counted), %d unsynced; want %d, %d", i, o.do, o.typ,
+						j.Fsyncs(), *counted, j.Unsynced(), o.fsyncs, o.unsynced)
 				}
 				// Every line is in the file as soon as it is written.
 				events, err := Read(j.Path)
@@ -118,8 +120,8 @@ func TestFailedSyncKeepsTheLinesNotYetDurable(t *testing.T) {
 			if !errors.Is(err, ErrBroken) || !strings.Contains(err.Error(), "kept in") {
 				t.Fatalf("Sync with a failing fsync: %v", err)
 			}
-			if j.Broken() == nil {
-				t.Error("Broken is nil after a failed fsync")
+			if j.Broken() == nil || j.Unsynced() != 0 {
+				t.Errorf("after a failed fsync: broken %v, %d lines unsynced", j.Broken(), j.Unsynced())
 			}
 			err = j.AppendLater(Event{Type: JobStarted, Job: "b", Attempt: 1})
 			if !errors.Is(err, ErrBroken) {
