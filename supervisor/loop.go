@@ -31,6 +31,7 @@ func (n *night) loop(ctx context.Context) error {
 	since := fileSize(n.events.Path)
 	go func() { defer close(watched); watchEvents(n.events.Path, since, eventsPoll, grew, stopWatch) }()
 	defer func() { close(stopWatch); <-watched }()
+	defer n.syncJournal()
 	wake := true
 	for {
 		if ctx.Err() != nil {
@@ -54,6 +55,8 @@ func (n *night) loop(ctx context.Context) error {
 			}
 		}
 		wake = true
+		// What this turn wrote is durable before the night waits.
+		n.syncJournal()
 		select {
 		case r := <-n.inbox:
 			if r.Ended != nil {
@@ -115,6 +118,11 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 			}
 			continue
 		}
+		if mayWait(a, n.b) {
+			// A probe or a request may take seconds: what was written
+			// before it is durable first.
+			n.syncJournal()
+		}
 		switch a := a.(type) {
 		case actRecord:
 			n.record(a)
@@ -143,6 +151,22 @@ func (n *night) do(ctx context.Context, acts []action) (finished bool) {
 	return finished
 }
 
+// mayWait says whether doing a may wait on something outside the night
+// (a probe of a server, the API's check, a notification). Recording,
+// finishing and looking at a job without servers do not; a launch syncs
+// the journal itself, after its job-started line, and maintenance before
+// each probe it makes (most turns it makes none).
+func mayWait(a action, b *jobs.Batch) bool {
+	switch a := a.(type) {
+	case actRecord, actLaunch, actFinish, actMaintain:
+		return false
+	case actCheckHealth:
+		job := b.Job(a.job)
+		return job != nil && len(b.ServersOf(job)) > 0
+	}
+	return true
+}
+
 // startsNothing says why the night starts no attempt now ("" when it
 // may): it is stopping, or its journal cannot be written.
 func (n *night) startsNothing() string {
@@ -167,6 +191,7 @@ func notStarted(a actLaunch, why string) evAttemptEnded {
 // ends are recorded (into the journal's lost file) and nothing new starts.
 func (n *night) drain() {
 	for n.plan.running > 0 {
+		n.syncJournal()
 		n.takeWhileStopping(<-n.inbox)
 	}
 }
@@ -187,7 +212,9 @@ func (n *night) stop() {
 		defer t.Stop()
 		deadline = t.C
 	}
+	defer n.syncJournal()
 	for n.plan.running > 0 {
+		n.syncJournal()
 		select {
 		case r := <-n.inbox:
 			n.takeWhileStopping(r)
@@ -292,6 +319,7 @@ func (n *night) launch(ctx context.Context, a actLaunch) (ev evAttemptEnded, fai
 		hosts = s.Hosts
 		n.append(journal.Event{Type: journal.JobStarted, Job: a.job, Attempt: a.attempt, Folder: s.Folder,
 			Allowed: job.Allowed(), Resume: s.Resume})
+		n.syncJournal()
 		return n.journalErr == nil
 	})
 	switch {

@@ -37,6 +37,7 @@ func (n *night) maintain(ctx context.Context) {
 		stuck := n.checker.Settings.Stuck(e)
 		switch {
 		case due:
+			n.syncJournal() // the probe may take seconds (loop.go: mayWait)
 			d := n.decide(ctx, srv)
 			n.maintenance(srv.Name, journal.Retry, "retry time came: probed with the reconnect policy", d.Entry)
 		case (stuck || waitedFor[srv.Name]) && e.LastFailureCode != healthcheck.CodeRateLimited:
@@ -46,6 +47,7 @@ func (n *night) maintain(ctx context.Context) {
 			// A probe that finds it still down by the health check's
 			// rule (a 401 to the server's own token included) is not
 			// recorded: that would grow the backoff the hooks wait out.
+			n.syncJournal()
 			res := n.probe(ctx, &srv.MCP)
 			if !healthcheck.Reachable(&srv.MCP, res) {
 				continue
