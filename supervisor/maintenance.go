@@ -27,11 +27,16 @@ func (n *night) maintain(ctx context.Context) {
 		n.warn(err.Error())
 	}
 	now := n.now()
-	waitedFor := n.plan.serversWaitedFor()
+	// Which servers deferred jobs wait for looks at every job: asked only
+	// when a server is down, not after every job of a healthy night.
+	var waitedFor map[string]bool
 	for _, srv := range n.b.Servers {
 		e := f.Entry(srv.Name)
 		if e == nil || e.Status != healthcheck.StatusUnhealthy {
 			continue
+		}
+		if waitedFor == nil {
+			waitedFor = n.plan.serversWaitedFor()
 		}
 		due := !now.Before(e.NextRetryAt.Time())
 		stuck := n.checker.Settings.Stuck(e)
