@@ -302,10 +302,8 @@ func update(path string, change func(*Ledger) bool) error {
 // tools are kept (a server the night could not list this time).
 func Prepare(path string, tools map[string]map[string]Hints, allowRepeat bool) error {
 	// A ledger that already says all this is not written again: the
-	// write is two fsyncs before every attempt (none at all for a job
-	// without servers on its first attempt, whose ledger does not exist
-	// yet and reads as empty).
-	return update(path, func(l *Ledger) bool {
+	// write is two fsyncs before every attempt.
+	change := func(l *Ledger) bool {
 		changed := l.AllowRepeat != allowRepeat
 		l.AllowRepeat = allowRepeat
 		for srv, ts := range tools {
@@ -318,7 +316,17 @@ func Prepare(path string, tools map[string]map[string]Hints, allowRepeat bool) e
 			}
 		}
 		return changed
-	})
+	}
+	// Nor is it locked, nor its folder made, to find that out (a job
+	// without servers on its first attempt: no ledger, which reads as
+	// empty): the ledger is only ever replaced whole, so a read without
+	// the lock sees a whole file, and what Prepare sets (the hints and
+	// the repeat setting) only Prepare changes, before an attempt, by
+	// the one night that runs the job.
+	if l, err := Read(path); err == nil && !change(l) {
+		return nil
+	}
+	return update(path, change)
 }
 
 // Input is a call's input: its raw JSON, or only its key when it was too

@@ -264,3 +264,62 @@ func TestMergeAddsEachCallOnce(t *testing.T) {
 		t.Errorf("attempt 3 is not told of both calls: %q", told)
 	}
 }
+
+// Prepare writes the ledger only when it would change, and a ledger that
+// needs no change (none at all, for a job without servers) is neither
+// locked nor given a folder; a change is written, calls kept.
+func TestPrepareWritesOnlyAChange(t *testing.T) {
+	yes := true
+	hints := map[string]map[string]Hints{"files": {"peek": {ReadOnly: &yes}}}
+	steps := []struct {
+		name        string
+		tools       map[string]map[string]Hints
+		allowRepeat bool
+		wantFile    bool // a ledger (and its lock) exists after the step
+		wantWrite   bool // the ledger was written by the step
+	}{
+		{"no servers, first attempt", nil, false, false, false},
+		{"the same again", nil, false, false, false},
+		{"hints", hints, false, true, true},
+		{"the same hints", hints, false, true, false},
+		{"allow_repeat", hints, true, true, true},
+		{"the same again", hints, true, true, false},
+	}
+	path := filepath.Join(t.TempDir(), "job", FileName)
+	var before os.FileInfo
+	for i, st := range steps {
+		if i == 3 {
+			// A call recorded between attempts is kept by a change.
+			if _, err := Record(path, 1, "files", "put", Input{Raw: []byte(`{}`)}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			before, _ = os.Stat(path)
+		} else if fi, err := os.Stat(path); err == nil {
+			before = fi
+		}
+		if err := Prepare(path, st.tools, st.allowRepeat); err != nil {
+			t.Fatalf("%d %s: %v", i, st.name, err)
+		}
+		fi, err := os.Stat(path)
+		if (err == nil) != st.wantFile {
+			t.Fatalf("%d %s: ledger: %v", i, st.name, err)
+		}
+		if _, err := os.Stat(filepath.Dir(path)); (err == nil) != st.wantFile {
+			t.Fatalf("%d %s: the ledger's folder: %v", i, st.name, err)
+		}
+		if !st.wantFile {
+			continue
+		}
+		wrote := before == nil || !os.SameFile(before, fi)
+		if wrote != st.wantWrite {
+			t.Errorf("%d %s: written %v, want %v", i, st.name, wrote, st.wantWrite)
+		}
+		l, err := Read(path)
+		if err != nil || l.AllowRepeat != st.allowRepeat || !l.ReadOnly("files", "peek") {
+			t.Fatalf("%d %s: ledger %+v, %v", i, st.name, l, err)
+		}
+		if i >= 3 && len(l.Calls) != 1 {
+			t.Errorf("%d %s: %d calls, want the recorded one kept", i, st.name, len(l.Calls))
+		}
+	}
+}

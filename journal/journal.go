@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,8 +22,9 @@ import (
 )
 
 // Journal is the append-only record of one run. It is what makes a run
-// resumable: every line is fsynced before Append returns, so a line the
-// supervisor acted on survives a crash or a power cut.
+// resumable: a line is fsynced before Append returns, or, written with
+// AppendLater, before Sync returns, so a line the supervisor acted on
+// survives a crash or a power cut.
 type Journal struct {
 	Path  string
 	RunID string
@@ -50,7 +52,20 @@ type Journal struct {
 	// goes to the lost file (LostPath), in order, and Append fails.
 	broken error
 	lost   [][]byte
+	// sinceSync are the lines written since the journal file was last
+	// fsynced, in order; unsynced counts those that must be made durable
+	// (lines of AppendLater; a volatile line alone needs no fsync). If
+	// the journal breaks before they are durable, they go to the lost
+	// file with the line that failed.
+	sinceSync [][]byte
+	unsynced  int
+	// fsyncs counts the journal file's fsyncs (Fsyncs).
+	fsyncs int
 }
+
+// syncFile fsyncs the journal file at path; tests replace it to count
+// fsyncs or to make one fail.
+var syncFile = atomicfile.Sync
 
 // MaxSize bounds a journal file nightwatch reads: a night of a 10 000-job
 // batch with retries and server changes writes a few MiB; 256 MiB is far
@@ -207,10 +222,71 @@ func joinLines(lines [][]byte) []byte {
 // resume folds them (a job started, how it ended).
 var volatile = map[Type]bool{SessionProcess: true}
 
-// Append writes ev as one line, fsynced unless its type is volatile. An empty Run or Time is stamped
-// with the journal's run and the current time. Every prose field is
-// redacted first (Redacted), whoever built the event.
-func (j *Journal) Append(ev Event) error {
+// Append writes ev as one line, fsynced unless its type is volatile (the
+// fsync makes every line written before it durable too). An empty Run or
+// Time is stamped with the journal's run and the current time. Every
+// prose field is redacted first (Redacted), whoever built the event.
+func (j *Journal) Append(ev Event) error { return j.append(ev, !volatile[ev.Type]) }
+
+// AppendLater writes ev as one line as Append does, without the fsync: the
+// line is in the file at once (readers see it; a crash of the writing
+// process alone keeps it, in the kernel's cache), and it becomes durable,
+// with every line written before it, at the next Sync or fsynced Append.
+// The caller calls Sync before anything it does depends on the line
+// surviving a crash of the machine: lines written together (a job's end
+// and the next job's start) then cost one fsync instead of one each.
+func (j *Journal) AppendLater(ev Event) error { return j.append(ev, false) }
+
+// Sync makes every line written so far durable: one fsync of the journal
+// file, none when no line written since the last one needs it. A journal
+// deleted or replaced since is written anew first (Append's repair). A
+// failed fsync breaks the journal as a failed Append does: the lines that
+// may not be durable are kept, in order, in the lost file, and the error
+// wraps ErrBroken.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.broken != nil || j.unsynced == 0 {
+		return nil
+	}
+	err := j.ensureFile()
+	if err == nil {
+		err = j.fsync()
+	}
+	if err == nil {
+		return nil
+	}
+	j.broken = err
+	return j.keepLost(nil, "lines written since the last fsync")
+}
+
+// Unsynced is how many lines written with AppendLater wait for the next
+// Sync to be durable (volatile lines are not counted: they need none).
+func (j *Journal) Unsynced() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.unsynced
+}
+
+// Fsyncs is how many times the journal file was fsynced by Append and
+// Sync (a figure for the benchmarks and the tests of the night's fsyncs).
+func (j *Journal) Fsyncs() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.fsyncs
+}
+
+// fsync makes every line written so far durable.
+func (j *Journal) fsync() error {
+	j.fsyncs++
+	if err := syncFile(j.Path); err != nil {
+		return err
+	}
+	j.sinceSync, j.unsynced = nil, 0
+	return nil
+}
+
+func (j *Journal) append(ev Event, durable bool) error {
 	if ev.Type == "" {
 		return errors.New("journal: event without a type")
 	}
@@ -228,16 +304,22 @@ func (j *Journal) Append(ev Event) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.broken == nil {
+		written := false
 		err := j.ensureFile()
 		if err == nil {
-			if volatile[ev.Type] {
-				err = atomicfile.AppendLineVolatile(j.Path, line)
-			} else {
-				err = atomicfile.AppendLine(j.Path, line)
+			err = atomicfile.AppendLineVolatile(j.Path, line)
+		}
+		if err == nil {
+			written = true
+			j.lines = append(j.lines, line)
+			j.sinceSync = append(j.sinceSync, line)
+			if durable {
+				err = j.fsync()
+			} else if !volatile[ev.Type] {
+				j.unsynced++
 			}
 		}
 		if err == nil {
-			j.lines = append(j.lines, line)
 			if j.Mirror != nil {
 				if err := j.Mirror(ev); err != nil {
 					return fmt.Errorf("%w: the shared journal: the %s line is in %s only: %v", ErrBroken, ev.Type, j.Path, err)
@@ -246,15 +328,30 @@ func (j *Journal) Append(ev Event) error {
 			return nil
 		}
 		j.broken = err
+		if written {
+			// In the file, not made durable: kept with the lines before it.
+			return j.keepLost(nil, "the "+string(ev.Type)+" line")
+		}
 	}
-	// The journal cannot be written: the line is kept, in order, in the
-	// lost file, which Read and Open add back.
-	j.lost = append(j.lost, line)
+	return j.keepLost(line, "the "+string(ev.Type)+" line")
+}
+
+// keepLost keeps, in order, the lines written since the last fsync (they
+// may not be durable) and line (nil: none) in the lost file, which Read
+// and Open add back after the journal's own lines (afterJournal drops
+// those the journal does hold), and returns the broken journal's error;
+// what names the lines for it.
+func (j *Journal) keepLost(line []byte, what string) error {
+	j.lost = append(j.lost, j.sinceSync...)
+	j.sinceSync, j.unsynced = nil, 0
+	if line != nil {
+		j.lost = append(j.lost, line)
+	}
 	lostPath := LostPath(j.Path)
 	if err := atomicfile.WriteFile(lostPath, joinLines(j.lost), atomicfile.Mode); err != nil {
-		return fmt.Errorf("%w: %s: %v; the %s line is lost too (cannot keep it in %s: %v)", ErrBroken, j.Path, j.broken, ev.Type, lostPath, err)
+		return fmt.Errorf("%w: %s: %v; %s lost too (cannot keep it in %s: %v)", ErrBroken, j.Path, j.broken, what, lostPath, err)
 	}
-	return fmt.Errorf("%w: %s: %v; the %s line was kept in %s", ErrBroken, j.Path, j.broken, ev.Type, lostPath)
+	return fmt.Errorf("%w: %s: %v; %s kept in %s", ErrBroken, j.Path, j.broken, what, lostPath)
 }
 
 // Redacted returns ev with every prose field passed through
@@ -377,12 +474,17 @@ func readLost(path string) (scanned, error) {
 	return sc, sc.err
 }
 
-// afterJournal drops from the lost lines the one the journal holds already:
-// a write that failed after the line reached the file (its fsync) kept it
-// in both.
+// afterJournal drops from the lost lines those the journal holds already:
+// lines written to the journal whose fsync failed (or was never done) were
+// kept in both, so the lost file starts with the journal's last lines
+// (all of them, or the first few when the machine crashed before the rest
+// reached the disk).
 func afterJournal(journal [][]byte, lost scanned) scanned {
-	if len(journal) > 0 && len(lost.lines) > 0 && bytes.Equal(journal[len(journal)-1], lost.lines[0]) {
-		lost.lines, lost.events = lost.lines[1:], lost.events[1:]
+	for n := min(len(journal), len(lost.lines)); n > 0; n-- {
+		if slices.EqualFunc(journal[len(journal)-n:], lost.lines[:n], bytes.Equal) {
+			lost.lines, lost.events = lost.lines[n:], lost.events[n:]
+			return lost
+		}
 	}
 	return lost
 }

@@ -32,6 +32,7 @@ func (n *night) loop(ctx context.Context) error {
 	since := fileSize(n.events.Path)
 	go func() { defer close(watched); watchEvents(n.events.Path, since, eventsPoll, grew, stopWatch) }()
 	defer func() { close(stopWatch); <-watched }()
+	defer n.syncJournal()
 	wake := true
 	for {
 		if ctx.Err() != nil {
@@ -55,6 +56,8 @@ func (n *night) loop(ctx context.Context) error {
 			}
 		}
 		wake = true
+		// What this turn wrote is durable before the night waits.
+		n.syncJournal()
 		select {
 		case r := <-n.inbox:
 			if r.Ended != nil {
@@ -116,6 +119,11 @@ func (n *night) do(ctx context.Context, acts []plan.Action) (finished bool) {
 			}
 			continue
 		}
+		if mayWait(a, n.b) {
+			// A probe or a request may take seconds: what was written
+			// before it is durable first.
+			n.syncJournal()
+		}
 		switch a := a.(type) {
 		case plan.Record:
 			n.record(a)
@@ -144,6 +152,22 @@ func (n *night) do(ctx context.Context, acts []plan.Action) (finished bool) {
 	return finished
 }
 
+// mayWait says whether doing a may wait on something outside the night
+// (a probe of a server, the API's check, a notification). Recording,
+// finishing and looking at a job without servers do not; a launch syncs
+// the journal itself, after its job-started line, and maintenance before
+// each probe it makes (most turns it makes none).
+func mayWait(a plan.Action, b *jobs.Batch) bool {
+	switch a := a.(type) {
+	case plan.Record, plan.Launch, plan.Finish, plan.Maintain:
+		return false
+	case plan.CheckHealth:
+		job := b.Job(a.Job)
+		return job != nil && len(b.ServersOf(job)) > 0
+	}
+	return true
+}
+
 // startsNothing says why the night starts no attempt now ("" when it
 // may): it is stopping, or its journal cannot be written.
 func (n *night) startsNothing() string {
@@ -168,6 +192,7 @@ func notStarted(a plan.Launch, why string) plan.AttemptEnded {
 // ends are recorded (into the journal's lost file) and nothing new starts.
 func (n *night) drain() {
 	for n.plan.Running() > 0 {
+		n.syncJournal()
 		n.takeWhileStopping(<-n.inbox)
 	}
 }
@@ -188,7 +213,9 @@ func (n *night) stop() {
 		defer t.Stop()
 		deadline = t.C
 	}
+	defer n.syncJournal()
 	for n.plan.Running() > 0 {
+		n.syncJournal()
 		select {
 		case r := <-n.inbox:
 			n.takeWhileStopping(r)
@@ -293,6 +320,7 @@ func (n *night) launch(ctx context.Context, a plan.Launch) (ev plan.AttemptEnded
 		hosts = s.Hosts
 		n.append(journal.Event{Type: journal.JobStarted, Job: a.Job, Attempt: a.Attempt, Folder: s.Folder,
 			Allowed: job.Allowed(), Resume: s.Resume})
+		n.syncJournal()
 		return n.journalErr == nil
 	})
 	switch {

@@ -27,16 +27,22 @@ func (n *night) maintain(ctx context.Context) {
 		n.warn(err.Error())
 	}
 	now := n.now()
-	waitedFor := n.plan.ServersWaitedFor()
+	// Which servers deferred jobs wait for looks at every job: asked only
+	// when a server is down, not after every job of a healthy night.
+	var waitedFor map[string]bool
 	for _, srv := range n.b.Servers {
 		e := f.Entry(srv.Name)
 		if e == nil || e.Status != healthcheck.StatusUnhealthy {
 			continue
 		}
+		if waitedFor == nil {
+			waitedFor = n.plan.ServersWaitedFor()
+		}
 		due := !now.Before(e.NextRetryAt.Time())
 		stuck := n.checker.Settings.Stuck(e)
 		switch {
 		case due:
+			n.syncJournal() // the probe may take seconds (loop.go: mayWait)
 			d := n.decide(ctx, srv)
 			n.maintenance(srv.Name, journal.Retry, "retry time came: probed with the reconnect policy", d.Entry)
 		case (stuck || waitedFor[srv.Name]) && e.LastFailureCode != healthcheck.CodeRateLimited:
@@ -46,6 +52,7 @@ func (n *night) maintain(ctx context.Context) {
 			// A probe that finds it still down by the health check's
 			// rule (a 401 to the server's own token included) is not
 			// recorded: that would grow the backoff the hooks wait out.
+			n.syncJournal()
 			res := n.probe(ctx, &srv.MCP)
 			if !healthcheck.Reachable(&srv.MCP, res) {
 				continue

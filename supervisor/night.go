@@ -238,6 +238,10 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	if err != nil {
 		return nil, err
 	}
+	// The run's first lines are durable before the preflight probes, and
+	// whatever the night wrote last is before it returns.
+	n.syncJournal()
+	defer n.syncJournal()
 	b = n.b // a resumed re-run runs only its own jobs
 	if n.exec == nil {
 		n.exec = newLocalExecutor(b, n.runID, opts.Binary, opts.Env, n.inbox)
@@ -324,6 +328,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	n.journalFinalStates()
 	n.append(journal.Event{Type: journal.RunFinished, Reason: fmt.Sprintf("%d done, %d failed, %d skipped",
 		summary.Done, summary.Failed, summary.Skipped)})
+	n.syncJournal()
 	if n.journalErr != nil {
 		// Every job ended, but the journal lost its last line (it was
 		// kept beside it): the morning hears of it all the same.
@@ -474,18 +479,39 @@ func (n *night) newRun() (bool, error) {
 	return false, nil
 }
 
-// append writes ev to the journal. A write that fails stops the night
-// from starting anything more (a job whose end the journal lacks would run
-// again after a crash): it is logged at error level, and RunNight ends
-// with ErrJournal once the running jobs have ended.
+// append writes ev to the journal; it is durable at the next syncJournal,
+// which comes before anything depends on it. A write that fails stops the
+// night from starting anything more (a job whose end the journal lacks
+// would run again after a crash): it is logged at error level, and
+// RunNight ends with ErrJournal once the running jobs have ended.
 func (n *night) append(ev journal.Event) {
 	ev.Run = n.runID
-	if err := n.journal.Append(ev); err != nil {
-		if n.journalErr == nil {
-			n.journalErr = err
-		}
-		n.log.Error().Err(err).Str("type", string(ev.Type)).Msg("cannot write the journal: no more jobs start tonight")
+	if err := n.journal.AppendLater(ev); err != nil {
+		n.journalBroke(err, string(ev.Type))
 	}
+}
+
+// syncJournal makes every line the night wrote durable, in one fsync (none
+// when they are already). The night calls it before an attempt starts
+// (after its job-started line: an attempt the journal does not know of must
+// not run, and the end of the one before is then durable too), before
+// anything that may wait (a probe, the API's check, maintenance, a
+// notification), before it waits for the next report, and before it
+// returns: a line is never lost to a crash of the machine once anything
+// was done on its strength. Lines written in one turn of the loop (a
+// job's end, the next job's start) cost one fsync together. A failed
+// fsync is a journal that cannot be written (append).
+func (n *night) syncJournal() {
+	if err := n.journal.Sync(); err != nil {
+		n.journalBroke(err, "fsync")
+	}
+}
+
+func (n *night) journalBroke(err error, what string) {
+	if n.journalErr == nil {
+		n.journalErr = err
+	}
+	n.log.Error().Err(err).Str("type", what).Msg("cannot write the journal: no more jobs start tonight")
 }
 
 // journalWarn says loudly what the journal repaired on its own (a journal

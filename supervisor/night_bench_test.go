@@ -128,7 +128,11 @@ jobs:
 // shell script would. Per job:
 // (night wall - bare wall) / n, and the two walls' ratio. Preflight is
 // included (no servers: only the API check, replaced here, and the
-// journal's first lines).
+// journal's first lines). On Unix the CPU time of this process (the
+// night, or the loop) is reported too, per job, and its difference:
+// steadier than the walls on a loaded machine, but blind to waiting (an
+// fsync costs the night its disk's latency, little CPU).
+// bench/night-vs.sh runs it against an earlier revision, in turn.
 //
 //	go test -run '^$' -bench NightVsBareLoop -benchtime 1x ./supervisor/
 func BenchmarkNightVsBareLoop(b *testing.B) {
@@ -145,10 +149,12 @@ func BenchmarkNightVsBareLoop(b *testing.B) {
 			fmt.Fprintf(&yaml, "  - {name: j%d, prompt: hello}\n", i)
 		}
 		batch := loadBench(b, dir, yaml.String())
+		cpu0, _, cpuOK := processCPU()
 		start := time.Now()
 		s, err := RunNight(context.Background(), batch, NightOptions{Binary: "/bin/true", Env: os.Environ(),
 			CheckAPI: func(context.Context) (bool, string) { return true, "" }})
 		night := time.Since(start)
+		cpu1, _, _ := processCPU()
 		if err != nil || s.Done != n {
 			b.Fatalf("night: %v done %d of %d", err, s.Done, n)
 		}
@@ -161,6 +167,13 @@ func BenchmarkNightVsBareLoop(b *testing.B) {
 			}
 		}
 		bare := time.Since(start)
+		cpu2, _, _ := processCPU()
+		if cpuOK {
+			perJob := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
+			b.ReportMetric(perJob(cpu1-cpu0), "night-cpu-ms/job")
+			b.ReportMetric(perJob(cpu2-cpu1), "bare-cpu-ms/job")
+			b.ReportMetric(perJob((cpu1-cpu0)-(cpu2-cpu1)), "overhead-cpu-ms/job")
+		}
 		b.ReportMetric(float64((night-bare).Microseconds())/1000/float64(n), "overhead-ms/job")
 		b.ReportMetric(float64(bare.Microseconds())/1000/float64(n), "bare-ms/job")
 		b.ReportMetric(float64(night)/float64(bare), "night/bare")

@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -68,14 +67,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	k := knobs.FromEnv(os.LookupEnv, home)
 	k.Apply(&f, func(name string) bool { return changed[name] }, home, os.LookupEnv)
 	// What the hot path reads of the payload is kept, for the whole hook
-	// if the call is handed on.
-	var read bytes.Buffer
-	if p, err := hot.DecodeFor(os.LookupEnv, io.TeeReader(stdin, &read)); err == nil {
+	// if the call is handed on; a payload larger than hookexe.MaxKept is
+	// handed on as it streams, never held whole.
+	payload := hookexe.NewKept(stdin)
+	if p, err := hot.DecodeFor(os.LookupEnv, payload); err == nil {
 		if code, ok := hot.Answer(hot.Env{Getenv: os.LookupEnv, Stdout: stdout, Stderr: stderr, Knobs: k}, p); ok {
 			return code
 		}
 	}
-	return hookexe.Handoff(ctx, args, io.MultiReader(&read, stdin), stdout, stderr)
+	return hookexe.Handoff(ctx, args, payload.Payload(), stdout, stderr)
 }
 
 func homeDir() string {

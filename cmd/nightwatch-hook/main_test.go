@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/hookexe"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 )
 
@@ -150,4 +152,52 @@ func TestHotPathParity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A payload larger than the hot path keeps (a PostToolUse with a tool's
+// 24 MiB response) is handed to the whole hook as it streams: the whole
+// hook gets it all and answers as it does when called directly, and the
+// hot hook's own peak memory stays far below the payload's size (it held
+// the whole payload before).
+func TestLargePayloadIsStreamedToTheWholeHook(t *testing.T) {
+	nw := testkit.BuildNightwatch(t)
+	hookBin := testkit.BuildHook(t)
+	big := strings.Repeat("x", 24<<20)
+	// A response at a server known healthy: the hot path would answer it
+	// alone, were it small. The whole hook reads all of it: a response
+	// cut short would not parse, and the call would be said unjudged.
+	payload := `{"hook_event_name":"PostToolUse","tool_name":"mcp__up__search","tool_response":{"text":"` + big + `"}}`
+	now := time.Now()
+	runs := map[string]hookRun{}
+	var peakKiB int
+	for name, argv := range map[string][]string{"nightwatch-hook": {hookBin}, "nightwatch hook": {nw, "hook"}} {
+		home := t.TempDir()
+		parityCache(t, home, now)
+		report := filepath.Join(home, "peak-rss")
+		r := runHook(t, argv, home, payload, []string{"NIGHTWATCH_REPORT_PEAK_RSS=" + report})
+		r.stdout, r.stderr = fromNow.ReplaceAllString(r.stdout, "… from now"), fromNow.ReplaceAllString(r.stderr, "… from now")
+		runs[name] = r
+		if name == "nightwatch-hook" && runtime.GOOS == "linux" {
+			// Each process appends its own on exit: the whole hook it
+			// ran first, nightwatch-hook last.
+			data, err := os.ReadFile(report)
+			lines := strings.Fields(string(data))
+			if err != nil || len(lines) != 2 {
+				t.Fatalf("peak RSS report: %q, %v (want the whole hook's, then nightwatch-hook's)", data, err)
+			}
+			if _, err := fmt.Sscan(lines[1], &peakKiB); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if fmt.Sprint(runs["nightwatch-hook"]) != fmt.Sprint(runs["nightwatch hook"]) {
+		t.Errorf("nightwatch-hook and nightwatch hook differ:\n%+v\n%+v", runs["nightwatch-hook"], runs["nightwatch hook"])
+	}
+	if r := runs["nightwatch hook"]; r.code != 0 || strings.Contains(r.stderr, "unchecked") {
+		t.Errorf("the whole hook did not judge the call: %+v", r)
+	}
+	if runtime.GOOS == "linux" && peakKiB > 16<<10 {
+		t.Errorf("nightwatch-hook's peak RSS was %d KiB for a %d MiB payload; it holds no more than %d KiB of it", peakKiB, len(payload)>>20, hookexe.MaxKept>>10)
+	}
+	t.Logf("nightwatch-hook peak RSS %d KiB", peakKiB)
 }

@@ -27,6 +27,9 @@ func TestWritersRefuseSymlinks(t *testing.T) {
 		if err := AppendLine(link, []byte("ours")); err == nil {
 			t.Error("AppendLine wrote through a symlink")
 		}
+		if err := Sync(link); err == nil {
+			t.Error("Sync opened a symlink")
+		}
 		b, err := os.ReadFile(target)
 		if dangling && err == nil {
 			t.Errorf("a writer created the link's target: %q", b)
@@ -93,5 +96,34 @@ func TestOpenLogAndCreateNew(t *testing.T) {
 	}
 	if err := CreateNew(link); err == nil {
 		t.Error("CreateNew went through a symlink")
+	}
+}
+
+// Sync fsyncs a regular file and nothing else: a missing file is an error
+// and is not created; a folder is refused.
+func TestSync(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "journal")
+	if err := AppendLineVolatile(file, []byte("line")); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, path string
+		ok         bool
+	}{
+		{"regular file", file, true},
+		{"missing file", filepath.Join(dir, "missing"), false},
+		{"folder", dir, false},
+	}
+	for _, c := range cases {
+		if err := Sync(c.path); (err == nil) != c.ok {
+			t.Errorf("%s: Sync: %v", c.name, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+		t.Errorf("Sync created a missing file: %v", err)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "line\n" {
+		t.Errorf("the file after Sync: %q %v", b, err)
 	}
 }

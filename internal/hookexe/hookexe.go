@@ -11,7 +11,9 @@
 package hookexe
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -186,6 +188,49 @@ func WholeFor(hook, goos string) string {
 	return filepath.Join(dir, "nightwatch")
 }
 
+// MaxKept bounds what nightwatch-hook keeps of a payload while its hot
+// path reads it (Kept): a PostToolUse payload carries the tool's whole
+// response, which may be any size.
+const MaxKept = 1 << 20
+
+// ErrPayloadTooLarge is what the hot path reads past MaxKept of a payload:
+// it stops there, and the call is handed on.
+var ErrPayloadTooLarge = errors.New("the hook's input is larger than the hot path reads; handed to the whole hook")
+
+// Kept is a payload as nightwatch-hook's hot path reads it: every byte
+// read is kept, for Handoff, up to MaxKept; past it the reads fail
+// (ErrPayloadTooLarge), the hot path answers nothing, and the call is
+// handed on whole as it streams (Payload: the bytes kept, then the rest,
+// read from where the hot path stopped). However large the payload, no
+// more than MaxKept of it is held.
+type Kept struct {
+	r    io.Reader
+	kept bytes.Buffer
+}
+
+// NewKept reads the payload from r.
+func NewKept(r io.Reader) *Kept { return &Kept{r: r} }
+
+// Read reads the payload for the hot path.
+func (k *Kept) Read(p []byte) (int, error) {
+	room := MaxKept - k.kept.Len()
+	if room <= 0 {
+		return 0, ErrPayloadTooLarge
+	}
+	if len(p) > room {
+		p = p[:room]
+	}
+	n, err := k.r.Read(p)
+	k.kept.Write(p[:n])
+	return n, err
+}
+
+// Payload is the whole payload, for Handoff: what the hot path read, then
+// the rest, streamed.
+func (k *Kept) Payload() io.Reader {
+	return io.MultiReader(bytes.NewReader(k.kept.Bytes()), k.r)
+}
+
 // Handoff runs the whole hook, `nightwatch hook` beside this executable
 // with the same arguments, for a call nightwatch-hook's hot path does not
 // answer (a miss that probes, a trial, a hold, a failure, a log file):
@@ -194,7 +239,8 @@ func WholeFor(hook, goos string) string {
 // to be one build when the hook was injected (Choose); the child is told
 // this one's ID, and says so if it is another. A whole hook that cannot
 // be run lets the call through, saying why, as the hook does with a call
-// it cannot judge.
+// it cannot judge. stdin is streamed to the child (Kept.Payload), never
+// read whole here.
 func Handoff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	self, err := os.Executable()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,5 +199,42 @@ func TestHookAndSupervisorAgreeOnTheCache(t *testing.T) {
 	sn := store.Snapshot()
 	if got := sn.Entry(up); got == nil || got.Status != healthcheck.StatusUnhealthy || got.LastError != e.LastError {
 		t.Errorf("the hook's write is not in the layout a snapshot reads: %+v", got)
+	}
+}
+
+// Kept keeps what the hot path reads of a payload, never more than
+// MaxKept, and gives the whole payload back, byte for byte, however much
+// of it the hot path read: a payload of MaxKept bytes or more stops the
+// hot path's reading with ErrPayloadTooLarge.
+func TestKeptIsBoundedAndWhole(t *testing.T) {
+	for _, size := range []int{0, 10, MaxKept - 1, MaxKept, MaxKept + 1, 3*MaxKept + 17} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			payload := make([]byte, size)
+			for i := range payload {
+				payload[i] = byte('a' + i%26)
+			}
+			k := NewKept(bytes.NewReader(payload))
+			// The hot path reads through a 64 KiB buffer to the end, or
+			// until it is stopped.
+			buf := make([]byte, 64<<10)
+			read := 0
+			var err error
+			for err == nil {
+				var n int
+				n, err = k.Read(buf)
+				read += n
+			}
+			tooLarge := size >= MaxKept
+			if (err == ErrPayloadTooLarge) != tooLarge || (!tooLarge && err != io.EOF) {
+				t.Errorf("read %d bytes, then %v", read, err)
+			}
+			if read > MaxKept || k.kept.Len() > MaxKept || k.kept.Len() != read {
+				t.Errorf("read %d bytes, kept %d; at most %d", read, k.kept.Len(), MaxKept)
+			}
+			whole, err := io.ReadAll(k.Payload())
+			if err != nil || !bytes.Equal(whole, payload) {
+				t.Errorf("Payload gave %d bytes (%v), want the %d of the payload", len(whole), err, size)
+			}
+		})
 	}
 }

@@ -1,0 +1,121 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/journal"
+	"github.com/nightwatch-dev/nightwatch/session"
+)
+
+// syncChecking is an executor that notes, as each attempt starts (after
+// the night wrote its job-started line, before the agent is spawned), how
+// many journal lines still wait for their fsync.
+type syncChecking struct {
+	executor
+	j       *journal.Journal
+	atStart []int
+}
+
+func (e *syncChecking) Launch(ctx context.Context, a session.Attempt, starting func(session.Starting) bool) (bool, error) {
+	return e.executor.Launch(ctx, a, func(s session.Starting) bool {
+		ok := starting(s)
+		if ok {
+			e.atStart = append(e.atStart, e.j.Unsynced())
+		}
+		return ok
+	})
+}
+
+// The night's journal lines are fsynced in batches, never late: when an
+// attempt's agent is spawned every line written so far (its job-started
+// line, the end of the attempt before it) is durable, and so is every
+// line when the night returns. One after the other, an instant job costs
+// one fsync (its start, which carries the previous job's end), not one
+// per line.
+func TestNightJournalIsDurableBeforeEachStart(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxParallel int
+		// maxExtra bounds the fsyncs beyond one per attempt (-1: not
+		// counted): the run's first lines, the last job's end, and a
+		// turn that ends an attempt and starts none (the retry's pause).
+		maxExtra int
+	}{
+		{"one at a time", 1, 3},
+		{"two at a time", 2, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			agent := scriptedAgent(t, dir, "0")
+			var yaml strings.Builder
+			fmt.Fprintf(&yaml, "version: 1\nname: durable\nstate_dir: ./state\nkeep_awake: false\nmax_parallel: %d\nagent: {command: %s}\njobs:\n",
+				tt.maxParallel, jsonString(agent))
+			const jobs = 6
+			for i := 0; i < jobs; i++ {
+				prompt := fmt.Sprintf("p%d", i)
+				if i == 2 {
+					prompt += " fail-first"
+				}
+				fmt.Fprintf(&yaml, "  - {name: j%d, retries: 1, prompt: %q}\n", i, prompt)
+			}
+			b := testkit.LoadBatch(t, dir, yaml.String())
+			if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			opts := NightOptions{Binary: "/bin/true", Env: os.Environ(), LogWriter: zerolog.NewTestWriter(t),
+				Maintenance: 200 * time.Millisecond, RetryPause: 100 * time.Millisecond, SkipPreflight: true,
+				CheckAPI: func(context.Context) (bool, string) { return true, "" }}
+			// RunNight's start, with an executor that looks at the journal.
+			n := newNight(b, opts)
+			if _, err := n.openJournal(); err != nil {
+				t.Fatal(err)
+			}
+			n.syncJournal()
+			exec := &syncChecking{executor: newLocalExecutor(b, n.runID, opts.Binary, opts.Env, n.inbox), j: n.journal}
+			n.exec = exec
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := n.loop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			_, done, _, _ := n.plan.Summary()
+			if done != jobs {
+				t.Fatalf("%d of %d jobs done", done, jobs)
+			}
+			const attempts = jobs + 1 // the fail-first job's retry
+			if len(exec.atStart) != attempts {
+				t.Fatalf("%d attempts started, want %d", len(exec.atStart), attempts)
+			}
+			for i, u := range exec.atStart {
+				if u != 0 {
+					t.Errorf("attempt %d was spawned with %d journal line(s) not yet durable", i+1, u)
+				}
+			}
+			if u := n.journal.Unsynced(); u != 0 {
+				t.Errorf("the night returned with %d journal line(s) not yet durable", u)
+			}
+			finished := 0
+			for _, ev := range readJournalTypes(t, n.journal.Path) {
+				if ev.Type == journal.JobFinished {
+					finished++
+				}
+			}
+			if finished != jobs {
+				t.Errorf("the journal has %d job-finished lines, want %d", finished, jobs)
+			}
+			if f := n.journal.Fsyncs(); tt.maxExtra >= 0 && f > attempts+tt.maxExtra {
+				t.Errorf("%d fsyncs for %d attempts, want at most %d", f, attempts, attempts+tt.maxExtra)
+			}
+			t.Logf("%d fsyncs for %d attempts", n.journal.Fsyncs(), attempts)
+		})
+	}
+}
