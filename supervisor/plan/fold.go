@@ -84,7 +84,8 @@ func (p *Plan) Apply(ev journal.Event) {
 		// A line per attempt; one whose files could not be prepared has
 		// none, and its end carries its number.
 		jp.attempts = max(jp.attempts+1, ev.Attempt)
-		jp.phase, jp.startedAt = phaseRunning, ev.Time
+		p.setPhase(jp, phaseRunning)
+		jp.startedAt = ev.Time
 		jp.deferring, jp.resume, jp.resumeWhy = "", "", ""
 		jp.lost = nil
 	case journal.ServerLost:
@@ -96,7 +97,7 @@ func (p *Plan) Apply(ev journal.Event) {
 		if ev.Uncounted {
 			jp.free++
 		} else {
-			jp.phase = phaseWaitingRetry
+			p.setPhase(jp, phaseWaitingRetry)
 		}
 		if !ev.NotBefore.IsZero() {
 			jp.notBefore = ev.NotBefore
@@ -111,11 +112,12 @@ func (p *Plan) Apply(ev journal.Event) {
 		p.attemptOver(jp, ev)
 		switch ev.Status {
 		case journal.Done:
-			jp.phase, jp.feedback = phaseDone, ""
+			p.setPhase(jp, phaseDone)
+			jp.feedback = ""
 		case journal.Skipped: // an older journal's word for it
-			jp.phase = phaseSkipped
+			p.setPhase(jp, phaseSkipped)
 		default: // failed, or a status this version does not know
-			jp.phase = phaseFailed
+			p.setPhase(jp, phaseFailed)
 		}
 		jp.reason = ev.Reason
 	case journal.JobDeferred:
@@ -125,13 +127,15 @@ func (p *Plan) Apply(ev journal.Event) {
 		if jp.deferredSince.IsZero() {
 			jp.deferredSince = ev.Time
 		}
-		jp.phase, jp.deferring = phaseDeferred, ev.Reason
+		p.setPhase(jp, phaseDeferred)
+		jp.deferring = ev.Reason
 		jp.deferrals++
 	case journal.JobSkipped:
 		if ev.Attempt > 0 {
 			p.attemptOver(jp, ev)
 		}
-		jp.phase, jp.reason = phaseSkipped, ev.Reason
+		p.setPhase(jp, phaseSkipped)
+		jp.reason = ev.Reason
 	}
 }
 
@@ -163,7 +167,8 @@ func (p *Plan) attemptOver(jp *jobPlan, ev journal.Event) {
 	}
 	// What a start does is done by an end too: an attempt whose files
 	// could not be prepared has no job-started line.
-	jp.phase, jp.startedAt, jp.deferring = phasePending, time.Time{}, ""
+	p.setPhase(jp, phasePending)
+	jp.startedAt, jp.deferring = time.Time{}, ""
 	if n > jp.costed {
 		jp.costed = n
 		p.cost += ev.Cost()
@@ -224,7 +229,8 @@ func (p *Plan) interrupt(jp *jobPlan) {
 		return
 	}
 	p.running--
-	jp.phase, jp.startedAt = phasePending, time.Time{}
+	p.setPhase(jp, phasePending)
+	jp.startedAt = time.Time{}
 	if t := p.trial; t != nil && t.Job == jp.job.Name {
 		t.Job, t.Attempt = "", 0 // the next session is the trial
 	}

@@ -40,6 +40,11 @@ func TestPlanFoldsItsJournal(t *testing.T) {
 				t.Fatalf("seed %d, step %d: the folded plan differs from the live one:\n%s\njournal:\n%s",
 					seed, step, factsDiff(got, want), d.journalText())
 			}
+			for what, p := range map[string]*Plan{"live": d.live, "folded": d.folded} {
+				if wrong := countsWrong(p); wrong != "" {
+					t.Fatalf("seed %d, step %d: the %s plan's counts are wrong: %s\njournal:\n%s", seed, step, what, wrong, d.journalText())
+				}
+			}
 		}
 		if rng.IntN(2) == 0 {
 			continue
@@ -59,6 +64,9 @@ func TestPlanFoldsItsJournal(t *testing.T) {
 		if got, want := journalFacts(resumed), journalFacts(d.live); !got.equal(want) {
 			t.Fatalf("seed %d: the resumed plan differs from the stopped one:\n%s\njournal:\n%s",
 				seed, factsDiff(got, want), d.journalText())
+		}
+		if wrong := countsWrong(resumed); wrong != "" {
+			t.Fatalf("seed %d: the resumed plan's counts are wrong: %s", seed, wrong)
 		}
 	}
 }
@@ -287,6 +295,33 @@ type nightFacts struct {
 	trialSince   int64
 	trialJob     string
 	trialAttempt int
+}
+
+// countsWrong says how the counts setPhase keeps differ from a count of
+// every job ("" when they agree): ended and deferred jobs, and every job
+// before first ended.
+func countsWrong(p *Plan) string {
+	ended, deferred := 0, 0
+	for _, jp := range p.jobs {
+		if jp.phase.ended() {
+			ended++
+		}
+		if jp.phase == phaseDeferred {
+			deferred++
+		}
+	}
+	if ended != p.ended || deferred != p.deferred {
+		return fmt.Sprintf("kept %d ended and %d deferred, counted %d and %d", p.ended, p.deferred, ended, deferred)
+	}
+	for i, name := range p.order[:min(p.first, len(p.order))] {
+		if !p.jobs[name].phase.ended() {
+			return fmt.Sprintf("job %d (%s) is %s, before the first open job %d", i, name, p.jobs[name].phase, p.first)
+		}
+	}
+	if first := p.firstOpen(); first < len(p.order) && p.jobs[p.order[first]].phase.ended() {
+		return fmt.Sprintf("the first open job %d has ended", first)
+	}
+	return ""
 }
 
 func journalFacts(p *Plan) planFacts {

@@ -55,8 +55,11 @@ func (p phase) status() string {
 
 // jobPlan is one job's state.
 type jobPlan struct {
-	job       *jobs.Job
+	job *jobs.Job
+	// phase is set only through Plan.setPhase, which keeps the plan's
+	// counts; index is the job's first place in the plan's order.
 	phase     phase
+	index     int
 	attempts  int
 	notBefore time.Time // a retry waits until then
 	deferring string    // why it waits for its servers; "" when it does not
@@ -207,6 +210,11 @@ type Plan struct {
 	// the plan waits for ("" when none).
 	scan  int
 	asked string
+	// ended and deferred count the jobs in those phases; every job of
+	// order before first has ended. With them a wake, the end of a scan
+	// and maintenance's question do not look at every job of the batch
+	// (setPhase keeps them).
+	ended, deferred, first int
 	// pause is the night waiting on the API (nil: it is not); outages
 	// counts the outages so far; stopped is why the night starts nothing
 	// more ("" while it goes on).
@@ -229,8 +237,12 @@ func newPlan(b *jobs.Batch, started time.Time, retryPause time.Duration) *Plan {
 	if b.Deadline != nil {
 		p.rules.deadline = DeadlineAfter(started, *b.Deadline)
 	}
-	for _, j := range b.Jobs {
-		p.jobs[j.Name] = &jobPlan{job: j}
+	at := map[string]int{}
+	for i, j := range b.Jobs {
+		if _, seen := at[j.Name]; !seen {
+			at[j.Name] = i
+		}
+		p.jobs[j.Name] = &jobPlan{job: j, index: at[j.Name]}
 		p.order = append(p.order, j.Name)
 	}
 	return p
@@ -295,7 +307,8 @@ func (p *Plan) Adopt(job string, attempt int, now time.Time) {
 	if jp == nil || jp.phase.ended() || jp.phase == phaseRunning {
 		return
 	}
-	jp.phase, jp.attempts, jp.startedAt = phaseRunning, attempt, now
+	p.setPhase(jp, phaseRunning)
+	jp.attempts, jp.startedAt = attempt, now
 	p.running++
 }
 
@@ -315,7 +328,7 @@ func (p *Plan) Step(now time.Time, ev Event) []Action {
 			}
 			return acts
 		}
-		p.scan = 0
+		p.scan = p.firstOpen()
 		return append(acts, p.scanReady(now)...)
 	case APIChecked:
 		acts := p.apiChecked(now, ev)
@@ -358,7 +371,7 @@ func (p *Plan) applyLimits(now time.Time) []Action {
 // it was waiting for.
 func (p *Plan) skipWaiting(now time.Time, reason string) []Action {
 	var acts []Action
-	for _, name := range p.order {
+	for _, name := range p.order[p.firstOpen():] {
 		jp := p.jobs[name]
 		if !jp.phase.waiting() {
 			continue
@@ -615,11 +628,11 @@ func verifyOf(v *session.VerifyResult) *journal.Verify {
 // or startable, and they have waited past the batch's max_defer.
 func (p *Plan) giveUpWaiting(now time.Time) []Action {
 	limit := p.rules.maxDefer
-	if p.running > 0 || limit <= 0 {
+	if p.running > 0 || limit <= 0 || p.deferred == 0 {
 		return nil
 	}
 	var acts []Action
-	for _, name := range p.order {
+	for _, name := range p.order[p.firstOpen():] {
 		jp := p.jobs[name]
 		if jp.phase == phaseDeferred && now.Sub(jp.deferredSince) >= limit {
 			acts = append(acts, p.skip(now, jp, fmt.Sprintf("waited %s for its servers: %s", limit, jp.deferring)))
@@ -628,20 +641,51 @@ func (p *Plan) giveUpWaiting(now time.Time) []Action {
 	return acts
 }
 
-func (p *Plan) allEnded() bool {
-	for _, jp := range p.jobs {
-		if !jp.phase.ended() {
-			return false
-		}
+func (p *Plan) allEnded() bool { return p.ended == len(p.jobs) }
+
+// setPhase moves jp to ph, keeping the counts of ended and deferred jobs
+// and the first job not ended.
+func (p *Plan) setPhase(jp *jobPlan, ph phase) {
+	was := jp.phase
+	if was == ph {
+		return
 	}
-	return true
+	jp.phase = ph
+	switch {
+	case was.ended() && !ph.ended():
+		p.ended--
+		p.first = min(p.first, jp.index)
+	case !was.ended() && ph.ended():
+		p.ended++
+	}
+	if was == phaseDeferred {
+		p.deferred--
+	}
+	if ph == phaseDeferred {
+		p.deferred++
+	}
+}
+
+// firstOpen is the place in order of the first job that has not ended
+// (len(order) when all have): first, moved past the jobs that ended
+// since. Over a night it moves through the batch once, however many
+// times it is asked.
+func (p *Plan) firstOpen() int {
+	for p.first < len(p.order) && p.jobs[p.order[p.first]].phase.ended() {
+		p.first++
+	}
+	return p.first
 }
 
 // ServersWaitedFor are the servers deferred jobs wait for: maintenance
 // probes them early.
 func (p *Plan) ServersWaitedFor() map[string]bool {
 	out := map[string]bool{}
-	for _, jp := range p.jobs {
+	if p.deferred == 0 {
+		return out
+	}
+	for _, name := range p.order[p.firstOpen():] {
+		jp := p.jobs[name]
 		if jp.phase == phaseDeferred {
 			for _, s := range jp.job.Servers {
 				out[s] = true

@@ -651,3 +651,39 @@ func TestDeadlineAfter(t *testing.T) {
 		}
 	}
 }
+
+// The counts that spare a wake a look at every job follow every move of
+// a job, a job that ended and runs again (a journal that says so)
+// included: the wake after it starts that job again, and the night is not
+// over.
+func TestPlanCountsFollowEveryMove(t *testing.T) {
+	p := newPlan(planBatch(nil, planJob("a", nil), planJob("b", nil), planJob("c", nil)), planT0, time.Second)
+	for _, ev := range []journal.Event{
+		{Type: journal.JobStarted, Job: "a", Attempt: 1},
+		{Type: journal.JobFinished, Job: "a", Attempt: 1, Status: journal.Done},
+		{Type: journal.JobDeferred, Job: "c", Reason: "notes down"},
+		{Type: journal.JobStarted, Job: "b", Attempt: 1},
+		{Type: journal.JobFinished, Job: "b", Attempt: 1, Status: journal.Failed},
+	} {
+		p.Apply(ev)
+		if wrong := countsWrong(p); wrong != "" {
+			t.Fatalf("after %s %s: %s", ev.Type, ev.Job, wrong)
+		}
+	}
+	if p.firstOpen() != 2 || p.deferred != 1 || p.allEnded() {
+		t.Fatalf("first open %d, %d deferred, all ended %v", p.firstOpen(), p.deferred, p.allEnded())
+	}
+	p.Apply(journal.Event{Type: journal.JobSkipped, Job: "c", Reason: "gave up"})
+	if !p.allEnded() || p.deferred != 0 || p.firstOpen() != 3 {
+		t.Fatalf("all ended %v, %d deferred, first open %d", p.allEnded(), p.deferred, p.firstOpen())
+	}
+	// a's line again: it runs, and ends as a retry waiting for its turn.
+	p.Apply(journal.Event{Type: journal.JobStarted, Job: "a", Attempt: 2})
+	p.Apply(journal.Event{Type: journal.JobRetried, Job: "a", Attempt: 2, Reason: "exit 1"})
+	if wrong := countsWrong(p); wrong != "" || p.allEnded() || p.firstOpen() != 0 {
+		t.Fatalf("a reopened: %q, all ended %v, first open %d", wrong, p.allEnded(), p.firstOpen())
+	}
+	if acts := p.Step(planT0, Wake{}); len(acts) != 1 || acts[0] != (CheckHealth{Job: "a"}) {
+		t.Errorf("wake: %#v, want a's health asked", acts)
+	}
+}
