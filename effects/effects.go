@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,11 +147,21 @@ type Ledger struct {
 
 // Task is a call a server answered with an MCP task nobody follows.
 type Task struct {
-	N       int       `json:"n"`
-	Attempt int       `json:"attempt"`
-	Server  string    `json:"server"`
-	Tool    string    `json:"tool"`
-	At      time.Time `json:"at"`
+	N       int    `json:"n"`
+	Attempt int    `json:"attempt"`
+	Server  string `json:"server"`
+	Tool    string `json:"tool"`
+	// ID is the server's task id and ToolUseID the CLI's id of the call,
+	// when whoever recorded it knew them ("" otherwise).
+	ID        string    `json:"id,omitempty"`
+	ToolUseID string    `json:"toolUseId,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// TaskRef names a task call as far as its witness knows it: the server's
+// task id (exec-server reads it in the answer) and the CLI's tool_use_id.
+type TaskRef struct {
+	ID, ToolUseID string
 }
 
 // Name is the tool as the model calls it.
@@ -171,15 +182,57 @@ func (l *Ledger) TasksOf(attempt int) []Task {
 }
 
 // RecordTask adds a call of attempt that server turned into a task the
-// CLI could not follow.
-func RecordTask(path string, attempt int, server, tool string, now time.Time) error {
+// CLI could not follow. One call has two witnesses on some CLIs (the
+// server's answer, read by exec-server, and the CLI's failure, read by the
+// hook): a call already recorded under the same tool_use_id is recorded
+// once, with what the second witness adds (the task id).
+func RecordTask(path string, attempt int, server, tool string, ref TaskRef, now time.Time) error {
 	return update(path, func(l *Ledger) bool {
+		if ref.ToolUseID != "" {
+			for i := range l.Tasks {
+				t := &l.Tasks[i]
+				if t.ToolUseID != ref.ToolUseID || t.Server != server || t.Tool != tool {
+					continue
+				}
+				if t.ID == "" && ref.ID != "" {
+					t.ID = ref.ID
+					return true
+				}
+				return false
+			}
+		}
 		if len(l.Tasks) >= maxCalls {
 			return false
 		}
-		l.Tasks = append(l.Tasks, Task{N: len(l.Tasks) + 1, Attempt: attempt, Server: server, Tool: tool, At: now.UTC()})
+		l.Tasks = append(l.Tasks, Task{N: len(l.Tasks) + 1, Attempt: attempt, Server: server, Tool: tool,
+			ID: ref.ID, ToolUseID: ref.ToolUseID, At: now.UTC()})
 		return true
 	})
+}
+
+// TaskOf is the task recorded for the call toolUseID; nil when none.
+func (l *Ledger) TaskOf(toolUseID string) *Task {
+	if l == nil || toolUseID == "" {
+		return nil
+	}
+	for i := range l.Tasks {
+		if l.Tasks[i].ToolUseID == toolUseID {
+			return &l.Tasks[i]
+		}
+	}
+	return nil
+}
+
+// SessionLedger is the ledger and attempt a session's environment names
+// (PathEnv, AttemptEnv); ok is false when it names none.
+func SessionLedger(getenv func(string) (string, bool)) (path string, attempt int, ok bool) {
+	path, _ = getenv(PathEnv)
+	a, _ := getenv(AttemptEnv)
+	attempt, err := strconv.Atoi(strings.TrimSpace(a))
+	if strings.TrimSpace(path) == "" || err != nil || attempt <= 0 {
+		return "", 0, false
+	}
+	return path, attempt, true
 }
 
 // ReadOnly says whether server's tool is read-only by its hints.

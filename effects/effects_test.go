@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -321,5 +322,55 @@ func TestPrepareWritesOnlyAChange(t *testing.T) {
 		if i >= 3 && len(l.Calls) != 1 {
 			t.Errorf("%d %s: %d calls, want the recorded one kept", i, st.name, len(l.Calls))
 		}
+	}
+}
+
+// TestRecordTaskOncePerCall: the two witnesses of one task call (exec-server
+// with the task id, the hook with only the tool_use_id), in either order,
+// make one task with all they know; calls without a tool_use_id, or
+// another call, are tasks of their own. TaskOf finds a call's task.
+func TestRecordTaskOncePerCall(t *testing.T) {
+	at := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	type rec struct {
+		server, tool string
+		ref          TaskRef
+	}
+	tests := []struct {
+		name string
+		recs []rec
+		want []Task
+	}{
+		{"exec-server then hook", []rec{{"s", "run", TaskRef{ID: "t-1", ToolUseID: "u1"}}, {"s", "run", TaskRef{ToolUseID: "u1"}}},
+			[]Task{{N: 1, Attempt: 1, Server: "s", Tool: "run", ID: "t-1", ToolUseID: "u1", At: at}}},
+		{"hook then exec-server", []rec{{"s", "run", TaskRef{ToolUseID: "u1"}}, {"s", "run", TaskRef{ID: "t-1", ToolUseID: "u1"}}},
+			[]Task{{N: 1, Attempt: 1, Server: "s", Tool: "run", ID: "t-1", ToolUseID: "u1", At: at}}},
+		{"two calls", []rec{{"s", "run", TaskRef{ID: "t-1", ToolUseID: "u1"}}, {"s", "run", TaskRef{ID: "t-2", ToolUseID: "u2"}}},
+			[]Task{{N: 1, Attempt: 1, Server: "s", Tool: "run", ID: "t-1", ToolUseID: "u1", At: at},
+				{N: 2, Attempt: 1, Server: "s", Tool: "run", ID: "t-2", ToolUseID: "u2", At: at}}},
+		{"no tool_use_id", []rec{{"s", "run", TaskRef{}}, {"s", "run", TaskRef{}}},
+			[]Task{{N: 1, Attempt: 1, Server: "s", Tool: "run", At: at}, {N: 2, Attempt: 1, Server: "s", Tool: "run", At: at}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), FileName)
+			for _, r := range tt.recs {
+				if err := RecordTask(path, 1, r.server, r.tool, r.ref, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l, err := Read(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(l.Tasks, tt.want) {
+				t.Errorf("tasks %+v, want %+v", l.Tasks, tt.want)
+			}
+			if got := l.TaskOf("u1"); (got == nil) != (tt.want[0].ToolUseID == "") || (got != nil && got.ID != tt.want[0].ID) {
+				t.Errorf("TaskOf(u1) = %+v", got)
+			}
+			if l.TaskOf("") != nil || l.TaskOf("u9") != nil {
+				t.Error("TaskOf found a task for a call that made none")
+			}
+		})
 	}
 }

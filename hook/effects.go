@@ -48,21 +48,30 @@ func (h *handler) recordTask(server, tool string) {
 		return
 	}
 	h.say(fmt.Sprintf("nightwatch: server %q answered %s with an MCP task this session cannot follow; the task runs on at the server", server, h.p.ToolName))
-	if err := effects.RecordTask(path, attempt, server, tool, h.now()); err != nil {
+	// exec-server recorded it already, with its task id, when the server
+	// is a stdio one: the tool_use_id makes them one call.
+	if err := effects.RecordTask(path, attempt, server, tool, effects.TaskRef{ToolUseID: h.p.ToolUseID}, h.now()); err != nil {
 		h.say(fmt.Sprintf("nightwatch: side-effect ledger: %v", err))
 	}
 }
 
 // recordEffect adds a call that succeeded to the job's ledger (the ledger
-// leaves out read-only tools).
+// leaves out read-only tools, and a call whose server only accepted it as
+// an MCP task: exec-server recorded that task, and its work is not done).
 func (h *handler) recordEffect(server, tool string) {
 	path, attempt, ok := hot.LedgerOf(h.env.Getenv)
 	if !ok {
 		return
 	}
 	// A read-only tool costs one read of the small file, no lock.
-	if l, err := effects.Read(path); err == nil && l.ReadOnly(server, tool) {
-		return
+	if l, err := effects.Read(path); err == nil {
+		if l.ReadOnly(server, tool) {
+			return
+		}
+		if t := l.TaskOf(h.p.ToolUseID); t != nil {
+			h.say(fmt.Sprintf("nightwatch: server %q answered %s with MCP task %q, which this session does not follow; the task runs on at the server", server, h.p.ToolName, t.ID))
+			return
+		}
 	}
 	in := effects.Input{Raw: []byte(h.p.Input)} // Record keys and digests it
 	if h.p.InputCut {

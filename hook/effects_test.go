@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nightwatch-dev/nightwatch/effects"
 )
@@ -59,5 +60,44 @@ func TestHookSideEffects(t *testing.T) {
 	delete(noLedger, effects.PathEnv)
 	if r := invoke(t, call("PreToolUse", "mcp__notes__create", `{"title":"a","body":"b"}`), noLedger); r.code != ExitAllow {
 		t.Errorf("without a ledger: %+v, want allowed", r)
+	}
+}
+
+// TestHookTaskCallIsNoSideEffect: on 2.1.197 a call whose stdio server
+// answered with an MCP task reaches PostToolUse as an empty success; the
+// ledger already has that task (exec-server recorded it under the call's
+// tool_use_id), so the call is not recorded as a side effect that
+// succeeded. The same tool's other call is. And 2.1.332's failure of the
+// task call adds no second task.
+func TestHookTaskCallIsNoSideEffect(t *testing.T) {
+	home := t.TempDir()
+	ledger := filepath.Join(home, "run", "job", effects.FileName)
+	if err := effects.RecordTask(ledger, 1, "slowjobs", "echo", effects.TaskRef{ID: "t-1", ToolUseID: "toolu_task"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": filepath.Join(home, "cache.json"),
+		effects.PathEnv: ledger, effects.AttemptEnv: "1"}
+	payload := func(event, id, extra string) string {
+		return `{"session_id":"s1","cwd":"/nonexistent","hook_event_name":"` + event + `","tool_name":"mcp__slowjobs__echo","tool_use_id":"` + id +
+			`","tool_input":{"message":"start"},"mcp_server":{"name":"slowjobs","source":"dynamic"},` + extra + `}`
+	}
+	for _, p := range []string{
+		payload("PostToolUse", "toolu_task", `"tool_response":[]`),
+		payload("PostToolUse", "toolu_other", `"tool_response":[]`),
+		payload("PostToolUseFailure", "toolu_task", `"error":"Unsupported result type 'task' for tools/call"`),
+	} {
+		if r := invoke(t, p, env); r.code != ExitAllow {
+			t.Fatalf("%s: %+v", p, r)
+		}
+	}
+	l, err := effects.Read(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Calls) != 1 {
+		t.Errorf("side effects %+v, want only the call that was no task", l.Calls)
+	}
+	if len(l.Tasks) != 1 || l.Tasks[0].ID != "t-1" || l.Tasks[0].ToolUseID != "toolu_task" {
+		t.Errorf("tasks %+v, want the one exec-server recorded", l.Tasks)
 	}
 }

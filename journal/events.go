@@ -100,9 +100,9 @@ const (
 	// of what it was called with.
 	SideEffect Type = "side-effect"
 	// TaskLost: Attempt of Job called Tool of Server, which turned the
-	// call into an MCP task the session could not follow: the task runs
-	// on at the server, its end unseen. Effect numbers it in the job's
-	// ledger (written once per number).
+	// call into an MCP task (Task, ToolUseID) the session could not
+	// follow: the task runs on at the server, its end unseen. Effect
+	// numbers it in the job's ledger (written once per number).
 	TaskLost Type = "task-lost"
 )
 
@@ -242,6 +242,11 @@ type Event struct {
 	// redacted digest (side-effect).
 	Effect int    `json:"effect,omitempty"`
 	Input  string `json:"input,omitempty"`
+	// Task is the server's id of the MCP task a call became (task-lost),
+	// when its witness read it (exec-server does, for a stdio server);
+	// ToolUseID is the CLI's id of that call.
+	Task      string `json:"task,omitempty"`
+	ToolUseID string `json:"toolUseId,omitempty"`
 	// Budget is the job's own limit that stopped the attempt (job-finished:
 	// failed, budget exceeded, not retried); nil for any other end.
 	Budget *Budget `json:"budget,omitempty"`

@@ -272,7 +272,11 @@ func notesOf(j Job, limit int) []string {
 		notes = append(notes, cut("side effects: "+sideEffects(j.SideEffects)))
 	}
 	for _, t := range j.TasksLost {
-		notes = append(notes, fmt.Sprintf("task left running by %s (attempt %d): its server answered with an MCP task nobody follows", t.Tool, t.Attempt))
+		task := "an MCP task"
+		if t.Task != "" {
+			task = fmt.Sprintf("MCP task %q", cut(t.Task))
+		}
+		notes = append(notes, fmt.Sprintf("task left running by %s (attempt %d): its server answered with %s nobody follows", t.Tool, t.Attempt, task))
 	}
 	if len(j.Unusable) > 0 {
 		notes = append(notes, "could not use: "+strings.Join(j.Unusable, ", "))

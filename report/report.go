@@ -139,6 +139,8 @@ type SideEffect struct {
 	Attempt int    `json:"attempt"`
 	Tool    string `json:"tool"`
 	Input   string `json:"input,omitempty"`
+	// Task is the server's id of the MCP task (TasksLost), when known.
+	Task string `json:"task,omitempty"`
 }
 
 // attempt is one session of a job, from job-started to its end.
@@ -416,7 +418,7 @@ func fromEvents(events []journal.Event) *Night {
 			j.SideEffects = append(j.SideEffects, SideEffect{Attempt: ev.Attempt, Tool: ev.Tool, Input: clean(ev.Input)})
 		case journal.TaskLost:
 			j := b.job(ev.Job)
-			j.TasksLost = append(j.TasksLost, SideEffect{Attempt: ev.Attempt, Tool: ev.Tool})
+			j.TasksLost = append(j.TasksLost, SideEffect{Attempt: ev.Attempt, Tool: ev.Tool, Task: clean(ev.Task)})
 		case journal.ServerState:
 			b.serverState(ev)
 		case journal.CallBlocked:

@@ -78,7 +78,7 @@ func (n *night) journalEffects(job string) {
 			continue
 		}
 		n.append(journal.Event{Time: t.At, Type: journal.TaskLost, Job: job, Attempt: t.Attempt,
-			Server: t.Server, Tool: t.Name(), Effect: t.N})
+			Server: t.Server, Tool: t.Name(), Effect: t.N, Task: t.ID, ToolUseID: t.ToolUseID})
 		n.effectsJournaled[key] = t.N
 	}
 }
@@ -88,8 +88,9 @@ func (n *night) journalEffects(job string) {
 func tasksKey(job string) string { return job + "\x00tasks" }
 
 // lostTasks says which calls of attempt of job a server turned into a
-// task nobody follows, e.g. "exports (mcp__exports__run)"; none when the
-// ledger says nothing of it.
+// task nobody follows, e.g. "exports (mcp__exports__run)" or, when the
+// task's id is known, "exports (mcp__exports__run, task t-7)"; none when
+// the ledger says nothing of it.
 func (n *night) lostTasks(job string, attempt int) []string {
 	l, err := effects.Read(statedir.Effects(n.b.StateDir, n.runID, job))
 	if err != nil {
@@ -97,7 +98,11 @@ func (n *night) lostTasks(job string, attempt int) []string {
 	}
 	var out []string
 	for _, t := range l.TasksOf(attempt) {
-		out = append(out, t.Server+" ("+t.Name()+")")
+		what := t.Name()
+		if t.ID != "" {
+			what += ", task " + t.ID
+		}
+		out = append(out, t.Server+" ("+what+")")
 	}
 	return out
 }

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -44,13 +43,7 @@ func MCP(toolName string) bool { return strings.HasPrefix(toolName, "mcp__") }
 // LedgerOf is the session's side-effect ledger file and attempt (package
 // effects); ok is false outside a job that keeps one.
 func LedgerOf(getenv knobs.Getenv) (path string, attempt int, ok bool) {
-	path, _ = getenv(effects.PathEnv)
-	a, _ := getenv(effects.AttemptEnv)
-	attempt, err := strconv.Atoi(strings.TrimSpace(a))
-	if strings.TrimSpace(path) == "" || err != nil || attempt <= 0 {
-		return "", 0, false
-	}
-	return path, attempt, true
+	return effects.SessionLedger(getenv)
 }
 
 // DecodeFor reads the payload, with tool_input when the session keeps a

@@ -57,7 +57,7 @@ func Serve(e Entry, stderr io.Writer) int {
 	env := os.Environ()
 	cfg := Config{Server: e.Server, Argv: e.Argv, Env: launch.Environment(env, e.Keep), Stderr: stderr,
 		Restarts: e.Restarts, Window: e.Window, HangAfter: e.HangAfter, PingTimeout: e.PingTimeout,
-		Notify: Announcer(os.LookupEnv, e.Server, stderr),
+		Notify: both(Announcer(os.LookupEnv, e.Server, stderr), TaskRecorder(os.LookupEnv, e.Server, stderr)),
 		// Read when a call is lost, from the ledger the session's
 		// environment names (the job's, with its servers' tools/list hints).
 		Hints: func(tool string) effects.Hints { return effects.HintsFrom(os.LookupEnv, e.Server, tool) }}
@@ -97,6 +97,9 @@ func Announcer(getenv func(string) (string, bool), server string, warn io.Writer
 		run, job, attempt, _ = statedir.AttemptOf(dir)
 	}
 	return func(ev Event) {
+		if ev.Kind == Tasked {
+			return // the job's ledger has it (TaskRecorder)
+		}
 		kind := map[EventKind]string{Started: healthcheck.EventServerStarted,
 			Restarted: healthcheck.EventServerRestarted, Lost: healthcheck.EventServerLost,
 			Answered: healthcheck.EventCallAnswered}[ev.Kind]
@@ -107,4 +110,38 @@ func Announcer(getenv func(string) (string, bool), server string, warn io.Writer
 		}
 		log.Append(out)
 	}
+}
+
+// TaskRecorder records each call the server answered with an MCP task
+// (Tasked) in the job's side-effect ledger its environment names
+// (effects.SessionLedger), with the attempt, server, tool, task id and
+// tool_use_id: the same record the hook makes when 2.1.332 fails such a
+// call, so the night treats the task the same way whatever the CLI did
+// with the answer. Nil when the session keeps no ledger.
+func TaskRecorder(getenv func(string) (string, bool), server string, warn io.Writer) func(Event) {
+	path, attempt, ok := effects.SessionLedger(getenv)
+	if !ok {
+		return nil
+	}
+	return func(ev Event) {
+		if ev.Kind != Tasked {
+			return
+		}
+		fmt.Fprintf(warn, "nightwatch: MCP server %q answered a call of %s with task %q, which the session does not follow; the task runs on at the server\n",
+			server, ev.Tool, ev.TaskID)
+		if err := effects.RecordTask(path, attempt, server, ev.Tool, effects.TaskRef{ID: ev.TaskID, ToolUseID: ev.ToolUseID}, time.Now()); err != nil {
+			fmt.Fprintf(warn, "nightwatch: side-effect ledger: %v\n", err)
+		}
+	}
+}
+
+// both tells each event to a and b (either may be nil).
+func both(a, b func(Event)) func(Event) {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(ev Event) { a(ev); b(ev) }
 }

@@ -27,6 +27,9 @@ type message struct {
 	failed  bool
 	isError bool
 	errMsg  string
+	// taskID: a response whose result is an MCP task handle, not the
+	// call's result (taskAnswer); "" for every other response.
+	taskID string
 }
 
 func parse(line []byte) message {
@@ -38,6 +41,7 @@ func parse(line []byte) message {
 		} `json:"error"`
 		Result *struct {
 			IsError bool `json:"isError"`
+			taskHandle
 		} `json:"result"`
 	}
 	trimmed := bytes.TrimSpace(line)
@@ -55,9 +59,41 @@ func parse(line []byte) message {
 		if m.Error != nil {
 			msg.errMsg = m.Error.Message
 		}
+		if m.Error == nil && m.Result != nil {
+			msg.taskID = m.Result.taskID()
+		}
 		return msg
 	}
 	return message{kind: other}
+}
+
+// taskHandle is the part of a result that makes it an MCP task handle
+// instead of the call's result, in either shape a server may send:
+//   - the io.modelcontextprotocol/tasks extension (protocol 2026-07-28):
+//     the result itself is the task, discriminated by resultType "task":
+//     {"resultType":"task","taskId":"…","status":"working",…};
+//   - the 2025-11-25 protocol's CreateTaskResult: {"task":{"taskId":"…",
+//     "status":"working",…}}.
+//
+// Only these structured members count: a result's content whose text
+// speaks of a task is a result like any other.
+type taskHandle struct {
+	ResultType string `json:"resultType"`
+	TaskID     string `json:"taskId"`
+	Task       *struct {
+		TaskID string `json:"taskId"`
+	} `json:"task"`
+}
+
+// taskID is the task the result is a handle of; "" when it is none.
+func (h taskHandle) taskID() string {
+	switch {
+	case h.ResultType == "task" && h.TaskID != "":
+		return h.TaskID
+	case h.ResultType == "" && h.Task != nil && h.Task.TaskID != "":
+		return h.Task.TaskID
+	}
+	return ""
 }
 
 // idKey is an id as a map key: its JSON text, so 7 and "7" differ.

@@ -17,7 +17,8 @@
 // told to Config.Notify, for the night's events file, and so is every
 // tools/call the server itself answered with a failure (Answered): the
 // hook then knows that call's failure is the server's own answer, whatever
-// its text says.
+// its text says; and every tools/call the server answered with an MCP task
+// handle instead of a result (Tasked), which no supported CLI follows.
 package serverguard
 
 import (
@@ -133,6 +134,12 @@ const (
 	// error) or AnsweredIsError (an isError result). Told before the
 	// answer is passed on.
 	Answered EventKind = "answered"
+	// Tasked: the server answered the client's tools/call ToolUseID of
+	// Tool with an MCP task handle (TaskID), not with the call's result:
+	// the work runs on at the server. Told before the answer is passed
+	// on, whatever the CLI then makes of it (2.1.332 fails the call,
+	// 2.1.197 shows an empty success).
+	Tasked EventKind = "tasked"
 )
 
 // How the server answered a call with a failure (Event.Reason of Answered).
@@ -150,6 +157,7 @@ type Event struct {
 	Reason    string
 	Tool      string
 	ToolUseID string
+	TaskID    string
 }
 
 // ErrLost is Run's answer when the server could not be brought back.
@@ -549,6 +557,11 @@ func (g *guard) fromServer(line []byte) {
 				verdict = AnsweredError
 			}
 			g.notify(Event{Kind: Answered, Tool: c.tool, ToolUseID: c.toolUseID, Reason: verdict})
+		}
+		if c := g.pending[key]; c != nil && c.method == "tools/call" && c.tool != "" && m.taskID != "" {
+			// Told before the answer leaves: the CLI may show it as an
+			// empty success, and the job is not done while it runs.
+			g.notify(Event{Kind: Tasked, Tool: c.tool, ToolUseID: c.toolUseID, TaskID: m.taskID})
 		}
 		delete(g.pending, key)
 		g.served = true

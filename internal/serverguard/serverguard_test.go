@@ -18,6 +18,7 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/mcpserver"
 )
 
 // client plays Claude Code against a guarded nwtestserver: it writes
@@ -533,6 +534,8 @@ func TestServerAnswersAreTold(t *testing.T) {
 		{"rpcerr", "toolu_2", map[string]any{"message": "Connection closed"}, &Event{Kind: Answered, Tool: "rpcerr", ToolUseID: "toolu_2", Reason: AnsweredError}},
 		{"echo", "toolu_3", map[string]any{"message": "hi"}, nil},
 		{"fail", "", map[string]any{"text": "no id"}, nil},
+		// A result whose text is a task handle is a result.
+		{"echo", "toolu_4", map[string]any{"message": `{"resultType":"task","taskId":"t-1","status":"working"}`}, nil},
 	}
 	for _, tt := range tests {
 		before := len(c.eventsOf(Answered))
@@ -545,5 +548,50 @@ func TestServerAnswersAreTold(t *testing.T) {
 		case tt.want != nil && (len(got) != 1 || got[0] != *tt.want):
 			t.Errorf("%s %q: told %+v, want %+v (answer %v)", tt.tool, tt.id, got, *tt.want, res)
 		}
+	}
+	if got := c.eventsOf(Tasked); len(got) != 0 {
+		t.Errorf("answers that are no task handle told as tasks: %+v", got)
+	}
+}
+
+// TestServerTasksAreTold: a tools/call the server answers with an MCP task
+// handle is told to Notify (Tasked) with its tool, the client's
+// tool_use_id and the task's id before the answer, unchanged, reaches the
+// client; a call without a tool_use_id is told all the same (the task
+// runs whoever asked). Other requests pass as before.
+func TestServerTasksAreTold(t *testing.T) {
+	c := guarded(t, Config{Argv: []string{testkit.BuildTestServer(t), "--mode", "answer-task"}})
+	c.handshake()
+	tests := []struct {
+		id   string
+		want Event
+	}{
+		{"toolu_1", Event{Kind: Tasked, Tool: "echo", ToolUseID: "toolu_1", TaskID: mcpserver.TaskID}},
+		{"", Event{Kind: Tasked, Tool: "echo", TaskID: mcpserver.TaskID}},
+	}
+	for _, tt := range tests {
+		params := map[string]any{"name": "echo", "arguments": map[string]any{"message": "start"}}
+		if tt.id != "" {
+			params["_meta"] = map[string]any{"claudecode/toolUseId": tt.id}
+		}
+		before := len(c.eventsOf(Tasked))
+		res := c.request("tools/call", params)
+		got := c.eventsOf(Tasked)[before:]
+		if len(got) != 1 || got[0] != tt.want {
+			t.Errorf("call %q: told %+v, want %+v", tt.id, got, tt.want)
+		}
+		r, _ := res["result"].(map[string]any)
+		if r["resultType"] != "task" || r["taskId"] != mcpserver.TaskID {
+			t.Errorf("call %q: the client got %v, want the server's task answer", tt.id, res)
+		}
+	}
+	if res := c.request("tools/list", map[string]any{}); res["error"] != nil {
+		t.Errorf("tools/list: %v", res["error"])
+	}
+	if got := c.eventsOf(Answered); len(got) != 0 {
+		t.Errorf("a task answer told as a failure: %+v", got)
+	}
+	if got := c.eventsOf(Tasked); len(got) != 2 {
+		t.Errorf("%d task events, want 2", len(got))
 	}
 }

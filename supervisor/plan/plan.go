@@ -508,7 +508,7 @@ func (p *Plan) attemptEnded(now time.Time, ev AttemptEnded) []Action {
 		// server; the same call would start another task: not retried.
 		base.Type, base.Status = journal.JobFinished, journal.Failed
 		base.Reason = "not done: a task was left running on " + strings.Join(ev.TasksLost, ", ") +
-			": the server answered with an MCP task the session cannot follow (Unsupported result type 'task'); not retried, the same call would start another"
+			": the server answered with an MCP task the session does not follow; not retried, the same call would start another"
 		rec = p.record(now, base, LogError, "failed: a task was left running on a server")
 	case out.Status == session.Done:
 		for _, s := range jp.runsWithout {
