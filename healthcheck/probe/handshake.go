@@ -120,6 +120,19 @@ func handshake(ctx context.Context, conv conversation, opts Options, start time.
 		// answer comes first decides.
 		_ = p.send(initializeID, "initialize", initializeParams())
 		resp, err = p.await(ctx, discoverID, initializeID)
+		var refused *message // initialize's error, when the discover's answer came after it
+		if err == nil && resp.answers(initializeID) && resp.Error != nil {
+			// A modern server that took the late discover first refuses
+			// the initialize queued behind it ("duplicate initialize"),
+			// and may send that refusal before the discover's answer:
+			// the discover's answer, if it comes within the wait,
+			// decides.
+			dctx, cancel := context.WithTimeout(ctx, wait)
+			if late, lerr := p.await(dctx, discoverID); lerr == nil {
+				refused, resp = resp, late
+			}
+			cancel()
+		}
 		if err == nil && resp.answers(discoverID) {
 			late := judgeDiscover(resp)
 			late.slow = true
@@ -129,7 +142,9 @@ func handshake(ctx context.Context, conv conversation, opts Options, start time.
 			}
 			disc.supported = late.supported
 			disc.legacy = fmt.Sprintf("%s, after the %s discover wait", late.legacy, wait)
-			resp, err = p.await(ctx, initializeID)
+			if resp = refused; resp == nil {
+				resp, err = p.await(ctx, initializeID)
+			}
 		}
 	} else {
 		resp, err = conv.call(ctx, initializeID, "initialize", initializeParams())
