@@ -96,32 +96,7 @@ jobs:
 	if got, _ := os.ReadFile(file); string(got) != "ordered once\n" {
 		t.Errorf("the file holds %q, want the line once", got)
 	}
-	var records, peeks []string
-	for _, r := range f.api.SessionToolResults("once") {
-		switch r.ToolName {
-		case "mcp__files__record":
-			records = append(records, fmt.Sprintf("error=%v %s", r.IsError, r.Content))
-		case "mcp__files__peek":
-			if r.IsError {
-				t.Errorf("a read-only call was refused: %s", r.Content)
-			}
-			peeks = append(peeks, r.Content)
-		}
-	}
-	if len(records) != 2 || !strings.HasPrefix(records[0], "error=false recorded") ||
-		!strings.HasPrefix(records[1], "error=true") || !strings.Contains(records[1], "already succeeded in attempt 1") {
-		t.Errorf("the record calls were %q; want the first to run and host-b's repeat denied with the reason", records)
-	}
-	if len(peeks) != 2 {
-		t.Errorf("%d peeks answered, want 2 (host-b knows the tool is read-only)", len(peeks))
-	}
-	var told bool
-	for _, o := range f.api.Openings("once") {
-		told = told || strings.Contains(o, "already made these calls") && strings.Contains(o, `"text":"ordered once"}`)
-	}
-	if !told {
-		t.Errorf("the retry's prompt does not name the earlier call: %q", f.api.Openings("once"))
-	}
+	testkit.WantSideEffectOnce(t, f.api, "once")
 	var sideEffects []journal.Event
 	for _, ev := range evs {
 		if ev.Type == journal.SideEffect {
