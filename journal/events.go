@@ -203,6 +203,11 @@ type Event struct {
 	// (job-deferred after an attempt, job-retried, job-finished); for a
 	// job that runs anyway (on_unhealthy: run) the servers it ran without.
 	Unusable []string `json:"unusable,omitempty"`
+	// Waits are the servers a job-deferred job waits for, before an
+	// attempt: the deferral is the same while they are, whatever the
+	// details of their outages say. A journal older than the field lacks
+	// it: there the reason alone says whether a deferral is new.
+	Waits []string `json:"waits,omitempty"`
 	// Verify is the job's check of the attempt's work, when it ran.
 	Verify *Verify `json:"verify,omitempty"`
 	// Class is an agent failure class (job-retried, job-finished,

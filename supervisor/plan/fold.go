@@ -87,7 +87,7 @@ func (p *Plan) Apply(ev journal.Event) {
 		p.setPhase(jp, phaseRunning)
 		jp.startedAt = ev.Time
 		jp.deferring, jp.resume, jp.resumeWhy = "", "", ""
-		jp.lost = nil
+		jp.deferringOn, jp.lost = nil, nil
 	case journal.ServerLost:
 		if jp.phase == phaseRunning && ev.Attempt == jp.attempts && !slices.Contains(jp.lost, ev.Server) {
 			jp.lost = append(jp.lost, ev.Server)
@@ -128,7 +128,7 @@ func (p *Plan) Apply(ev journal.Event) {
 			jp.deferredSince = ev.Time
 		}
 		p.setPhase(jp, phaseDeferred)
-		jp.deferring = ev.Reason
+		jp.deferring, jp.deferringOn = ev.Reason, ev.Waits
 		jp.deferrals++
 	case journal.JobSkipped:
 		if ev.Attempt > 0 {
@@ -168,7 +168,7 @@ func (p *Plan) attemptOver(jp *jobPlan, ev journal.Event) {
 	// What a start does is done by an end too: an attempt whose files
 	// could not be prepared has no job-started line.
 	p.setPhase(jp, phasePending)
-	jp.startedAt, jp.deferring = time.Time{}, ""
+	jp.startedAt, jp.deferring, jp.deferringOn = time.Time{}, "", nil
 	if n > jp.costed {
 		jp.costed = n
 		p.cost += ev.Cost()

@@ -63,6 +63,8 @@ type jobPlan struct {
 	attempts  int
 	notBefore time.Time // a retry waits until then
 	deferring string    // why it waits for its servers; "" when it does not
+	// deferringOn are the servers it waits for (job-deferred's Waits).
+	deferringOn []string
 	// deferredSince is when it was first deferred in this run.
 	deferredSince time.Time
 	deferrals     int
@@ -447,11 +449,14 @@ func (p *Plan) healthKnown(now time.Time, jp *jobPlan, down string, downServers 
 		if jp.job.OnUnhealthy == jobs.Skip {
 			return []Action{p.skip(now, jp, down)}
 		}
-		if jp.phase == phaseDeferred && jp.deferring == down {
-			return nil // deferred already, for the same reason
+		if jp.phase == phaseDeferred && (jp.deferring == down ||
+			len(downServers) > 0 && slices.Equal(jp.deferringOn, downServers)) {
+			// Deferred already, for the same servers: a reconnect's output
+			// or a probe's error changes at every pass, the wait does not.
+			return nil
 		}
-		return []Action{p.record(now, journal.Event{Type: journal.JobDeferred, Job: jp.job.Name, Reason: down},
-			LogInfo, "deferred")}
+		return []Action{p.record(now, journal.Event{Type: journal.JobDeferred, Job: jp.job.Name, Reason: down,
+			Waits: downServers}, LogInfo, "deferred")}
 	}
 	// The loop journals the start (job-started) once the attempt's files
 	// exist; the plan applies the same line now.

@@ -21,10 +21,12 @@ var planT0 = time.Date(2026, 12, 1, 2, 0, 0, 0, time.Local)
 // planDriver plays the loop's part: it answers health checks from health
 // (job → why its servers are down, "" for healthy) and collects actions.
 type planDriver struct {
-	t         *testing.T
-	p         *Plan
-	now       time.Time
-	health    map[string]string
+	t      *testing.T
+	p      *Plan
+	now    time.Time
+	health map[string]string
+	// down names the servers of health's text (default: notes).
+	down      map[string][]string
 	checks    []string
 	launches  []string // "job#attempt"
 	feedbacks []string // each launch's feedback
@@ -42,7 +44,7 @@ type planDriver struct {
 }
 
 func newPlanDriver(t *testing.T, b *jobs.Batch) *planDriver {
-	return &planDriver{t: t, p: newPlan(b, planT0, 30*time.Second), now: planT0, health: map[string]string{}}
+	return &planDriver{t: t, p: newPlan(b, planT0, 30*time.Second), now: planT0, health: map[string]string{}, down: map[string][]string{}}
 }
 
 func (d *planDriver) feed(ev Event) { d.do(d.p.Step(d.now, ev)) }
@@ -66,6 +68,9 @@ func (d *planDriver) do(acts []Action) {
 			var servers []string
 			if d.health[a.Job] != "" {
 				servers = []string{"notes"}
+				if names, ok := d.down[a.Job]; ok {
+					servers = names
+				}
 			}
 			acts = append(d.p.Step(d.now, Health{Job: a.Job, Down: d.health[a.Job], Servers: servers}), acts...)
 		case Launch:
@@ -259,6 +264,30 @@ func TestPlanRules(t *testing.T) {
 			launches: []string{"a#1"},
 			records:  []string{"job-deferred a: " + down},
 			phases:   map[string]string{"a": "running"},
+		},
+		{
+			name:  "defer: the same servers still down are the same deferral, whatever their errors say now",
+			batch: planBatch(nil, planJob("a", nil)),
+			script: func(d *planDriver) {
+				d.health["a"] = down + " (reconnect failed: start.sh (45ms): exit status 1)"
+				d.wake(0)
+				d.health["a"] = down + " (reconnect failed: start.sh (51ms): exit status 1)"
+				d.wake(10 * time.Second)
+				if jp := d.p.jobs["a"]; jp.phase != phaseDeferred || jp.deferrals != 1 {
+					d.t.Errorf("after two wakes: %s, %d deferrals", jp.phase, jp.deferrals)
+				}
+				if got := d.records[0].Waits; !slices.Equal(got, []string{"notes"}) {
+					d.t.Errorf("job-deferred waits = %q, want the server it waits for", got)
+				}
+				d.health["a"], d.down["a"] = "server notes and search are down", []string{"notes", "search"}
+				d.wake(10 * time.Second) // another server down too: a new deferral
+				if jp := d.p.jobs["a"]; jp.deferrals != 2 {
+					d.t.Errorf("after a second server went down: %d deferrals, want 2", jp.deferrals)
+				}
+			},
+			records: []string{"job-deferred a: " + down + " (reconnect failed: start.sh (45ms): exit status 1)",
+				"job-deferred a: server notes and search are down"},
+			phases: map[string]string{"a": "deferred"},
 		},
 		{
 			name:  "skip: on_unhealthy skip ends the job with why",

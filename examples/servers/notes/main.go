@@ -39,7 +39,8 @@ func main() {
 			mu.Unlock()
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "stored " + in.Title}}}, nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "list_notes", Description: "List the titles of stored notes"},
+	mcp.AddTool(s, &mcp.Tool{Name: "list_notes", Description: "List the titles of stored notes",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, listOutput, error) {
 			mu.Lock()
 			defer mu.Unlock()

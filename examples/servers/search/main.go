@@ -23,7 +23,8 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8931", "listen address")
 	flag.Parse()
 	s := mcp.NewServer(&mcp.Implementation{Name: "example-search", Version: "1.0.0"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "search", Description: "Search the example corpus"},
+	mcp.AddTool(s, &mcp.Tool{Name: "search", Description: "Search the example corpus",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in searchInput) (*mcp.CallToolResult, any, error) {
 			text := "no results for " + in.Query
 			if strings.Contains(strings.ToLower(in.Query), "nightwatch") {
