@@ -99,8 +99,8 @@ type loader struct {
 	// Caches for files and PATH lookups that many jobs or servers share.
 	prompts map[string]promptRead
 	looked  map[string]string
-	// agentOptional: see LoadOptions.
-	agentOptional bool
+	// agentOptional, reading: see LoadOptions.
+	agentOptional, reading bool
 	// warnings are mistakes that do not stop a night (Batch.Warnings).
 	warnings []string
 	// envFileLine and stateDirLine are the lines of env_file and
@@ -156,6 +156,12 @@ type LoadOptions struct {
 	// Batch.Warnings: preflight checks servers and must work on a machine
 	// that has Go but not (yet) Claude Code.
 	AgentOptional bool
+	// Reading: the command only reads the night's files (status, reset,
+	// report, logs) and starts nothing, so a variable that is not set is
+	// a caution, not a problem, and expands to "", except in state_dir,
+	// which says where those files are. The night's variables often live
+	// only in its scheduler's environment, not in the operator's shell.
+	Reading bool
 }
 
 // LoadWith is Load with options.
@@ -163,7 +169,8 @@ func LoadWith(path string, getenv func(string) (string, bool), opts LoadOptions)
 	if getenv == nil {
 		getenv = func(string) (string, bool) { return "", false }
 	}
-	l := &loader{file: path, getenv: getenv, env: map[string]string{}, agentOptional: opts.AgentOptional}
+	l := &loader{file: path, getenv: getenv, env: map[string]string{}, agentOptional: opts.AgentOptional || opts.Reading,
+		reading: opts.Reading}
 	b := l.load()
 	if b != nil {
 		b.Cautions = l.warnings

@@ -758,3 +758,50 @@ jobs:
 		}
 	}
 }
+
+// A command that only reads the night's files loads a batch whose
+// variables live in the night's own environment; state_dir, which says
+// where those files are, must still resolve.
+func TestLoadForReading(t *testing.T) {
+	sb := newSandbox(t)
+	batch := `version: 1
+name: nightly
+state_dir: ${STATE:-./state}
+env:
+  ANTHROPIC_BASE_URL: ${API_URL}
+agent:
+  command: ${CLAUDE_BIN}
+servers:
+  s:
+    type: http
+    url: http://127.0.0.1:1/mcp
+    headers:
+      Authorization: Bearer ${TOKEN}
+jobs:
+  - name: a
+    prompt: do it
+    servers: [s]
+`
+	path := writeFile(t, sb.dir, "night.yaml", batch)
+	if _, err := Load(path, environ(sb.env)); err == nil || !strings.Contains(err.Error(), "${TOKEN} is not set") {
+		t.Fatalf("Load: err = %v, want the unset variables as problems", err)
+	}
+	b, err := LoadWith(path, environ(sb.env), LoadOptions{Reading: true})
+	if err != nil {
+		t.Fatalf("LoadWith(Reading): %v", err)
+	}
+	if want := filepath.Join(sb.dir, "state"); b.StateDir != want {
+		t.Errorf("state_dir = %q, want %q", b.StateDir, want)
+	}
+	cautions := strings.Join(b.Cautions, "\n")
+	for _, v := range []string{"${API_URL}", "${CLAUDE_BIN}", "${TOKEN}"} {
+		if !strings.Contains(cautions, v) {
+			t.Errorf("cautions do not name %s:\n%s", v, cautions)
+		}
+	}
+
+	unsetState := writeFile(t, sb.dir, "state.yaml", strings.Replace(batch, "${STATE:-./state}", "${STATE}", 1))
+	if _, err := LoadWith(unsetState, environ(sb.env), LoadOptions{Reading: true}); err == nil || !strings.Contains(err.Error(), "state_dir") {
+		t.Errorf("an unset state_dir: err = %v, want a problem naming state_dir", err)
+	}
+}

@@ -247,6 +247,12 @@ func (l *loader) expand(s string, line int, field string) (string, bool) {
 		}
 	}
 	out, missing := mcpconfig.Expand(s, lookup)
+	if l.reading && field != "state_dir" {
+		for _, name := range missing {
+			l.warn(line, field, "variable ${%s} is not set: read as empty (`nightwatch run` needs it)", name)
+		}
+		return out, true
+	}
 	for _, name := range missing {
 		l.problem(line, field, "variable ${%s} is not set and has no default (set it in env_file, env or the environment, or write ${%s:-default})", name, name)
 	}

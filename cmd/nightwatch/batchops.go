@@ -29,9 +29,10 @@ func batchArg(args []string) bool {
 }
 
 // withBatch loads the batch file and lays its state folder and health
-// settings over k; r lists the batch's servers.
-func withBatch(path string, k knobs.Knobs) (knobs.Knobs, *mcpconfig.Resolved, *jobs.Batch, error) {
-	b, err := jobs.LoadWith(path, lookupEnv, jobs.LoadOptions{AgentOptional: true})
+// settings over k; r lists the batch's servers. reading: the command
+// only reads the night's files (jobs.LoadOptions.Reading).
+func withBatch(path string, k knobs.Knobs, reading bool) (knobs.Knobs, *mcpconfig.Resolved, *jobs.Batch, error) {
+	b, err := jobs.LoadWith(path, lookupEnv, jobs.LoadOptions{AgentOptional: true, Reading: reading})
 	if err != nil {
 		return k, nil, nil, err
 	}

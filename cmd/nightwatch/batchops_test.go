@@ -20,7 +20,7 @@ func TestWithBatchTakesTheBatchsSettings(t *testing.T) {
 	}
 	env := map[string]string{"NIGHTWATCH_FAILURE_THRESHOLD": "2", "NIGHTWATCH_TTL": "1s"}
 	k := knobs.FromEnv(func(name string) (string, bool) { v, ok := env[name]; return v, ok }, dir)
-	k, _, b, err := withBatch(path, k)
+	k, _, b, err := withBatch(path, k, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ that is newer than the cache. --watch prints it again every --interval and ends 
 					return fmt.Errorf("%s is not a batch file (night.yaml)", args[0])
 				}
 				var err error
-				if k, resolved, b, err = withBatch(args[0], k); err != nil {
+				if k, resolved, b, err = withBatch(args[0], k, true); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					return exitCode(2)
 				}
@@ -193,7 +193,7 @@ first, the batch's cache.`,
 			reportKnobProblems(k)
 			if batchArg(args) {
 				var err error
-				if k, _, _, err = withBatch(args[0], k); err != nil {
+				if k, _, _, err = withBatch(args[0], k, true); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					return exitCode(2)
 				}

@@ -223,3 +223,51 @@ func TestInvalidBatchExitsTwo(t *testing.T) {
 		})
 	}
 }
+
+// TestReadingCommandsNeedNotTheNightsVariables: the night's variables
+// often live only in its scheduler's environment (an env the operator's
+// shell does not have); status, report and logs read its files and start
+// nothing, so they work without them, while run still refuses.
+func TestReadingCommandsNeedNotTheNightsVariables(t *testing.T) {
+	bin := testkit.BuildNightwatch(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	batch := filepath.Join(dir, "night.yaml")
+	yaml := "version: 1\nname: nightly\nstate_dir: ./state\nenv:\n  ANTHROPIC_BASE_URL: ${NIGHT_API_URL}\n" +
+		"agent:\n  command: ${NIGHT_CLAUDE}\njobs:\n  - {name: digest, prompt: p}\n"
+	if err := os.WriteFile(batch, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	night, err := os.ReadFile(filepath.Join("..", "..", "report", "testdata", "night.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(state, "runs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "runs", "20270114T010000Z-c0de.jsonl"), night, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", batch}, "20270114T010000Z-c0de"},
+		{[]string{"report", batch, "--format", "md"}, "# Night 20270114T010000Z-c0de"},
+		{[]string{"reset", batch, "--all"}, ""},
+	} {
+		cmd := exec.Command(bin, c.args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: %v, want %q in:\n%.800s", c.args[0], err, c.want, out)
+		}
+	}
+	cmd := exec.Command(bin, "run", batch)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "${NIGHT_CLAUDE} is not set") {
+		t.Errorf("run: %v, want exit 2 naming the unset variable:\n%s", err, out)
+	}
+}

@@ -36,7 +36,7 @@ start them (its env and folder), with its cache. Exit 0 when every server is rea
 			if batchArg(args) {
 				var b *jobs.Batch
 				var err error
-				if k, r, b, err = withBatch(args[0], k); err != nil {
+				if k, r, b, err = withBatch(args[0], k, false); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					return exitCode(2)
 				}

@@ -93,7 +93,7 @@ func batchOf(args []string) (*jobs.Batch, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
-	b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{AgentOptional: true})
+	b, err := jobs.LoadWith(args[0], lookupEnv, jobs.LoadOptions{Reading: true})
 	batchsecrets.RememberBatch(b)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
