@@ -239,6 +239,8 @@ func TestRecordFailure(t *testing.T) {
 		{"status-less HTTP error (2.1.332) asks the server", "Error POSTing to endpoint:", mcpconfig.HTTP, probe.Result{Verdict: probe.Unavailable, Status: 503}, false, StatusUnhealthy, CodeUnavailable, 0, 1, 0},
 		{"status-less HTTP error, handshake fine: counted", "Error POSTing to endpoint: oops", mcpconfig.HTTP, probe.Result{Verdict: probe.Healthy}, false, StatusHealthy, CodeUnavailable, 1, 1, 0},
 		{"status-less HTTP error is a 429", "Streamable HTTP error: Error POSTing to endpoint: ", mcpconfig.HTTP, probe.Result{Verdict: probe.RateLimited, RetryAfter: time.Minute}, true, StatusUnhealthy, CodeRateLimited, 0, 1, 0},
+		{"an HTTP server's own \"Connection closed\", handshake fine: counted, not opened", "Connection closed", mcpconfig.HTTP, probe.Result{Verdict: probe.Healthy}, false, StatusHealthy, CodeTransport, 1, 1, 0},
+		{"an HTTP server's \"Connection closed\", and it refuses: opened by the probe", "MCP error -32000: Connection closed", mcpconfig.HTTP, probe.Result{Verdict: probe.Transport, Reason: "connect: connection refused"}, false, StatusUnhealthy, CodeTransport, 0, 1, 0},
 		{"upstream 503 as a bare JSON-RPC message counts", "upstream returned 503 Service Unavailable", mcpconfig.Stdio, probe.Result{}, true, StatusHealthy, CodeUnavailable, 1, 0, 0},
 		{"upstream 503 with 2.1.197's prefix counts", "MCP error -32000: upstream returned 503 Service Unavailable", mcpconfig.Stdio, probe.Result{}, true, StatusHealthy, CodeUnavailable, 1, 0, 0},
 		{"2.1.332's 401 opens at once", `MCP server "notes" needs you to sign in again (run /mcp to re-authenticate)`, mcpconfig.HTTP, probe.Result{}, false, StatusUnhealthy, CodeAuth, 0, 0, 0},

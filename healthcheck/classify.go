@@ -291,6 +291,12 @@ func Classify(text string, transport mcpconfig.Transport) Classification {
 				cl = Classification{Code: CodeUnavailable, NeedsProbe: true, MarksUnhealthy: true}
 			}
 		}
+		if cf.Kind == ClientClosed && !cf.fetchOnly && cf.Server == "" && transport != "" && !stdio {
+			// "Connection closed" is what the client says of a stdio
+			// server's pipe; over HTTP it says fetch's words, so these are
+			// more likely the server's own answer: a probe decides.
+			cl.NeedsProbe = true
+		}
 		cl.JSONRPC = cf.rpcCode != ""
 		cl.Client = cf.Kind
 		return cl

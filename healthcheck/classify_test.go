@@ -90,6 +90,11 @@ func TestClassifyReference(t *testing.T) {
 		{"h_kill_then_echo 1", "2.1.332", "ECONNRESET: The socket connection was closed unexpectedly. " + fetchHint, mcpconfig.HTTP, CodeTransport, opensAtOnce, false},
 		{"h_kill_then_echo 2", "2.1.197", "Unable to connect. Is the computer able to access the url?", mcpconfig.HTTP, CodeTransport, opensAtOnce, false},
 		{"h_kill_then_echo 2", "2.1.332", "ECONNREFUSED: Unable to connect. Is the computer able to access the url?", mcpconfig.HTTP, CodeTransport, opensAtOnce, false},
+		// An HTTP server's own answer of exactly the stdio pipe's words:
+		// the client says fetch's over HTTP, so a probe decides.
+		{"h_own_closed", "2.1.197", "MCP error -32000: Connection closed", mcpconfig.HTTP, CodeTransport, opensAtOnce, true},
+		{"h_own_closed", "2.1.332", "Connection closed", mcpconfig.HTTP, CodeTransport, opensAtOnce, true},
+		{"h_own_closed", "2.1.332", "Connection closed", mcpconfig.SSE, CodeTransport, opensAtOnce, true},
 		{"h_rpcerr", "2.1.197", "MCP error -32603: STUB rpc failure message", mcpconfig.HTTP, CodeToolError, toolError, false},
 		{"h_rpcerr", "2.1.332", "STUB rpc failure message", mcpconfig.HTTP, CodeUnknown, ambiguous, false},
 		{"h_iserr", "both", "STUB isError text", mcpconfig.HTTP, CodeUnknown, ambiguous, false},
