@@ -22,9 +22,10 @@ import (
 //     not mark its live server down, and the job is judged on its merits;
 //   - own-closed: the server itself answers with the CLI's exact
 //     "Connection closed" (both versions' texts; an isError result and a
-//     JSON-RPC error): its exec-server saw the answer, so the server is
-//     not marked down, the next call is neither blocked nor held, and the
-//     job is done;
+//     JSON-RPC error), then with its `is not connected` and `has
+//     disconnected` sentences: its exec-server saw the answers, so the
+//     server is not marked down, the session is not stopped, the next
+//     call is neither blocked nor held, and the job is done;
 //   - lost: a stdio server that dies during the job's only call, with
 //     nothing to repair it: the job is not done, and the reason names the
 //     call and the server; the attempt is not stopped mid-way for it.
@@ -110,15 +111,24 @@ func testEvidenceRealClaude(t *testing.T, version string) {
 			call("mcp__notes__fail", map[string]string{"text": "Connection closed"})+"\n"+
 			call("mcp__notes__fail", map[string]string{"text": "MCP error -32000: Connection closed"})+"\n"+
 			call("mcp__notes__rpcerr", map[string]string{"message": "Connection closed"})+"\n"+
+			call("mcp__notes__fail", map[string]string{"text": `MCP server "notes" is not connected`})+"\n"+
+			call("mcp__notes__fail", map[string]string{"text": ownDisconnected})+"\n"+
 			call("mcp__notes__echo", map[string]string{"message": "still here"}), "notes")
 		out, f, obs := sessionTestRun(t, context.Background(), newSpec(t, job))
 		got := api.SessionToolResults(session)
-		if len(got) != 4 || got[3].IsError || !strings.Contains(got[3].Content, "still here") {
-			t.Fatalf("the model saw %+v, want three errors and the echo answered", got)
+		if len(got) != 6 || got[5].IsError || !strings.Contains(got[5].Content, "still here") {
+			t.Fatalf("the model saw %+v, want five errors and the echo answered", got)
 		}
-		for i, r := range got[:3] {
-			if c, ok := healthcheck.ClientText(r.Content); !r.IsError || !ok || c.Kind != healthcheck.ClientClosed {
-				t.Errorf("call %d: the model saw %q (error %v), want the CLI's own connection-closed text", i+1, r.Content, r.IsError)
+		for i, r := range got[:5] {
+			want := healthcheck.ClientClosed
+			switch i {
+			case 3:
+				want = healthcheck.ClientNotConnected
+			case 4:
+				want = healthcheck.ClientDisconnected
+			}
+			if c, ok := healthcheck.ClientText(r.Content); !r.IsError || !ok || c.Kind != want {
+				t.Errorf("call %d: the model saw %q (error %v), want the CLI's own %s text", i+1, r.Content, r.IsError, want)
 			}
 		}
 		if out.Status != Done || len(out.Unusable) != 0 || len(obs.statuses) != 0 || len(obs.unusable) != 0 {
@@ -136,7 +146,8 @@ func testEvidenceRealClaude(t *testing.T, version string) {
 				t.Errorf("a call was blocked or held: %+v", ev)
 			}
 		}
-		want := []string{"fail " + healthcheck.AnsweredIsError, "fail " + healthcheck.AnsweredIsError, "rpcerr " + healthcheck.AnsweredError}
+		want := []string{"fail " + healthcheck.AnsweredIsError, "fail " + healthcheck.AnsweredIsError, "rpcerr " + healthcheck.AnsweredError,
+			"fail " + healthcheck.AnsweredIsError, "fail " + healthcheck.AnsweredIsError}
 		if !slices.Equal(answered, want) {
 			t.Errorf("call-answered events %q, want %q", answered, want)
 		}
@@ -169,6 +180,11 @@ func testEvidenceRealClaude(t *testing.T, version string) {
 		}
 	})
 }
+
+// ownDisconnected is 2.1.332's sentence for a stdio server gone for the
+// session, which a server of the test answers with as its own isError text.
+const ownDisconnected = "No such tool available: mcp__notes__echo. Its MCP server 'notes' has disconnected. " +
+	"Continue without this tool; it becomes callable again only if the server reconnects."
 
 // readEvents is every event in the events file at path.
 func readEvents(t *testing.T, path string) []healthcheck.Event {
