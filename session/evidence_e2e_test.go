@@ -6,10 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/mcpserver"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -150,6 +154,47 @@ func testEvidenceRealClaude(t *testing.T, version string) {
 			"fail " + healthcheck.AnsweredIsError, "fail " + healthcheck.AnsweredIsError}
 		if !slices.Equal(answered, want) {
 			t.Errorf("call-answered events %q, want %q", answered, want)
+		}
+	})
+
+	t.Run("task-trial", func(t *testing.T) {
+		t.Parallel()
+		// slowjobs is half-open (an outage only calls see, its trial due)
+		// and answers the trial call with an MCP task. 2.1.197 shows the
+		// hook an empty success; that is no proof of health, so the
+		// outage goes on (exec-server recorded the task for the call).
+		// 2.1.332 fails the call, which is no success either.
+		b := sessionTestBatch(t, sessionTestStdio("slowjobs", server, "--mode", "answer-task"))
+		b.Agent.Command = claude
+		job := sessionTestJob("task-trial", "SESSION ev-task-trial-"+version+"\n"+
+			call("mcp__slowjobs__echo", map[string]string{"message": "start the export"}), "slowjobs")
+		job.Cwd = t.TempDir()
+		spec := sessionTestSpec(b, job, sessionTestClaudeEnv(t, api)...)
+		spec.Binary = binary
+		f, err := Prepare(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := healthcheck.MillisOf(time.Now())
+		if err := (&healthcheck.Store{Path: f.Cache}).Update(func(c *healthcheck.File) error {
+			c.Servers["slowjobs"] = &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, NextRetryAt: now - 1000, FailureCount: 1,
+				LastFailureCode: healthcheck.CodeUnavailable, LastError: "upstream 503", UnhealthySince: now - 60000,
+				CheckedAt: now - 60000, Witness: healthcheck.WitnessCalls}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		out := Run(context.Background(), spec, f, &sessionTestObserver{})
+		got := api.SessionToolResults("ev-task-trial-" + version)
+		if len(got) != 1 {
+			t.Fatalf("the model saw %+v (outcome %s %q), want the one call", got, out.Status, out.Reason)
+		}
+		l, err := effects.Read(statedir.Effects(b.StateDir, spec.RunID, job.Name))
+		if err != nil || len(l.Tasks) != 1 || l.Tasks[0].ID != mcpserver.TaskID {
+			t.Fatalf("ledger %+v, %v: want the task exec-server recorded", l, err)
+		}
+		if e := entry(t, f, "slowjobs"); e == nil || e.Status != healthcheck.StatusUnhealthy {
+			t.Errorf("slowjobs after its trial call only accepted a task (the model saw %q): %+v, want still unhealthy", got[0].Content, e)
 		}
 	})
 
