@@ -619,19 +619,35 @@ func (c *Checker) announce(server string, before, after *Entry, ev Event, now ti
 // nothing counted is not rewritten, so a busy session does not fsync the
 // cache after every call.
 func (c *Checker) RecordSuccess(server string, srv *mcpconfig.Server) {
-	c.RecordSuccessIn(nil, server, func() *mcpconfig.Server { return srv })
+	c.RecordCallSuccessIn(nil, server, func() *mcpconfig.Server { return srv }, CallSuccess{})
 }
 
-// RecordSuccessIn is RecordSuccess whose first look at the cache is sn
-// (nil: read it now); lookup finds the server's definition, and is called
-// only when the entry is written.
-func (c *Checker) RecordSuccessIn(sn *Snapshot, server string, lookup func() *mcpconfig.Server) {
+// CallSuccess is a call that succeeded in the client. TaskOnly, asked
+// only when the success would change the server's entry, says whether the
+// server merely accepted the call as an MCP task (exec-server recorded the
+// task under the call's tool_use_id before the answer left; 2.1.197 shows
+// such an answer to PostToolUse as an empty success): an accepted task is
+// no proof that the server is healthy.
+type CallSuccess struct {
+	TaskOnly func() bool
+}
+
+// RecordCallSuccessIn is RecordSuccess whose first look at the cache is
+// sn (nil: read it now), with the wire's evidence: a success that only
+// accepted a task records nothing (it ends no outage, closes no trial and
+// starts no failure count over), and says so (false). lookup finds the
+// server's definition; it and call.TaskOnly are called only when the
+// entry would be written, never for a server known healthy.
+func (c *Checker) RecordCallSuccessIn(sn *Snapshot, server string, lookup func() *mcpconfig.Server, call CallSuccess) (recorded bool) {
 	if sn == nil {
 		sn = c.Snapshot()
 		defer sn.Close()
 	}
 	if _, e := c.gateIn(sn, server); c.KnownHealthy(e) {
-		return
+		return false
+	}
+	if call.TaskOnly != nil && call.TaskOnly() {
+		return false
 	}
 	srv := lookup()
 	c.record(server, func(p *Entry, now time.Time) Entry {
@@ -639,6 +655,7 @@ func (c *Checker) RecordSuccessIn(sn *Snapshot, server string, lookup func() *mc
 		stampDefinition(&n, srv)
 		return n
 	}, Event{By: ByPassive})
+	return true
 }
 
 // RecordFailure is PostToolUseFailure: classify the client's error text,

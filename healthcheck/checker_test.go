@@ -2,6 +2,7 @@ package healthcheck
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -716,5 +717,75 @@ func TestSlowStdioStartIsNotDown(t *testing.T) {
 				t.Errorf("recorded = %v, want %v", got, tc.wantRecorded)
 			}
 		})
+	}
+}
+
+// TestTaskOnlySuccessIsNoHealth: a call that succeeded in the client
+// because its server only accepted it as an MCP task (exec-server recorded
+// the task; 2.1.197 shows PostToolUse an empty success) is no proof that
+// the server is healthy: it ends no outage, closes no half-open trial and
+// starts no failure count over. The same success without a task does all
+// three. A server known healthy is not written either way, and its ledger
+// is never asked.
+func TestTaskOnlySuccessIsNoHealth(t *testing.T) {
+	ctx := context.Background()
+	upstream := "upstream returned 503 Service Unavailable"
+	for _, tt := range []struct {
+		name  string
+		setup func(f *fixture)
+		// status and count are the entry's state, kept by a task-only
+		// success; asked: whether TaskOnly is asked at all.
+		status Status
+		count  int
+		asked  bool
+	}{
+		{"an outage within its backoff", func(f *fixture) {
+			f.c.RecordFailure(ctx, "notes", f.srv, "Connection closed")
+		}, StatusUnhealthy, 0, true},
+		{"half-open: its one trial call", func(f *fixture) {
+			for range 3 {
+				f.c.RecordFailure(ctx, "notes", f.srv, upstream)
+			}
+			f.now = f.now.Add(31 * time.Second)
+			if d := f.decide(); !d.Trial {
+				t.Fatalf("no trial: %+v", d)
+			}
+		}, StatusUnhealthy, 0, true},
+		{"two upstream failures counted", func(f *fixture) {
+			f.c.RecordFailure(ctx, "notes", f.srv, upstream)
+			f.c.RecordFailure(ctx, "notes", f.srv, upstream)
+		}, StatusHealthy, 2, true},
+		{"known healthy", func(f *fixture) {
+			f.c.RecordSuccess("notes", f.srv)
+		}, StatusHealthy, 0, false},
+	} {
+		for _, task := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/task %v", tt.name, task), func(t *testing.T) {
+				f := newFixture(t, probe.Result{Verdict: probe.Healthy})
+				tt.setup(f)
+				asked := false
+				recorded := f.c.RecordCallSuccessIn(nil, "notes", func() *mcpconfig.Server { return f.srv },
+					CallSuccess{TaskOnly: func() bool { asked = true; return task }})
+				if asked != tt.asked {
+					t.Errorf("TaskOnly asked %v, want %v", asked, tt.asked)
+				}
+				sn := f.c.Snapshot()
+				e := sn.Entry("notes")
+				sn.Close()
+				if e == nil {
+					t.Fatal("no entry")
+				}
+				switch {
+				case task || !tt.asked:
+					if recorded || e.Status != tt.status || e.ConsecutiveFailures != tt.count {
+						t.Errorf("recorded %v, entry %s with %d counted; want %s with %d, unchanged", recorded, e.Status, e.ConsecutiveFailures, tt.status, tt.count)
+					}
+				default:
+					if !recorded || e.Status != StatusHealthy || e.ConsecutiveFailures != 0 || e.RestoredBy != RestoredByPassive && tt.status == StatusUnhealthy {
+						t.Errorf("recorded %v, entry %+v; want healthy, restored by the call", recorded, e)
+					}
+				}
+			})
+		}
 	}
 }

@@ -55,6 +55,22 @@ func (h *handler) recordTask(server, tool string) {
 	}
 }
 
+// acceptedTask is the MCP task this call's server answered it with, from
+// the job's ledger (exec-server records it under the call's tool_use_id
+// before the answer leaves); nil when there is none, outside a job that
+// keeps a ledger, or when the ledger cannot be read (recordEffect says so).
+func (h *handler) acceptedTask() *effects.Task {
+	path, _, ok := hot.LedgerOf(h.env.Getenv)
+	if !ok || h.p.ToolUseID == "" {
+		return nil
+	}
+	l, err := effects.Read(path)
+	if err != nil {
+		return nil
+	}
+	return l.TaskOf(h.p.ToolUseID)
+}
+
 // recordEffect adds a call that succeeded to the job's ledger (the ledger
 // leaves out read-only tools, and a call whose server only accepted it as
 // an MCP task: exec-server recorded that task, and its work is not done).

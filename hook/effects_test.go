@@ -1,12 +1,16 @@
 package hook
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/effects"
+	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/hook/hot"
+	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 )
 
 // The hook's half of the side-effect ledger, in-process: a call that
@@ -99,5 +103,64 @@ func TestHookTaskCallIsNoSideEffect(t *testing.T) {
 	}
 	if len(l.Tasks) != 1 || l.Tasks[0].ID != "t-1" || l.Tasks[0].ToolUseID != "toolu_task" {
 		t.Errorf("tasks %+v, want the one exec-server recorded", l.Tasks)
+	}
+}
+
+// TestHookTaskAcceptanceIsNoHealth: a server down in the cache (an outage
+// in its backoff, or half-open with its trial due) answers a call with an
+// MCP task; 2.1.197 hands PostToolUse an empty success. exec-server
+// recorded the task under the call's tool_use_id, so the success is no
+// proof of health: the server stays down. Another call's success (no
+// task) brings it back. The hot path never answers either: a PostToolUse
+// in a job that keeps a ledger goes to the whole hook.
+func TestHookTaskAcceptanceIsNoHealth(t *testing.T) {
+	ms := healthcheck.MillisOf(now)
+	for _, tt := range []struct {
+		name  string
+		entry healthcheck.Entry
+	}{
+		{"an outage in its backoff", healthcheck.Entry{Status: healthcheck.StatusUnhealthy, NextRetryAt: ms + 30000, FailureCount: 1,
+			LastFailureCode: healthcheck.CodeTransport, LastError: "Connection closed", UnhealthySince: ms - 5000}},
+		{"half-open, its trial due", healthcheck.Entry{Status: healthcheck.StatusUnhealthy, NextRetryAt: ms - 1000, FailureCount: 1,
+			LastFailureCode: healthcheck.CodeUnavailable, LastError: "upstream 503", UnhealthySince: ms - 40000, Witness: healthcheck.WitnessCalls}},
+	} {
+		for _, id := range []string{"toolu_task", "toolu_other"} {
+			t.Run(tt.name+"/"+id, func(t *testing.T) {
+				home := t.TempDir()
+				state := filepath.Join(home, "cache.json")
+				e := tt.entry
+				seed(t, state, map[string]*healthcheck.Entry{"slowjobs": &e})
+				ledger := filepath.Join(home, "run", "job", effects.FileName)
+				if err := effects.RecordTask(ledger, 1, "slowjobs", "echo", effects.TaskRef{ID: "t-1", ToolUseID: "toolu_task"}, now); err != nil {
+					t.Fatal(err)
+				}
+				env := map[string]string{"HOME": home, "NIGHTWATCH_STATE_PATH": state, effects.PathEnv: ledger, effects.AttemptEnv: "1"}
+				p := `{"session_id":"s1","cwd":"/nonexistent","hook_event_name":"PostToolUse","tool_name":"mcp__slowjobs__echo","tool_use_id":"` + id +
+					`","tool_input":{"message":"start"},"mcp_server":{"name":"slowjobs","source":"dynamic"},"tool_response":[]}`
+
+				getenv := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
+				pl, err := hot.DecodeFor(getenv, strings.NewReader(p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out, errb bytes.Buffer
+				if _, ok := hot.Answer(hot.Env{Getenv: getenv, Stdout: &out, Stderr: &errb, Now: func() time.Time { return now },
+					Knobs: knobs.FromEnv(getenv, home)}, pl); ok {
+					t.Fatal("the hot path answered a PostToolUse of a job that keeps a ledger")
+				}
+
+				if r := invoke(t, p, env); r.code != ExitAllow {
+					t.Fatalf("PostToolUse: %+v", r)
+				}
+				cache, err := (&healthcheck.Store{Path: state}).Read()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := cache.Entry("slowjobs")
+				if task := id == "toolu_task"; task != (got.Status == healthcheck.StatusUnhealthy) {
+					t.Errorf("after the PostToolUse of %s: %s (%q), want unhealthy only when the call only accepted a task", id, got.Status, got.LastError)
+				}
+			})
+		}
 	}
 }

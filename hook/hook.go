@@ -184,7 +184,14 @@ func (h *handler) handle(ctx context.Context) int {
 		}
 		return h.preToolUse(ctx, server, tool)
 	case PostToolUse:
-		h.checker.RecordSuccessIn(h.snap, server, func() *mcpconfig.Server { return h.lookup(server) })
+		// A call its server only accepted as an MCP task is no proof of
+		// health: the ledger is read only when the success would be written.
+		var task *effects.Task
+		h.checker.RecordCallSuccessIn(h.snap, server, func() *mcpconfig.Server { return h.lookup(server) },
+			healthcheck.CallSuccess{TaskOnly: func() bool { task = h.acceptedTask(); return task != nil }})
+		if task != nil {
+			h.log.Info().Str("server", server).Str("task", task.ID).Msg("the call only accepted an MCP task: no health recorded")
+		}
 		h.recordEffect(server, tool)
 	case PostToolUseFailure:
 		srv := h.lookup(server)

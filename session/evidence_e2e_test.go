@@ -6,10 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+	"github.com/nightwatch-dev/nightwatch/internal/testkit/mcpserver"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -22,9 +26,10 @@ import (
 //     not mark its live server down, and the job is judged on its merits;
 //   - own-closed: the server itself answers with the CLI's exact
 //     "Connection closed" (both versions' texts; an isError result and a
-//     JSON-RPC error): its exec-server saw the answer, so the server is
-//     not marked down, the next call is neither blocked nor held, and the
-//     job is done;
+//     JSON-RPC error), then with its `is not connected` and `has
+//     disconnected` sentences: its exec-server saw the answers, so the
+//     server is not marked down, the session is not stopped, the next
+//     call is neither blocked nor held, and the job is done;
 //   - lost: a stdio server that dies during the job's only call, with
 //     nothing to repair it: the job is not done, and the reason names the
 //     call and the server; the attempt is not stopped mid-way for it.
@@ -110,15 +115,24 @@ func testEvidenceRealClaude(t *testing.T, version string) {
 			call("mcp__notes__fail", map[string]string{"text": "Connection closed"})+"\n"+
 			call("mcp__notes__fail", map[string]string{"text": "MCP error -32000: Connection closed"})+"\n"+
 			call("mcp__notes__rpcerr", map[string]string{"message": "Connection closed"})+"\n"+
+			call("mcp__notes__fail", map[string]string{"text": `MCP server "notes" is not connected`})+"\n"+
+			call("mcp__notes__fail", map[string]string{"text": ownDisconnected})+"\n"+
 			call("mcp__notes__echo", map[string]string{"message": "still here"}), "notes")
 		out, f, obs := sessionTestRun(t, context.Background(), newSpec(t, job))
 		got := api.SessionToolResults(session)
-		if len(got) != 4 || got[3].IsError || !strings.Contains(got[3].Content, "still here") {
-			t.Fatalf("the model saw %+v, want three errors and the echo answered", got)
+		if len(got) != 6 || got[5].IsError || !strings.Contains(got[5].Content, "still here") {
+			t.Fatalf("the model saw %+v, want five errors and the echo answered", got)
 		}
-		for i, r := range got[:3] {
-			if c, ok := healthcheck.ClientText(r.Content); !r.IsError || !ok || c.Kind != healthcheck.ClientClosed {
-				t.Errorf("call %d: the model saw %q (error %v), want the CLI's own connection-closed text", i+1, r.Content, r.IsError)
+		for i, r := range got[:5] {
+			want := healthcheck.ClientClosed
+			switch i {
+			case 3:
+				want = healthcheck.ClientNotConnected
+			case 4:
+				want = healthcheck.ClientDisconnected
+			}
+			if c, ok := healthcheck.ClientText(r.Content); !r.IsError || !ok || c.Kind != want {
+				t.Errorf("call %d: the model saw %q (error %v), want the CLI's own %s text", i+1, r.Content, r.IsError, want)
 			}
 		}
 		if out.Status != Done || len(out.Unusable) != 0 || len(obs.statuses) != 0 || len(obs.unusable) != 0 {
@@ -136,9 +150,51 @@ func testEvidenceRealClaude(t *testing.T, version string) {
 				t.Errorf("a call was blocked or held: %+v", ev)
 			}
 		}
-		want := []string{"fail " + healthcheck.AnsweredIsError, "fail " + healthcheck.AnsweredIsError, "rpcerr " + healthcheck.AnsweredError}
+		want := []string{"fail " + healthcheck.AnsweredIsError, "fail " + healthcheck.AnsweredIsError, "rpcerr " + healthcheck.AnsweredError,
+			"fail " + healthcheck.AnsweredIsError, "fail " + healthcheck.AnsweredIsError}
 		if !slices.Equal(answered, want) {
 			t.Errorf("call-answered events %q, want %q", answered, want)
+		}
+	})
+
+	t.Run("task-trial", func(t *testing.T) {
+		t.Parallel()
+		// slowjobs is half-open (an outage only calls see, its trial due)
+		// and answers the trial call with an MCP task. 2.1.197 shows the
+		// hook an empty success; that is no proof of health, so the
+		// outage goes on (exec-server recorded the task for the call).
+		// 2.1.332 fails the call, which is no success either.
+		b := sessionTestBatch(t, sessionTestStdio("slowjobs", server, "--mode", "answer-task"))
+		b.Agent.Command = claude
+		job := sessionTestJob("task-trial", "SESSION ev-task-trial-"+version+"\n"+
+			call("mcp__slowjobs__echo", map[string]string{"message": "start the export"}), "slowjobs")
+		job.Cwd = t.TempDir()
+		spec := sessionTestSpec(b, job, sessionTestClaudeEnv(t, api)...)
+		spec.Binary = binary
+		f, err := Prepare(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := healthcheck.MillisOf(time.Now())
+		if err := (&healthcheck.Store{Path: f.Cache}).Update(func(c *healthcheck.File) error {
+			c.Servers["slowjobs"] = &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, NextRetryAt: now - 1000, FailureCount: 1,
+				LastFailureCode: healthcheck.CodeUnavailable, LastError: "upstream 503", UnhealthySince: now - 60000,
+				CheckedAt: now - 60000, Witness: healthcheck.WitnessCalls}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		out := Run(context.Background(), spec, f, &sessionTestObserver{})
+		got := api.SessionToolResults("ev-task-trial-" + version)
+		if len(got) != 1 {
+			t.Fatalf("the model saw %+v (outcome %s %q), want the one call", got, out.Status, out.Reason)
+		}
+		l, err := effects.Read(statedir.Effects(b.StateDir, spec.RunID, job.Name))
+		if err != nil || len(l.Tasks) != 1 || l.Tasks[0].ID != mcpserver.TaskID {
+			t.Fatalf("ledger %+v, %v: want the task exec-server recorded", l, err)
+		}
+		if e := entry(t, f, "slowjobs"); e == nil || e.Status != healthcheck.StatusUnhealthy {
+			t.Errorf("slowjobs after its trial call only accepted a task (the model saw %q): %+v, want still unhealthy", got[0].Content, e)
 		}
 	})
 
@@ -169,6 +225,11 @@ func testEvidenceRealClaude(t *testing.T, version string) {
 		}
 	})
 }
+
+// ownDisconnected is 2.1.332's sentence for a stdio server gone for the
+// session, which a server of the test answers with as its own isError text.
+const ownDisconnected = "No such tool available: mcp__notes__echo. Its MCP server 'notes' has disconnected. " +
+	"Continue without this tool; it becomes callable again only if the server reconnects."
 
 // readEvents is every event in the events file at path.
 func readEvents(t *testing.T, path string) []healthcheck.Event {

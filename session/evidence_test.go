@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -403,6 +404,77 @@ func TestCallLedgerServerAnswered(t *testing.T) {
 			st.fill(&out)
 			judge(&out, st.result, job, nil, "")
 			if out.Reason != tt.reason {
+				t.Errorf("judged %s %q unusable %+v, want %q", out.Status, out.Reason, out.Unusable, tt.reason)
+			}
+		})
+	}
+}
+
+// TestEarlyStopServerAnswered: the CLI's word that a stdio server is gone
+// for the session (`is not connected`, 2.1.332's `has disconnected`) stops
+// the attempt early, unless the stdio server itself answered the call with
+// exactly those words: its exec-server wrote call-answered for the call
+// before the answer left, so the stream finds it in the events file when
+// the call's result comes. Then the night is told nothing, and the job is
+// judged on its merits. Another attempt's or another call's answer does
+// not count.
+func TestEarlyStopServerAnswered(t *testing.T) {
+	const disconnected = "<tool_use_error>Error: No such tool available: mcp__notes__open. Its MCP server 'notes' has disconnected. " +
+		"Continue without this tool; it becomes callable again only if the server reconnects.</tool_use_error>"
+	answered := func(id string, attempt int) *healthcheck.Event {
+		return &healthcheck.Event{Kind: healthcheck.EventCallAnswered, Server: "notes", Tool: "open", ToolUseID: id,
+			Verdict: healthcheck.AnsweredIsError, Run: "r", Job: "j", Attempt: attempt}
+	}
+	for _, tt := range []struct {
+		name    string
+		result  string
+		event   *healthcheck.Event
+		reason  string
+		stopped bool
+	}{
+		{"not connected, the server's own answer", evidenceResult("toolu_1", `MCP server "notes" is not connected`, true),
+			answered("toolu_1", 1), "", false},
+		{"has disconnected, the server's own answer", evidenceResult("toolu_1", disconnected, true),
+			answered("toolu_1", 1), "", false},
+		{"not connected, naming another server, the server's own answer",
+			evidenceResult("toolu_1", `MCP server "beta" is not connected`, true), answered("toolu_1", 1), "", false},
+		{"not connected, no answer seen", evidenceResult("toolu_1", `MCP server "notes" is not connected`, true),
+			nil, "server notes could not be used (not connected)", true},
+		{"has disconnected, no answer seen", evidenceStringResult("toolu_1", disconnected),
+			nil, "server notes could not be used (disconnected)", true},
+		{"another call's answer", evidenceResult("toolu_1", `MCP server "notes" is not connected`, true),
+			answered("toolu_2", 1), "server notes could not be used (not connected)", true},
+		{"another attempt's answer", evidenceResult("toolu_1", `MCP server "notes" is not connected`, true),
+			answered("toolu_1", 2), "server notes could not be used (not connected)", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, job := evidenceBatch()
+			events := filepath.Join(t.TempDir(), "events.jsonl")
+			log := &healthcheck.EventLog{Path: events}
+			// An earlier attempt's answer of the same id, before the session.
+			log.Append(*answered("toolu_1", 0))
+			obs := &evidenceObserver{}
+			tail := healthcheck.EventTail{Path: events}
+			tail.SkipToEnd()
+			st := &streamState{obs: obs, job: job, batch: b, answers: &answerTail{tail: tail, run: "r", job: "j", attempt: 1}}
+			st.line([]byte(evidenceInit))
+			st.line([]byte(evidenceUse("toolu_1", "mcp__notes__open")))
+			if tt.event != nil {
+				log.Append(*tt.event) // exec-server, before the answer leaves
+			}
+			st.line([]byte(tt.result))
+			st.line([]byte(evidenceResult0))
+			stopped := len(obs.kinds(SawUnusable)) != 0
+			if stopped != tt.stopped || (len(obs.kinds(SawServer)) != 0) != tt.stopped {
+				t.Errorf("told to stop %q, told of servers %q; want a stop %v", obs.kinds(SawUnusable), obs.kinds(SawServer), tt.stopped)
+			}
+			if got := obs.kinds(SawMissingTool); !tt.stopped && len(got) != 0 {
+				t.Errorf("told of %d missing tools for the server's own answer", len(got))
+			}
+			out := Outcome{}
+			st.fill(&out)
+			judge(&out, st.result, job, nil, "")
+			if out.Reason != tt.reason || (out.Status == Done) != (tt.reason == "") {
 				t.Errorf("judged %s %q unusable %+v, want %q", out.Status, out.Reason, out.Unusable, tt.reason)
 			}
 		})

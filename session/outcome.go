@@ -114,6 +114,9 @@ type streamState struct {
 	// answered (exec-server's call-answered events of this attempt): its
 	// own answer, not a call lost with it, whatever the text says.
 	serverAnswered map[string]bool
+	// answers, when set, is where those events are read while the stream
+	// runs (answeredByServer); nil in unit tests that set serverAnswered.
+	answers *answerTail
 	// rawResult is the result line as parsed JSON, and rateLimits the
 	// rate_limit_event lines: what modelapi.Classify reads.
 	rawResult  map[string]any
@@ -239,7 +242,7 @@ func (s *streamState) line(b []byte) {
 		if i, ok := s.byID[r.ID]; ok && !s.calls[i].answered {
 			s.calls[i].answered, s.calls[i].result = true, r
 		}
-		if r.Client != nil {
+		if r.Client != nil && !s.answeredByServer(r.ID) {
 			s.clientFailure(*r.Client)
 		}
 	}
@@ -456,6 +459,35 @@ func blockedCalls(events []healthcheck.Event, session string) (blocked, refused 
 		}
 	}
 	return blocked, refused
+}
+
+// answerTail reads exec-server's call-answered events of one attempt
+// (run, job, attempt) from the events file while the session runs.
+type answerTail struct {
+	tail     healthcheck.EventTail
+	run, job string
+	attempt  int
+}
+
+// answeredByServer says whether the stdio server itself answered the call
+// id with its failure (serverAnsweredCalls): then the failure is its own,
+// whatever the text, and never the CLI's word on the server. exec-server
+// writes the event before the answer leaves it, so it is in the events
+// file by the time the stream shows the call's result; the file is read
+// only for a failure whose text reads as the CLI's own.
+func (s *streamState) answeredByServer(id string) bool {
+	if id == "" {
+		return false
+	}
+	if a := s.answers; a != nil && !s.serverAnswered[id] {
+		for got := range serverAnsweredCalls(a.tail.Next(), a.run, a.job, a.attempt) {
+			if s.serverAnswered == nil {
+				s.serverAnswered = map[string]bool{}
+			}
+			s.serverAnswered[got] = true
+		}
+	}
+	return s.serverAnswered[id]
 }
 
 // serverAnsweredCalls are the tool_use_ids of the calls of attempt

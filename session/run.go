@@ -196,6 +196,10 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 
 	obs.Observe(Observation{Kind: SawProcess, PGID: cmd.Process.Pid}) // the leader's pid is the group's id
 	st := &streamState{obs: obs, job: spec.Job, batch: spec.Batch, stop: func(cause error) { stop(cause) }}
+	if run, job, attempt, ok := statedir.AttemptOf(f.Dir); ok && f.Events != "" {
+		// From where the hooks' tail starts: before the session did.
+		st.answers = &answerTail{tail: hookEvents, run: run, job: job, attempt: attempt}
+	}
 	readDone := make(chan error, 1)
 	go func() {
 		err := ReadLines(activityReader{pr, &lastOutput}, stream, st.line)
