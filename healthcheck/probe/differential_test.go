@@ -86,18 +86,21 @@ func TestDifferentialGoSDK(t *testing.T) {
 			// A server that fails fails at any bound; one that works must
 			// not be failed by a busy machine's slow start (a node server
 			// can take seconds to boot under load), so its bound is wide.
-			timeout := 3 * time.Second
+			// In an intended difference the probe must come out healthy
+			// (after a respawn or a fallback), so it gets the wide bound;
+			// the go-sdk client must fail, and waits out its own.
+			probeTimeout, sdkTimeout := 3*time.Second, 3*time.Second
 			switch {
 			case tt.exception != "":
-				timeout = 10 * time.Second
+				probeTimeout, sdkTimeout = 30*time.Second, 10*time.Second
 			case tt.healthy:
-				timeout = 30 * time.Second
+				probeTimeout, sdkTimeout = 30*time.Second, 30*time.Second
 			}
 			srv := tt.srv(t)
 			// At once: each spawns its own process or opens its own session.
 			sdkDone := make(chan error, 1)
-			go func() { sdkDone <- sdkConnect(srv, timeout) }()
-			res := Probe(context.Background(), srv, Options{Timeout: timeout})
+			go func() { sdkDone <- sdkConnect(srv, sdkTimeout) }()
+			res := Probe(context.Background(), srv, Options{Timeout: probeTimeout})
 			sdkErr := <-sdkDone
 			probeHealthy, sdkHealthy := res.Verdict == Healthy, sdkErr == nil
 			t.Logf("probe: %s %q; go-sdk: %v", res.Verdict, res.Reason, sdkErr)
