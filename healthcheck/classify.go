@@ -70,17 +70,28 @@ type Classification struct {
 // The patterns are compiled on first use, not at start-up: most hook
 // processes decide from the cache and never classify anything.
 var (
-	authPattern        = lazyRegexp(`(?i)\b40[13]\b|unauthori[sz]ed|forbidden|auth(?:entication|orization)?\s+(?:failed|expired|invalid|required)|invalid[_ ](?:api[_ ]?)?(?:key|token)|permission denied`)
-	ratePattern        = lazyRegexp(`(?i)\b429\b|rate[ -]?limit|too many requests|quota exceeded`)
-	unavailablePattern = lazyRegexp(`(?i)\b5\d\d\b|service unavailable|unavailable|bad gateway|gateway time-?out|overloaded|internal server error`)
-	transportPattern   = lazyRegexp(`(?i)ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EPIPE|EHOSTUNREACH|socket hang up|connection (?:was )?(?:refused|failed|lost|reset|closed)|broken pipe|timed? ?out\b`)
-	toolOwnPattern     = lazyRegexp(`(?i)\bENOENT\b|\bEACCES\b|\bEPERM\b|no such file|invalid argument|invalid param|\bEINVAL\b|not found|does not exist|\bEISDIR\b|\bENOTDIR\b|\bEEXIST\b|is a directory`)
-	mcpErrorPrefix     = lazyRegexp(`^MCP error (-?\d+):\s?`)
-	errnoPrefix        = lazyRegexp(`^(E[A-Z]+):\s?`)
+	authPattern        = &lazyRegexp{expr: `(?i)\b40[13]\b|unauthori[sz]ed|forbidden|auth(?:entication|orization)?\s+(?:failed|expired|invalid|required)|invalid[_ ](?:api[_ ]?)?(?:key|token)|permission denied`}
+	ratePattern        = &lazyRegexp{expr: `(?i)\b429\b|rate[ -]?limit|too many requests|quota exceeded`}
+	unavailablePattern = &lazyRegexp{expr: `(?i)\b5\d\d\b|service unavailable|unavailable|bad gateway|gateway time-?out|overloaded|internal server error`}
+	transportPattern   = &lazyRegexp{expr: `(?i)ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EPIPE|EHOSTUNREACH|socket hang up|connection (?:was )?(?:refused|failed|lost|reset|closed)|broken pipe|timed? ?out\b`}
+	toolOwnPattern     = &lazyRegexp{expr: `(?i)\bENOENT\b|\bEACCES\b|\bEPERM\b|no such file|invalid argument|invalid param|\bEINVAL\b|not found|does not exist|\bEISDIR\b|\bENOTDIR\b|\bEEXIST\b|is a directory`}
+	mcpErrorPrefix     = &lazyRegexp{expr: `^MCP error (-?\d+):\s?`}
+	errnoPrefix        = &lazyRegexp{expr: `^(E[A-Z]+):\s?`}
 )
 
-func lazyRegexp(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+// lazyRegexp is a regular expression compiled on first use. A package
+// variable of it is laid out by the linker, with no code run at start-up
+// (a closure per pattern cost every hook process about a hundred
+// allocations before main).
+type lazyRegexp struct {
+	expr string
+	once sync.Once
+	re   *regexp.Regexp
+}
+
+func (l *lazyRegexp) get() *regexp.Regexp {
+	l.once.Do(func() { l.re = regexp.MustCompile(l.expr) })
+	return l.re
 }
 
 // ClientKind names one of Claude Code's own texts for a call that failed in
@@ -165,7 +176,7 @@ type ClientFailure struct {
 // clientPattern is one of the client's texts: the whole text (anchored),
 // or its start where the client appends a body it received.
 type clientPattern struct {
-	re        func() *regexp.Regexp
+	re        *lazyRegexp
 	kind      ClientKind
 	code      FailureCode
 	lost      bool
@@ -175,41 +186,41 @@ type clientPattern struct {
 }
 
 var clientPatterns = []clientPattern{
-	{re: lazyRegexp(`^Connection closed$`), kind: ClientClosed, code: CodeTransport, lost: true},
-	{re: lazyRegexp(`^The socket connection was closed unexpectedly\.?(?: For more information, pass ` + "`verbose: true`" + ` in the second argument to fetch\(\))?$`),
+	{re: &lazyRegexp{expr: `^Connection closed$`}, kind: ClientClosed, code: CodeTransport, lost: true},
+	{re: &lazyRegexp{expr: `^The socket connection was closed unexpectedly\.?(?: For more information, pass ` + "`verbose: true`" + ` in the second argument to fetch\(\))?$`},
 		kind: ClientClosed, code: CodeTransport, lost: true, fetchOnly: true},
-	{re: lazyRegexp(`^Unable to connect\. Is the computer able to access the url\?$`), kind: ClientUnreachable, code: CodeTransport, lost: true, fetchOnly: true},
-	{re: lazyRegexp(`^MCP server "([^"]+)" is not connected\.?$`), kind: ClientNotConnected, code: CodeTransport, lost: true, server: 1},
-	{re: lazyRegexp(`^Claude Code tried to connect to MCP server "([^"]+)" again and could not\.?(?: It can be tried again in \d+ ?m?s\.)?$`),
+	{re: &lazyRegexp{expr: `^Unable to connect\. Is the computer able to access the url\?$`}, kind: ClientUnreachable, code: CodeTransport, lost: true, fetchOnly: true},
+	{re: &lazyRegexp{expr: `^MCP server "([^"]+)" is not connected\.?$`}, kind: ClientNotConnected, code: CodeTransport, lost: true, server: 1},
+	{re: &lazyRegexp{expr: `^Claude Code tried to connect to MCP server "([^"]+)" again and could not\.?(?: It can be tried again in \d+ ?m?s\.)?$`},
 		kind: ClientTriedAgain, code: CodeTransport, lost: true, server: 1},
-	{re: lazyRegexp(`^MCP server "([^"]+)" tool "([^"]+)" timed out after \d+(?:\.\d+)? ?m?s\.?$`), kind: ClientTimeout, code: CodeTimeout, lost: true, server: 1, tool: 2},
-	{re: lazyRegexp(`^MCP server "([^"]+)" session expired\.?$`), kind: ClientSessionExpired, code: CodeSessionExpired, lost: true, server: 1},
-	{re: lazyRegexp(`^MCP server "([^"]+)" needs you to sign in again \(run /mcp to re-authenticate\)\.?$`), kind: ClientAuth, code: CodeAuth, lost: true, server: 1},
-	{re: lazyRegexp(`^MCP server "([^"]+)" requires re-authorization \(token expired\)\.?$`), kind: ClientAuth, code: CodeAuth, lost: true, server: 1},
-	{re: lazyRegexp(`^Dynamic Client Registration rejected \(HTTP \d+\):`), kind: ClientAuth, code: CodeAuth, lost: true, fetchOnly: true},
-	{re: lazyRegexp(`^HTTP \d+: Invalid OAuth error response:`), kind: ClientAuth, code: CodeAuth, lost: true, fetchOnly: true},
-	{re: lazyRegexp(`^Command failed with no output$`), kind: ClientAuth, code: CodeAuth, lost: true, fetchOnly: true}, // an older client's 401
-	{re: lazyRegexp(`^Error POSTing to endpoint:`), kind: ClientHTTP, code: CodeUnavailable, lost: true, fetchOnly: true},
-	{re: lazyRegexp(`^Unexpected content type: \S+$`), kind: ClientNotMCP, code: CodeNotMCP, lost: true, fetchOnly: true},
-	{re: lazyRegexp(`^SSE error:`), kind: ClientSSE, code: CodeTransport, lost: true, fetchOnly: true},
-	{re: lazyRegexp(`^Unsupported result type 'task' for tools/call\.?$`), kind: ClientTaskResult, code: CodeNotMCP},
+	{re: &lazyRegexp{expr: `^MCP server "([^"]+)" tool "([^"]+)" timed out after \d+(?:\.\d+)? ?m?s\.?$`}, kind: ClientTimeout, code: CodeTimeout, lost: true, server: 1, tool: 2},
+	{re: &lazyRegexp{expr: `^MCP server "([^"]+)" session expired\.?$`}, kind: ClientSessionExpired, code: CodeSessionExpired, lost: true, server: 1},
+	{re: &lazyRegexp{expr: `^MCP server "([^"]+)" needs you to sign in again \(run /mcp to re-authenticate\)\.?$`}, kind: ClientAuth, code: CodeAuth, lost: true, server: 1},
+	{re: &lazyRegexp{expr: `^MCP server "([^"]+)" requires re-authorization \(token expired\)\.?$`}, kind: ClientAuth, code: CodeAuth, lost: true, server: 1},
+	{re: &lazyRegexp{expr: `^Dynamic Client Registration rejected \(HTTP \d+\):`}, kind: ClientAuth, code: CodeAuth, lost: true, fetchOnly: true},
+	{re: &lazyRegexp{expr: `^HTTP \d+: Invalid OAuth error response:`}, kind: ClientAuth, code: CodeAuth, lost: true, fetchOnly: true},
+	{re: &lazyRegexp{expr: `^Command failed with no output$`}, kind: ClientAuth, code: CodeAuth, lost: true, fetchOnly: true}, // an older client's 401
+	{re: &lazyRegexp{expr: `^Error POSTing to endpoint:`}, kind: ClientHTTP, code: CodeUnavailable, lost: true, fetchOnly: true},
+	{re: &lazyRegexp{expr: `^Unexpected content type: \S+$`}, kind: ClientNotMCP, code: CodeNotMCP, lost: true, fetchOnly: true},
+	{re: &lazyRegexp{expr: `^SSE error:`}, kind: ClientSSE, code: CodeTransport, lost: true, fetchOnly: true},
+	{re: &lazyRegexp{expr: `^Unsupported result type 'task' for tools/call\.?$`}, kind: ClientTaskResult, code: CodeNotMCP},
 	// nightwatch's exec-server answered a call its server died under
 	// (GuardRestarted): the call did not complete.
-	{re: lazyRegexp(`^` + GuardRestarted + ` "([^"]+)"`), kind: ClientClosed, code: CodeTransport, lost: true, server: 1},
+	{re: &lazyRegexp{expr: `^` + GuardRestarted + ` "([^"]+)"`}, kind: ClientClosed, code: CodeTransport, lost: true, server: 1},
 	// exec-server gave the server up with this call in flight
 	// (serverguard.LostError); a held call it never sent says "was not
 	// sent" and is not lost with the server.
-	{re: lazyRegexp(`^nightwatch: MCP server "([^"]+)" could not be brought back \(.*\): this call did not complete`), kind: ClientClosed, code: CodeTransport, lost: true, server: 1},
-	{re: lazyRegexp(`^Claude requested permissions to use ([A-Za-z0-9_-]+), but you haven't granted it yet\.$`), kind: ClientNotGranted, tool: 1},
+	{re: &lazyRegexp{expr: `^nightwatch: MCP server "([^"]+)" could not be brought back \(.*\): this call did not complete`}, kind: ClientClosed, code: CodeTransport, lost: true, server: 1},
+	{re: &lazyRegexp{expr: `^Claude requested permissions to use ([A-Za-z0-9_-]+), but you haven't granted it yet\.$`}, kind: ClientNotGranted, tool: 1},
 	// "No such tool available: <tool>", then what the client says of the
 	// tool's server, if anything.
-	{re: lazyRegexp(`^No such tool available: ([A-Za-z0-9_-]+)\. Its MCP server '([^']+)' has disconnected\.(?: [^\n]*)?$`),
+	{re: &lazyRegexp{expr: `^No such tool available: ([A-Za-z0-9_-]+)\. Its MCP server '([^']+)' has disconnected\.(?: [^\n]*)?$`},
 		kind: ClientDisconnected, code: CodeTransport, lost: true, tool: 1, server: 2},
-	{re: lazyRegexp(`^No such tool available: ([A-Za-z0-9_-]+)\. MCP server "([^"]+)" did not connect when it was last tried, and is not tried again for \d+ ?m?s\.$`),
+	{re: &lazyRegexp{expr: `^No such tool available: ([A-Za-z0-9_-]+)\. MCP server "([^"]+)" did not connect when it was last tried, and is not tried again for \d+ ?m?s\.$`},
 		kind: ClientNotRetried, code: CodeTransport, lost: true, tool: 1, server: 2},
-	{re: lazyRegexp(`^No such tool available: ([A-Za-z0-9_-]+)\. The MCP server '([^']+)' is still connecting\.(?: [^\n]*)?$`),
+	{re: &lazyRegexp{expr: `^No such tool available: ([A-Za-z0-9_-]+)\. The MCP server '([^']+)' is still connecting\.(?: [^\n]*)?$`},
 		kind: ClientConnecting, code: CodeTransport, lost: true, tool: 1, server: 2},
-	{re: lazyRegexp(`^No such tool available: ([A-Za-z0-9_-]+)(?:\. [^\n]*)?$`), kind: ClientNoSuchTool, tool: 1},
+	{re: &lazyRegexp{expr: `^No such tool available: ([A-Za-z0-9_-]+)(?:\. [^\n]*)?$`}, kind: ClientNoSuchTool, tool: 1},
 }
 
 // TaskResultText is how Claude Code 2.1.332 fails a call that its server
@@ -243,7 +254,7 @@ func ClientText(text string) (ClientFailure, bool) {
 	whole := t
 	t, rpcCode, _ := cutPrefixes(t)
 	for _, p := range clientPatterns {
-		m := p.re().FindStringSubmatch(t)
+		m := p.re.get().FindStringSubmatch(t)
 		if m == nil {
 			continue
 		}
@@ -321,7 +332,7 @@ func classifyRest(t, rpcCode, errno string) Classification {
 	if errno != "" {
 		whole = errno + ": " + t
 	}
-	if toolOwnPattern().MatchString(whole) {
+	if toolOwnPattern.get().MatchString(whole) {
 		return Classification{Code: CodeToolError, ToolError: true}
 	}
 	if c, ok := byPattern(whole); ok {
@@ -341,13 +352,13 @@ func opens(c FailureCode) Classification {
 
 func byPattern(s string) (FailureCode, bool) {
 	switch {
-	case ratePattern().MatchString(s):
+	case ratePattern.get().MatchString(s):
 		return CodeRateLimited, true
-	case authPattern().MatchString(s):
+	case authPattern.get().MatchString(s):
 		return CodeAuth, true
-	case unavailablePattern().MatchString(s):
+	case unavailablePattern.get().MatchString(s):
 		return CodeUnavailable, true
-	case transportPattern().MatchString(s):
+	case transportPattern.get().MatchString(s):
 		if strings.Contains(strings.ToLower(s), "time") {
 			return CodeTimeout, true
 		}
@@ -361,7 +372,7 @@ func byPattern(s string) (FailureCode, bool) {
 // errno ("ECONNREFUSED: "), in any order, each once.
 func cutPrefixes(t string) (rest, rpcCode, errno string) {
 	for {
-		if m := mcpErrorPrefix().FindStringSubmatch(t); m != nil && rpcCode == "" {
+		if m := mcpErrorPrefix.get().FindStringSubmatch(t); m != nil && rpcCode == "" {
 			rpcCode, t = m[1], t[len(m[0]):]
 			continue
 		}
@@ -369,7 +380,7 @@ func cutPrefixes(t string) (rest, rpcCode, errno string) {
 			t = r
 			continue
 		}
-		if m := errnoPrefix().FindStringSubmatch(t); m != nil && errno == "" {
+		if m := errnoPrefix.get().FindStringSubmatch(t); m != nil && errno == "" {
 			errno, t = m[1], t[len(m[0]):]
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -148,8 +149,9 @@ func (e *Entry) ArticleCode() ArticleCode {
 // entryKnownKeys are the JSON keys Entry decodes itself, read from its
 // struct tags so that a new field can never be mistaken for an unknown one
 // (and kept in Extra); lastFailureCode, lastError and failureClass are
-// decoded by hand.
-var entryKnownKeys = func() map[string]bool {
+// decoded by hand. Read on first use: a hook process that decodes no entry
+// (a tool that is not MCP) spends no reflection on it.
+var entryKnownKeys = sync.OnceValue(func() map[string]bool {
 	keys := map[string]bool{"failureClass": true, "lastFailureCode": true, "lastError": true}
 	t := reflect.TypeOf(Entry{})
 	for i := range t.NumField() {
@@ -159,7 +161,7 @@ var entryKnownKeys = func() map[string]bool {
 		}
 	}
 	return keys
-}()
+})
 
 type entryFields Entry // no methods: plain struct decoding
 
@@ -235,7 +237,7 @@ func onlyKnownKeys(b []byte) bool {
 			}
 			end++
 		}
-		if end >= len(b) || !entryKnownKeys[string(b[i+1:end])] {
+		if end >= len(b) || !entryKnownKeys()[string(b[i+1:end])] {
 			return false
 		}
 		i = skipSpace(b, end+1)
@@ -350,7 +352,7 @@ func (e *Entry) unmarshalGeneral(b []byte) error {
 	}
 	known := map[string]json.RawMessage{}
 	for k, v := range raw {
-		if entryKnownKeys[k] {
+		if entryKnownKeys()[k] {
 			known[k] = v
 			delete(raw, k)
 		}
@@ -400,7 +402,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 	// Fields written by other tools are kept, after nightwatch's own.
 	keys := make([]string, 0, len(e.Extra))
 	for k := range e.Extra {
-		if !entryKnownKeys[k] {
+		if !entryKnownKeys()[k] {
 			keys = append(keys, k)
 		}
 	}

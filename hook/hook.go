@@ -19,7 +19,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
-	"github.com/nightwatch-dev/nightwatch/internal/secrets"
+	"github.com/nightwatch-dev/nightwatch/internal/serversecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/sessionstop"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
@@ -319,7 +319,7 @@ func (h *handler) resolve() *mcpconfig.Resolved {
 		cwd, _ = os.Getwd()
 	}
 	h.resolved = mcpconfig.Resolve(k.ConfigOptions(cwd, h.env.Home, h.env.Getenv))
-	secrets.RememberServers(h.resolved)
+	serversecrets.RememberServers(h.resolved)
 	for _, prob := range h.resolved.Problems {
 		// An explicit file that is missing or broken is said every time:
 		// the article lost a night to a typo read as "no config".

@@ -9,8 +9,10 @@ import (
 
 // heavy are the packages the hook's hot path must not link: each costs
 // every tool call its initialisation and its share of the executable
-// (HTTP probes, TLS, the log, retries, batch files, schedules), and the
-// whole hook, which needs them, is a handoff away (hookexe.Handoff).
+// (HTTP probes, TLS, the log, retries, batch files, schedules, a URL
+// parser whose net/netip sets up package unique, crypto/rand's math/big),
+// and the whole hook, which needs them, is a handoff away
+// (hookexe.Handoff).
 var heavy = []string{
 	"net/http",
 	"crypto/tls",
@@ -20,6 +22,14 @@ var heavy = []string{
 	"github.com/robfig/cron/v3",
 	"github.com/nightwatch-dev/nightwatch/healthcheck/probe",
 	"github.com/nightwatch-dev/nightwatch/hook",
+	// net/url brings net/netip, whose initialisation sets up package
+	// unique (on Windows, golang.org/x/sys/windows links net, and so
+	// netip, anyway).
+	"net/url",
+	"crypto/rand",
+	"math/big",
+	"github.com/nightwatch-dev/nightwatch/internal/redacturl",
+	"github.com/nightwatch-dev/nightwatch/internal/serversecrets",
 }
 
 // TestHotPathLinksNoHeavyPackage: nightwatch-hook, and the packages its

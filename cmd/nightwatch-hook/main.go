@@ -33,14 +33,12 @@ func main() {
 		fmt.Println(hookexe.ID())
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	peakrss.Report()
 	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "nightwatch: internal error in hook (%v); the call goes ahead unchecked\n", r)
@@ -75,6 +73,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return code
 		}
 	}
+	// Signals are watched from here on only: an interrupt or SIGTERM must
+	// stop the whole hook it runs (and what that started), while the hot
+	// path above waits on nothing a signal could cut short, and watching
+	// them would cost every call a goroutine and a thread of its own
+	// (os/signal), a fifth of an empty program's start (BENCHMARKS.md).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	return hookexe.Handoff(ctx, args, payload.Payload(), stdout, stderr)
 }
 

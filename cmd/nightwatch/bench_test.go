@@ -44,6 +44,27 @@ func buildEmpty(b *testing.B) string {
 
 // execOnce runs bin and returns its wall time.
 func execOnce(b *testing.B, bin string, args []string, env []string, stdin string, wantCode int) time.Duration {
+	return execCost(b, bin, args, env, stdin, wantCode).wall
+}
+
+// cost is what one process took: wall time, CPU time (user and system,
+// every thread) and minor page faults (-1 where not counted).
+type cost struct {
+	wall, cpu time.Duration
+	faults    int64
+}
+
+// costs are one binary's samples of a loop.
+type costs struct{ wall, cpu, faults []time.Duration }
+
+func (c *costs) add(x cost) {
+	c.wall = append(c.wall, x.wall)
+	c.cpu = append(c.cpu, x.cpu)
+	c.faults = append(c.faults, time.Duration(x.faults))
+}
+
+// execCost runs bin and returns what it cost.
+func execCost(b *testing.B, bin string, args []string, env []string, stdin string, wantCode int) cost {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdin = bytes.NewReader([]byte(stdin))
@@ -61,7 +82,7 @@ func execOnce(b *testing.B, bin string, args []string, env []string, stdin strin
 	if code != wantCode {
 		b.Fatalf("%s exited %d, want %d", bin, code, wantCode)
 	}
-	return d
+	return cost{wall: d, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), faults: minorFaults(cmd.ProcessState)}
 }
 
 // peakRSS reads the VmHWM values (KiB) the hook processes reported.
@@ -107,7 +128,9 @@ func benchCache(b *testing.B, path string, n int) {
 // (what sessions get), `nightwatch hook` (the same hook in the whole
 // binary), an empty Go program, the article's Node hook (when node is on
 // PATH) and, when NIGHTWATCH_BENCH_BASELINE names one, an older release's
-// `nightwatch hook`.
+// `nightwatch hook`, and when NIGHTWATCH_BENCH_BASELINE_HOOK names one, an
+// older nightwatch-hook. Beside wall-time ratios it reports the dedicated
+// hook's CPU time and minor page faults against the empty program's.
 //
 //	go test -run '^$' -bench 'HookProcess' -benchtime 300x ./cmd/nightwatch/
 func BenchmarkHookProcess(b *testing.B) {
@@ -132,6 +155,9 @@ func BenchmarkHookProcess(b *testing.B) {
 	// release, built by bench/hook-vs.sh) to run in the same loop, so the
 	// change in the hook's cost is a ratio measured in one run.
 	baseline := os.Getenv("NIGHTWATCH_BENCH_BASELINE")
+	// NIGHTWATCH_BENCH_BASELINE_HOOK names an older nightwatch-hook (built
+	// by bench/hook-vs.sh when REV has one), run in the same loop.
+	baselineHook := os.Getenv("NIGHTWATCH_BENCH_BASELINE_HOOK")
 	// The article's Node hook (its hot path, bench/article-hook.js) runs in
 	// the same loop when node is on PATH, on the same cache.
 	node, _ := exec.LookPath("node")
@@ -143,11 +169,15 @@ func BenchmarkHookProcess(b *testing.B) {
 			_ = os.Remove(rssFile)
 			// Medians, not sums: on a shared machine one descheduled exec
 			// would otherwise weigh as much as a hundred normal ones.
-			var hook, whole, base, old, js []time.Duration
+			var hook, base, oldHook costs
+			var whole, old, js []time.Duration
 			for b.Loop() {
-				hook = append(hook, execOnce(b, hookBin, nil, env, in, c.code))
+				hook.add(execCost(b, hookBin, nil, env, in, c.code))
 				whole = append(whole, execOnce(b, nw, []string{"hook"}, env, in, c.code))
-				base = append(base, execOnce(b, empty, nil, env, "", 0))
+				base.add(execCost(b, empty, nil, env, "", 0))
+				if baselineHook != "" {
+					oldHook.add(execCost(b, baselineHook, nil, env, in, c.code))
+				}
 				if baseline != "" {
 					old = append(old, execOnce(b, baseline, []string{"hook"}, env, in, c.code))
 				}
@@ -155,12 +185,22 @@ func BenchmarkHookProcess(b *testing.B) {
 					js = append(js, execOnce(b, node, []string{article}, nodeEnv, in, c.code))
 				}
 			}
-			h, w, e := median(hook), median(whole), median(base)
+			h, w, e := median(hook.wall), median(whole), median(base.wall)
 			b.ReportMetric(float64(h.Microseconds()), "hook-µs/op")
 			b.ReportMetric(float64(w.Microseconds()), "whole-µs/op")
 			b.ReportMetric(float64(e.Microseconds()), "empty-µs/op")
 			b.ReportMetric(float64(h)/float64(e), "x-empty")
+			b.ReportMetric(float64(median(hook.cpu))/float64(median(base.cpu)), "cpu-x-empty")
+			b.ReportMetric(float64(median(hook.faults)), "hook-faults")
+			b.ReportMetric(float64(median(base.faults)), "empty-faults")
 			b.ReportMetric(float64(w)/float64(e), "whole-x-empty")
+			if baselineHook != "" {
+				o := median(oldHook.wall)
+				b.ReportMetric(float64(o)/float64(e), "old-hook-x-empty")
+				b.ReportMetric(float64(median(oldHook.cpu))/float64(median(base.cpu)), "old-hook-cpu-x-empty")
+				b.ReportMetric(float64(median(oldHook.faults)), "old-hook-faults")
+				b.ReportMetric(float64(h)/float64(o), "x-old-hook")
+			}
 			if baseline != "" {
 				o := median(old)
 				b.ReportMetric(float64(o)/float64(e), "baseline-x-empty")

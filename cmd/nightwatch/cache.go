@@ -14,7 +14,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
 	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
-	"github.com/nightwatch-dev/nightwatch/internal/secrets"
+	"github.com/nightwatch-dev/nightwatch/internal/serversecrets"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
@@ -38,7 +38,7 @@ func openChecker(k knobs.Knobs) *healthcheck.Checker {
 func resolveHere(k knobs.Knobs) *mcpconfig.Resolved {
 	cwd, _ := os.Getwd()
 	r := mcpconfig.Resolve(k.ConfigOptions(cwd, homeDir(), lookupEnv))
-	secrets.RememberServers(r)
+	serversecrets.RememberServers(r)
 	for _, p := range r.Problems {
 		warnStderr("nightwatch: MCP config " + p.Path + ": " + p.Message)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
-	"github.com/nightwatch-dev/nightwatch/internal/secrets"
+	"github.com/nightwatch-dev/nightwatch/internal/serversecrets"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
@@ -32,7 +32,7 @@ cron give no login shell), not your shell's. Exit 1 when any check fails.`,
 				o.BatchFile = args[0]
 				batchsecrets.RememberBatchFile(args[0], lookupEnv)
 			}
-			secrets.RememberServers(mcpconfig.Resolve(knobs.FromEnv(lookupEnv, o.Home).ConfigOptions(cwd, o.Home, lookupEnv)))
+			serversecrets.RememberServers(mcpconfig.Resolve(knobs.FromEnv(lookupEnv, o.Home).ConfigOptions(cwd, o.Home, lookupEnv)))
 			checks := doctor.Run(cmd.Context(), o)
 			if asJSON {
 				enc := json.NewEncoder(redact.NewWriter(cmd.OutOrStdout()))

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/redacturl"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
@@ -518,7 +518,7 @@ func parseRetryAfter(value string, now time.Time) time.Duration {
 	return 0
 }
 
-// safeURL shows where a request went as redact.URL does: scheme, host and
+// safeURL shows where a request went as redacturl.Elide does: scheme, host and
 // port, the path only when it is made of plain endpoint words, never the
 // userinfo or the query. Secret-URL services put the key in the path
 // (/api/mcp/s/<secret>/mcp).
@@ -526,7 +526,7 @@ func safeURL(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
-	return redact.URL(u.String())
+	return redacturl.Elide(u.String())
 }
 
 func is2xx(code int) bool { return code >= 200 && code < 300 }

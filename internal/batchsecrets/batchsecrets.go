@@ -10,7 +10,9 @@ import (
 
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
+	"github.com/nightwatch-dev/nightwatch/internal/redacturl"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
+	"github.com/nightwatch-dev/nightwatch/internal/serversecrets"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
@@ -57,10 +59,10 @@ func RememberBatch(b *jobs.Batch) {
 	}
 	redact.RememberEnv(env)
 	for _, s := range b.Servers {
-		secrets.RememberServer(&s.MCP)
+		serversecrets.RememberServer(&s.MCP)
 	}
 	if b.Notify.Webhook != "" {
-		redact.RememberURL(b.Notify.Webhook)
+		redacturl.Remember(b.Notify.Webhook)
 	}
 }
 

@@ -1,8 +1,8 @@
 package proc
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -64,10 +64,14 @@ func unmark(cmd *exec.Cmd) {
 	cmd.Env = append(out, SpawnEnv+"="+daemonMark)
 }
 
+// newMark is 64 random bits, as 16 hex digits. A mark only has to differ
+// from every other spawn's, not to be secret (any process of the user can
+// put any mark in its environment, and kill the user's processes anyway):
+// math/rand/v2's generator (ChaCha8, seeded by the runtime from the
+// system's entropy) is enough, and spares every process that links proc,
+// such as the hook's hot path, crypto/rand and math/big.
 func newMark() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return fmt.Sprintf("%016x", rand.Uint64())
 }
 
 // takeMark returns cmd's mark and forgets it ("" if cmd was not marked).

@@ -2,7 +2,6 @@ package redact
 
 import (
 	"math"
-	"net/url"
 	"strings"
 	"sync"
 )
@@ -67,55 +66,6 @@ var notCredentialNames = map[string]bool{
 // value is a path, an id or a word (notCredentialNames, XDG_SESSION_*).
 func NotCredential(name string) bool {
 	return notCredentialNames[name] || strings.HasPrefix(name, "XDG_SESSION_")
-}
-
-// RememberURL remembers the parts of a configured URL that may carry a
-// secret: the user-info password and user; every path segment that looks
-// like a key (SecretSegment: secret-URL MCP services put the key in the
-// path, /api/mcp/s/<secret>/mcp); every query value of a sensitive name
-// (?key=, ?token=) or that looks like a key. Ordinary segments and values
-// (/v1/workspace/mcp, ?transport=sse) are not remembered: String would
-// otherwise hide "workspace" from every text. URL still elides them all
-// from a URL shown or stored.
-func RememberURL(raw string) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		// Unparsable: the whole string is the only safe unit.
-		Remember(raw)
-		return
-	}
-	var values []string
-	if u.User != nil {
-		values = append(values, u.User.Username())
-		if p, ok := u.User.Password(); ok {
-			values = append(values, p)
-		}
-	}
-	for _, seg := range strings.Split(u.EscapedPath(), "/") {
-		un, err := url.PathUnescape(seg)
-		if err != nil {
-			un = seg
-		}
-		if seg != "" && !plainPathWord(seg) && SecretSegment(un) {
-			values = append(values, seg)
-			if un != seg {
-				values = append(values, un)
-			}
-		}
-	}
-	query := false
-	for k, vs := range u.Query() {
-		for _, v := range vs {
-			if SensitiveName(k) || SecretSegment(v) {
-				values = append(values, v)
-				query = true
-			}
-		}
-	}
-	if query {
-		values = append(values, u.RawQuery)
-	}
-	Remember(values...)
 }
 
 // tokenPrefixes start the well-known credential shapes (OpenAI/Anthropic,
@@ -192,50 +142,4 @@ func forgetAll() {
 	known.Lock()
 	defer known.Unlock()
 	known.secrets, known.seen = nil, nil
-}
-
-// plainPathWords are the URL path segments MCP endpoints use that carry
-// nothing secret; any other segment may be a key and is elided.
-var plainPathWords = map[string]bool{
-	"mcp": true, "sse": true, "api": true, "message": true, "messages": true, "stream": true,
-	"rpc": true, "jsonrpc": true, "http": true, "v1": true, "v2": true, "v3": true, "server": true,
-	"servers": true, "public": true, "remote": true, "events": true,
-}
-
-func plainPathWord(seg string) bool { return plainPathWords[strings.ToLower(seg)] }
-
-// URL returns a configured URL as it may be shown or stored: scheme, host
-// and port, then the path only when every segment is a well-known endpoint
-// word ("/mcp", "/api/mcp", "/sse"); any other path becomes "/…". User
-// info, query and fragment are always elided. A URL that does not parse is
-// shown as Marker.
-func URL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return Marker
-	}
-	out := u.Scheme + "://" + u.Host
-	if u.User != nil {
-		out = u.Scheme + "://" + Marker + "@" + u.Host
-	}
-	path := u.EscapedPath()
-	plain := true
-	for _, seg := range strings.Split(path, "/") {
-		if seg != "" && !plainPathWord(seg) {
-			plain = false
-			break
-		}
-	}
-	switch {
-	case path == "" || path == "/":
-		out += path
-	case plain:
-		out += path
-	default:
-		out += "/…"
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		out += "?…"
-	}
-	return out
 }

@@ -1,8 +1,8 @@
 // Package secrets tells the redactor (internal/redact) every secret a
-// nightwatch process can know of, at the process's entry points: the MCP
-// configs it reads (the hook, status, probe) and its own environment
-// (internal/batchsecrets adds a loaded batch's, so that the hook binary
-// links no batch loader). From then on every
+// nightwatch process can know of in its own environment, at the process's
+// entry points (internal/serversecrets adds the servers of the MCP configs
+// it reads, internal/batchsecrets a loaded batch's, so that the hook's hot
+// path links neither a URL parser nor a batch loader). From then on every
 // redact.String in the process removes them, whoever calls it: a server
 // that prints another server's key cannot carry it into a cache, a log, a
 // journal, a report or the model's deny reason.
@@ -18,7 +18,6 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
-	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
 // RememberProcess remembers every sensitive-named variable of this
@@ -114,27 +113,3 @@ func rememberNamed(env []string) {
 // "C.UTF-8" are settings, and removing them from every text would blind
 // the log ("level":"info") without hiding any key.
 const MinPlainLen = 8
-
-// RememberServers remembers the secrets of every server an MCP config
-// search found, the winners and nothing else (a shadowed definition is
-// never started or called). A nil result is ignored.
-func RememberServers(r *mcpconfig.Resolved) {
-	if r == nil {
-		return
-	}
-	for _, s := range r.Servers {
-		RememberServer(s)
-	}
-}
-
-// RememberServer remembers one server definition's secrets: its env and
-// header values and the secret parts of its URL. A nil server is ignored.
-func RememberServer(s *mcpconfig.Server) {
-	if s == nil {
-		return
-	}
-	redact.Remember(s.Secrets()...)
-	if s.URL != "" {
-		redact.RememberURL(s.URL)
-	}
-}
