@@ -1,8 +1,10 @@
 package journal
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,5 +180,105 @@ func TestDamagedJournalBlocksOnlyItsOwnNewestRun(t *testing.T) {
 	write("20260104T010000Z-0004", "garbage\n"+started("b", "2026-01-04T01:00:00Z"))
 	if _, _, err := LatestUnfinished(dir, "b"); err == nil {
 		t.Error("a damaged journal that may be b's newest run was passed over")
+	}
+}
+
+// The journal file stays open between lines, but a line always goes to
+// the file at the journal's path, or nowhere: a journal deleted or renamed
+// over mid-run is written anew (Warn says so) with every line of the run,
+// and one replaced by a symlink breaks the journal (the line kept in the
+// lost file) without the link's target being written. Each case swaps the
+// file after a line and again after an fsync, when the old file is open.
+func TestKeptOpenJournalFollowsItsPath(t *testing.T) {
+	cases := []struct {
+		name   string
+		swap   func(t *testing.T, path string)
+		broken bool
+	}{
+		{"deleted", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"renamed over by another file", func(t *testing.T, path string) {
+			other := filepath.Join(filepath.Dir(path), "other")
+			if err := os.WriteFile(other, []byte(`{"type":"run-started","run":"theirs"}`+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(other, path); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"replaced by a symlink", func(t *testing.T, path string) {
+			target := filepath.Join(filepath.Dir(path), "target")
+			if err := os.WriteFile(target, []byte("theirs\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, path); err != nil {
+				t.Skipf("symlink: %v", err)
+			}
+		}, true},
+	}
+	for _, c := range cases {
+		for _, after := range []string{"line", "fsync"} {
+			t.Run(c.name+" after a "+after, func(t *testing.T) {
+				j, err := Create(journalTestDir(t), "r1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer j.Close()
+				var warned []string
+				j.Warn = func(s string) { warned = append(warned, s) }
+				if err := j.Append(Event{Type: RunStarted, Batch: "b"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := j.AppendLater(Event{Type: JobStarted, Job: "a", Attempt: 1}); err != nil {
+					t.Fatal(err)
+				}
+				if after == "fsync" {
+					if err := j.Sync(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				c.swap(t, j.Path)
+				err = j.AppendLater(Event{Type: JobFinished, Job: "a", Attempt: 1, Status: Done})
+				if err == nil {
+					err = j.Sync()
+				}
+				if c.broken {
+					if !errors.Is(err, ErrBroken) {
+						t.Fatalf("a line after the swap: %v", err)
+					}
+					if b, _ := os.ReadFile(filepath.Join(filepath.Dir(j.Path), "target")); string(b) != "theirs\n" {
+						t.Errorf("the symlink's target was written: %q", b)
+					}
+					lost, err := os.ReadFile(LostPath(j.Path))
+					if err != nil || !strings.Contains(string(lost), `"job-finished"`) {
+						t.Errorf("lost file %q (%v)", lost, err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				events, err := Read(j.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var types []Type
+				for _, ev := range events {
+					types = append(types, ev.Type)
+				}
+				if want := []Type{RunStarted, JobStarted, JobFinished}; !slices.Equal(types, want) || events[0].Run != "r1" {
+					t.Errorf("journal after the swap: %v (run %q), want %v of r1", types, events[0].Run, want)
+				}
+				if len(warned) != 1 {
+					t.Errorf("warned %q, want once", warned)
+				}
+			})
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -48,6 +49,10 @@ type Journal struct {
 	// file is the identity of the journal file this Journal writes; a
 	// different file (or none) at Path means it was deleted or replaced.
 	file os.FileInfo
+	// out is the journal file, kept open between lines (keepOpen) so a
+	// line costs one os.Lstat of Path (ensureFile) and one write; nil
+	// until the first line, and after Close or a repair.
+	out *atomicfile.Appender
 	// broken is the first failure to write Path: from then on every line
 	// goes to the lost file (LostPath), in order, and Append fails.
 	broken error
@@ -63,9 +68,15 @@ type Journal struct {
 	fsyncs int
 }
 
-// syncFile fsyncs the journal file at path; tests replace it to count
-// fsyncs or to make one fail.
-var syncFile = atomicfile.Sync
+// syncFile fsyncs the open journal file; tests replace it to count fsyncs
+// or to make one fail.
+var syncFile = (*atomicfile.Appender).Sync
+
+// keepOpen keeps the journal file open between lines. Not on Windows,
+// where an open file cannot be deleted or renamed over: a journal kept
+// open there would change what a cleaner or an operator can do to it
+// mid-run.
+const keepOpen = runtime.GOOS != "windows"
 
 // MaxSize bounds a journal file nightwatch reads: a night of a 10 000-job
 // batch with retries and server changes writes a few MiB; 256 MiB is far
@@ -253,11 +264,37 @@ func (j *Journal) Sync() error {
 	if err == nil {
 		err = j.fsync()
 	}
+	j.release()
 	if err == nil {
 		return nil
 	}
 	j.broken = err
 	return j.keepLost(nil, "lines written since the last fsync")
+}
+
+// Close closes the journal file, which the Journal keeps open between
+// lines; a later line opens it again. The night closes it when it ends.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.closeOut()
+}
+
+func (j *Journal) closeOut() error {
+	if j.out == nil {
+		return nil
+	}
+	err := j.out.Close()
+	j.out = nil
+	return err
+}
+
+// release closes the journal file after a line or an fsync where it is
+// not kept open (keepOpen).
+func (j *Journal) release() {
+	if !keepOpen {
+		_ = j.closeOut()
+	}
 }
 
 // Unsynced is how many lines written with AppendLater wait for the next
@@ -279,7 +316,11 @@ func (j *Journal) Fsyncs() int {
 // fsync makes every line written so far durable.
 func (j *Journal) fsync() error {
 	j.fsyncs++
-	if err := syncFile(j.Path); err != nil {
+	out, err := j.open()
+	if err != nil {
+		return err
+	}
+	if err := syncFile(out); err != nil {
 		return err
 	}
 	j.sinceSync, j.unsynced = nil, 0
@@ -306,8 +347,12 @@ func (j *Journal) append(ev Event, durable bool) error {
 	if j.broken == nil {
 		written := false
 		err := j.ensureFile()
+		var out *atomicfile.Appender
 		if err == nil {
-			err = atomicfile.AppendLineVolatile(j.Path, line)
+			out, err = j.open()
+		}
+		if err == nil {
+			err = out.AppendLine(line)
 		}
 		if err == nil {
 			written = true
@@ -319,6 +364,7 @@ func (j *Journal) append(ev Event, durable bool) error {
 				j.unsynced++
 			}
 		}
+		j.release()
 		if err == nil {
 			if j.Mirror != nil {
 				if err := j.Mirror(ev); err != nil {
@@ -403,6 +449,9 @@ func (j *Journal) ensureFile() error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	// What is open is no longer the journal: the next line opens the one
+	// written anew.
+	_ = j.closeOut()
 	what := "was deleted"
 	if err == nil {
 		what = "was replaced by another file (" + fi.Mode().Type().String() + ")"
@@ -422,6 +471,25 @@ func (j *Journal) ensureFile() error {
 		j.Warn(fmt.Sprintf("the journal %s %s during the run; wrote it anew with the run's %d line(s) so far", j.Path, what, len(j.lines)))
 	}
 	return nil
+}
+
+// open is the journal file, open to append to: the one ensureFile
+// checked (its identity is j.file). A file put at Path between that check
+// and this open is not written: an error, which breaks the journal.
+func (j *Journal) open() (*atomicfile.Appender, error) {
+	if j.out != nil {
+		return j.out, nil
+	}
+	out, err := atomicfile.OpenAppender(j.Path)
+	if err != nil {
+		return nil, err
+	}
+	if j.file != nil && !os.SameFile(out.Info(), j.file) {
+		_ = out.Close()
+		return nil, fmt.Errorf("the journal %s was replaced by another file while it was being opened", j.Path)
+	}
+	j.out = out
+	return out, nil
 }
 
 // Read reads every event of a journal. A torn last line (the supervisor

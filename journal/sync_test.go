@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 )
 
 // countSyncs makes the journal's fsyncs go through fail (nil: they
@@ -13,14 +15,14 @@ func countSyncs(t *testing.T, fail func() error) *int {
 	t.Helper()
 	n := new(int)
 	real := syncFile
-	syncFile = func(path string) error {
+	syncFile = func(out *atomicfile.Appender) error {
 		*n++
 		if fail != nil {
 			if err := fail(); err != nil {
 				return err
 			}
 		}
-		return real(path)
+		return real(out)
 	}
 	t.Cleanup(func() { syncFile = real })
 	return n

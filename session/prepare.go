@@ -24,9 +24,10 @@ import (
 
 // Prepare creates the attempt's folder and writes its settings file
 // (registering nightwatch's hook) and its MCP config (the job's servers
-// only). Both files are read back and checked, because Claude Code
-// silently ignores a settings file that is not valid JSON and silently
-// drops an MCP entry it cannot use.
+// only). Both are checked, because Claude Code silently ignores a
+// settings file that is not valid JSON and silently drops an MCP entry it
+// cannot use: the settings as the bytes written, the MCP config read back
+// from its file the way the hook reads it.
 func Prepare(spec Spec) (Files, error) {
 	if err := checkSpec(spec); err != nil {
 		return Files{}, err
@@ -47,17 +48,7 @@ func Prepare(spec Spec) (Files, error) {
 	if strings.ContainsRune(f.MCPConfig, os.PathListSeparator) {
 		return Files{}, fmt.Errorf("session files: the path %s contains %q, which the hook's --config would split at", f.MCPConfig, os.PathListSeparator)
 	}
-	// MkdirAll follows a planted symlink (runs/<run>/<job> pointing
-	// elsewhere) and the files below would be written in its target: every
-	// folder under state_dir must be nightwatch's own, checked before and
-	// after it is created.
-	if err := checkFolders(b.StateDir, dir); err != nil {
-		return Files{}, err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return Files{}, fmt.Errorf("session files: %w", err)
-	}
-	if err := checkFolders(b.StateDir, dir); err != nil {
+	if err := makeFolders(b.StateDir, dir); err != nil {
 		return Files{}, err
 	}
 
@@ -93,28 +84,57 @@ func Prepare(spec Spec) (Files, error) {
 	if err != nil {
 		return Files{}, fmt.Errorf("job %s: encode settings: %w", job.Name, err)
 	}
-	if err := atomicfile.WriteFileVolatile(f.Settings, append(settings, '\n'), atomicfile.Mode); err != nil {
+	settings = append(settings, '\n')
+	if err := checkSettings(f.Settings, settings, command, deny); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
-	if err := checkSettings(f.Settings, command, deny); err != nil {
+	if err := atomicfile.WriteFileVolatile(f.Settings, settings, atomicfile.Mode); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
 	return f, nil
 }
 
-// checkFolders refuses a symlink or a non-folder at any existing
-// level of dir below stateDir.
-func checkFolders(stateDir, dir string) error {
-	for p := dir; p != stateDir && p != filepath.Dir(p); p = filepath.Dir(p) {
+// makeFolders makes dir, a folder below stateDir, one level at a time:
+// every level that exists must be a folder, not a symlink or anything
+// else (os.MkdirAll would follow a planted link, runs/<run>/<job>
+// pointing elsewhere, and the files below would be written in its
+// target), and each missing one is made in the folder checked before
+// it. A level that exists costs one os.Lstat; stateDir itself is made
+// (os.MkdirAll) only when its first level cannot be.
+func makeFolders(stateDir, dir string) error {
+	rel, err := filepath.Rel(stateDir, dir)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("session files: %s is not below the state folder %s", dir, stateDir)
+	}
+	p := stateDir
+	for i, name := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, name)
 		fi, err := os.Lstat(p)
-		if errors.Is(err, os.ErrNotExist) {
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("session files: %s is a symlink or not a folder; refusing to write through it", p)
+			}
 			continue
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("session files: %w", err)
+		}
+		err = os.Mkdir(p, 0o700)
+		if i == 0 && errors.Is(err, os.ErrNotExist) {
+			if err = os.MkdirAll(stateDir, 0o700); err == nil {
+				err = os.Mkdir(p, 0o700)
+			}
+		}
+		if errors.Is(err, os.ErrExist) {
+			// Made by someone else since the Lstat: checked as any
+			// level that exists.
+			if fi, lerr := os.Lstat(p); lerr != nil || !fi.IsDir() {
+				return fmt.Errorf("session files: %s is a symlink or not a folder; refusing to write through it", p)
+			}
+			err = nil
 		}
 		if err != nil {
 			return fmt.Errorf("session files: %w", err)
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("session files: %s is a symlink or not a folder; refusing to write through it", p)
 		}
 	}
 	return nil
@@ -361,14 +381,11 @@ func newSettings(command string, timeout int, deny []string) settings {
 	return s
 }
 
-// checkSettings reads the settings file back and checks the hook is
-// registered for every event with the exact command, and every deny
-// rule is there.
-func checkSettings(path, command string, deny []string) error {
-	data, err := atomicfile.Read(path, 0)
-	if err != nil {
-		return fmt.Errorf("check settings: %w", err)
-	}
+// checkSettings decodes the settings file's bytes (data, what is written
+// to path: atomicfile writes them whole or not at all) and checks the
+// hook is registered for every event with the exact command, and every
+// deny rule is there.
+func checkSettings(path string, data []byte, command string, deny []string) error {
 	var s settings
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("check %s: not valid JSON: %w", path, err)

@@ -165,6 +165,11 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 		}
 		return leaderStop()
 	}
+	if spec.Ready != nil && !spec.Ready() {
+		out.KilledBy = KilledStopped
+		fail("not started: the supervisor did not let the session start")
+		return
+	}
 
 	// exec copies the child's stdout into the pipe; the reader below
 	// drains it. Through a pipe (not an *os.File), exec's WaitDelay also

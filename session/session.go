@@ -59,6 +59,12 @@ type Spec struct {
 	// cluster's worker, whose death River answers by running the attempt
 	// elsewhere: a session left behind would do the job twice).
 	DieWithParent bool
+	// Ready, when set, is asked once the session's logs are open, just
+	// before the agent is spawned: it may wait, and false spawns nothing
+	// (the session ends KilledStopped, "not started"). The night answers
+	// once the attempt's job-started line is durable, so the opening of
+	// the logs overlaps the journal's fsync.
+	Ready func() bool
 }
 
 // PeersSocketEnv is the variable that tells a session's hooks where the

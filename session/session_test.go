@@ -20,6 +20,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
@@ -881,5 +882,56 @@ func TestCommandEnvironInACluster(t *testing.T) {
 	cmd := Command(context.Background(), spec, Files{Settings: "/s", MCPConfig: "/m"})
 	if v, ok := lookup(cmd.Env, PeersSocketEnv); ok {
 		t.Errorf("a session without a relay got %s=%q", PeersSocketEnv, v)
+	}
+}
+
+// Spec.Ready is asked once the session's logs are open and before the
+// agent is spawned: while it waits, the logs exist and the agent has not
+// run; false spawns nothing and ends the session "not started", stopped;
+// true lets it run as without Ready.
+func TestReadyGatesTheSpawn(t *testing.T) {
+	for _, allow := range []bool{true, false} {
+		t.Run(map[bool]string{true: "allowed", false: "refused"}[allow], func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "spawned")
+			script := "touch " + text.ShellQuote(marker) + "\n" +
+				`echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0,"session_id":"s"}'` + "\n"
+			spec, _ := sessionTestFakeSpec(t, script, time.Minute, time.Minute)
+			f, err := Prepare(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked, answer := make(chan struct{}), make(chan bool)
+			spec.Ready = func() bool {
+				close(asked)
+				return <-answer
+			}
+			done := make(chan Outcome, 1)
+			go func() { done <- Run(context.Background(), spec, f, nil) }()
+			select {
+			case <-asked:
+			case out := <-done:
+				t.Fatalf("the session ended without asking Ready: %s %q", out.Status, out.Reason)
+			}
+			for _, log := range []string{f.Stream, f.Stderr} {
+				if _, err := os.Lstat(log); err != nil {
+					t.Errorf("the log is not open while Ready waits: %v", err)
+				}
+			}
+			if _, err := os.Lstat(marker); !os.IsNotExist(err) {
+				t.Fatalf("the agent ran before Ready answered: %v", err)
+			}
+			answer <- allow
+			out := <-done
+			_, err = os.Lstat(marker)
+			switch {
+			case allow && (err != nil || out.Status != Done):
+				t.Errorf("allowed: agent ran: %v; outcome %s %q", err, out.Status, out.Reason)
+			case !allow && (!os.IsNotExist(err) || out.Status != Failed || out.KilledBy != KilledStopped || !strings.Contains(out.Reason, "not started")):
+				t.Errorf("refused: agent ran: %v; outcome %s %q killed by %q", err, out.Status, out.Reason, out.KilledBy)
+			}
+			if _, err := os.Lstat(f.MCPConfig); !os.IsNotExist(err) {
+				t.Errorf("the MCP config is left after the session: %v", err)
+			}
+		})
 	}
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -117,5 +120,65 @@ func TestNightJournalIsDurableBeforeEachStart(t *testing.T) {
 			}
 			t.Logf("%d fsyncs for %d attempts", n.journal.Fsyncs(), attempts)
 		})
+	}
+}
+
+// The local executor's session opens its logs while the night writes the
+// attempt's job-started line and fsyncs it (starting), and spawns the
+// agent only once starting said yes: refused, nothing is spawned and no
+// end is reported; allowed, the attempt runs and its end comes back.
+func TestLocalExecutorSpawnsOnlyOnceStartingSaidYes(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "spawned")
+	agent := filepath.Join(dir, "agent")
+	script := "#!/bin/sh\necho \"$@\" >> " + text.ShellQuote(marker) + "\n" +
+		`echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0,"session_id":"s"}'` + "\n"
+	if err := os.WriteFile(agent, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b := testkit.LoadBatch(t, dir, fmt.Sprintf("version: 1\nname: gate\nstate_dir: ./state\nkeep_awake: false\nagent: {command: %s}\njobs:\n  - {name: j, prompt: hello}\n", jsonString(agent)))
+	reports := make(chan session.Report, 16)
+	e := newLocalExecutor(b, "20260101T020000Z-0000", "/bin/true", os.Environ(), reports)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	started, err := e.Launch(ctx, session.Attempt{Job: "j", Attempt: 1}, func(s session.Starting) bool {
+		// Refused once the session is at its gate: its logs are open.
+		stderr := filepath.Join(s.Folder, statedir.AttemptStderr)
+		for {
+			if _, err := os.Lstat(stderr); err == nil {
+				return false
+			}
+			if ctx.Err() != nil {
+				t.Error("the session did not open its logs while the job-started line was written")
+				return false
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	if started || err != nil {
+		t.Fatalf("refused attempt: started %v, %v", started, err)
+	}
+	if b, err := os.ReadFile(marker); !os.IsNotExist(err) {
+		t.Errorf("the refused attempt's agent ran: %q %v", b, err)
+	}
+	if len(reports) != 0 {
+		t.Errorf("the refused attempt reported %+v", <-reports)
+	}
+
+	started, err = e.Launch(ctx, session.Attempt{Job: "j", Attempt: 2}, func(session.Starting) bool { return true })
+	if !started || err != nil {
+		t.Fatalf("allowed attempt: started %v, %v", started, err)
+	}
+	for r := range reports {
+		if r.Ended != nil {
+			if r.Ended.Attempt != 2 || r.Ended.Outcome.Status != session.Done {
+				t.Errorf("end %+v", r.Ended)
+			}
+			break
+		}
+	}
+	if b, err := os.ReadFile(marker); err != nil || strings.Count(string(b), "\n") != 1 {
+		t.Errorf("the allowed attempt's agent ran %q (%v), want once", b, err)
 	}
 }

@@ -68,22 +68,43 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 	if err != nil {
 		return false, fmt.Errorf("cannot prepare the session: %w", err)
 	}
-	if !starting(session.Starting{Folder: files.Dir, Resume: a.Resume}) {
-		return false, nil
+	// The session opens its logs while starting writes the job-started
+	// line and makes it durable (an fsync: the disk's latency); it spawns
+	// the agent only once starting said yes (spec.Ready). Its end is
+	// reported only then.
+	decided := make(chan struct{})
+	var allowed bool
+	spec.Ready = func() bool {
+		<-decided
+		return allowed
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	e.mu.Lock()
-	e.running[a.Job] = localAttempt{attempt: a.Attempt, cancel: cancel}
-	e.mu.Unlock()
+	ended := make(chan struct{})
 	go func() {
+		defer close(ended)
 		obs := session.ObserverFunc(func(o session.Observation) { e.reports <- session.Report{Seen: o} })
 		out := session.Run(sctx, spec, files, obs)
+		<-decided
+		if !allowed {
+			cancel(nil)
+			return
+		}
 		e.mu.Lock()
 		delete(e.running, a.Job)
 		e.mu.Unlock()
 		cancel(nil)
 		e.reports <- session.Report{Ended: &session.Ended{Job: a.Job, Attempt: a.Attempt, Outcome: out}}
 	}()
+	if !starting(session.Starting{Folder: files.Dir, Resume: a.Resume}) {
+		close(decided)
+		<-ended // spawned nothing; gone before Launch returns
+		return false, nil
+	}
+	e.mu.Lock()
+	e.running[a.Job] = localAttempt{attempt: a.Attempt, cancel: cancel}
+	e.mu.Unlock()
+	allowed = true
+	close(decided)
 	return true, nil
 }
 

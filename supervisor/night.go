@@ -238,6 +238,9 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	if err != nil {
 		return nil, err
 	}
+	// The journal's file is kept open for the night; closed after the
+	// night's last fsync (deferred calls run last first).
+	defer n.journal.Close()
 	// The run's first lines are durable before the preflight probes, and
 	// whatever the night wrote last is before it returns.
 	n.syncJournal()

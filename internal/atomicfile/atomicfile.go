@@ -6,8 +6,10 @@ package atomicfile
 import (
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Mode is the permission every state file gets: the cache and journal hold
@@ -37,7 +39,7 @@ func write(path string, data []byte, perm os.FileMode, durable bool) error {
 		return fmt.Errorf("write %s: refusing to replace a symlink (or a junction)", path)
 	}
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := createTemp(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -76,6 +78,22 @@ func write(path string, data []byte, perm os.FileMode, durable bool) error {
 	return nil
 }
 
+// createTemp creates a new file in dir named prefix and a random number,
+// as os.CreateTemp does, opened with O_NONBLOCK (a regular file ignores
+// it; Go then asks the kernel once whether it can poll the file, instead
+// of switching it to non-blocking and back: four fcntls less) and never
+// through a symlink.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|noFollow|nonBlock, 0o600)
+		if os.IsExist(err) && try < 10000 {
+			continue
+		}
+		return f, err
+	}
+}
+
 // AppendLine appends one line to path (created 0600 if missing) with a
 // single write call, so concurrent appenders never interleave inside a line,
 // and fsyncs it: a journal line that was reported written survives a crash.
@@ -92,30 +110,72 @@ func AppendLineVolatile(path string, line []byte) error {
 }
 
 func appendLine(path string, line []byte, durable bool) error {
-	if fi, err := os.Lstat(path); err == nil && linkLike(fi.Mode()) {
-		return fmt.Errorf("append %s: refusing to write through a symlink (or a junction)", path)
-	}
-	f, err := openAppend(path)
+	a, err := OpenAppender(path)
 	if err != nil {
-		return fmt.Errorf("append %s: %w", path, err)
+		return err
 	}
+	err = a.AppendLine(line)
+	if err == nil && durable {
+		err = a.Sync()
+	}
+	if cerr := a.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Appender is a file kept open to append lines to (a run's journal, for
+// the whole night): opened as AppendLine opens its file (created 0600,
+// never through a symlink, never waiting on a FIFO, a file that is not
+// regular refused), then each line costs one write and no open. What it
+// writes goes to the file it opened, whatever is put at its path later:
+// Info is that file's identity, for its owner to compare with what the
+// path names now (os.SameFile with an os.Lstat of it) before it writes.
+type Appender struct {
+	path string
+	f    *os.File
+	info os.FileInfo
+}
+
+// OpenAppender opens path to append lines to, as AppendLine does.
+func OpenAppender(path string) (*Appender, error) {
+	f, fi, err := openAppendInfo(path)
+	if err != nil {
+		return nil, fmt.Errorf("append %s: %w", path, err)
+	}
+	return &Appender{path: path, f: f, info: fi}, nil
+}
+
+// Info is the identity of the open file (its fstat when opened).
+func (a *Appender) Info() os.FileInfo { return a.info }
+
+// AppendLine appends line (a newline added if it has none) with a single
+// write call, so concurrent appenders never interleave inside a line. It
+// is not fsynced: see Sync.
+func (a *Appender) AppendLine(line []byte) error {
 	buf := make([]byte, 0, len(line)+1)
 	buf = append(buf, line...)
 	if len(buf) == 0 || buf[len(buf)-1] != '\n' {
 		buf = append(buf, '\n')
 	}
-	if _, err := f.Write(buf); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("append %s: %w", path, err)
+	if _, err := a.f.Write(buf); err != nil {
+		return fmt.Errorf("append %s: %w", a.path, err)
 	}
-	if durable {
-		if err := f.Sync(); err != nil {
-			_ = f.Close()
-			return fmt.Errorf("append %s: fsync: %w", path, err)
-		}
+	return nil
+}
+
+// Sync makes every line appended to the open file durable: one fsync.
+func (a *Appender) Sync() error {
+	if err := a.f.Sync(); err != nil {
+		return fmt.Errorf("append %s: fsync: %w", a.path, err)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("append %s: %w", path, err)
+	return nil
+}
+
+// Close closes the file.
+func (a *Appender) Close() error {
+	if err := a.f.Close(); err != nil {
+		return fmt.Errorf("append %s: %w", a.path, err)
 	}
 	return nil
 }
@@ -181,33 +241,50 @@ func OpenLog(path string) (*os.File, error) {
 // return at once instead of waiting for a reader, and what is not a
 // regular file is refused.
 func openAppend(path string) (*os.File, error) {
+	f, _, err := openAppendInfo(path)
+	return f, err
+}
+
+// openAppendInfo is openAppend that also returns the open file's fstat.
+func openAppendInfo(path string) (*os.File, os.FileInfo, error) {
+	refuse := &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("refusing to write through a symlink (or a junction)")}
 	// Windows has no O_NOFOLLOW: the Lstat is its only refusal of a link
 	// (creating one there takes a privilege or Developer Mode; a junction
-	// needs none but names a folder, which the open below refuses).
-	fi, err := os.Lstat(path)
-	if err == nil && linkLike(fi.Mode()) {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("refusing to write through a symlink (or a junction)")}
+	// needs none but names a folder, which the open below refuses), and
+	// it says whether the file is created (restrict). Elsewhere
+	// O_NOFOLLOW refuses the link in the open itself and the mode bits
+	// are the permission: no Lstat.
+	created := false
+	if noFollow == 0 {
+		fi, err := os.Lstat(path)
+		if err == nil && linkLike(fi.Mode()) {
+			return nil, nil, refuse
+		}
+		created = err != nil
 	}
-	created := err != nil
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow|nonBlock, Mode)
 	if err != nil {
-		return nil, err
+		if isLoop(err) {
+			return nil, nil, refuse
+		}
+		return nil, nil, err
 	}
 	if created {
 		if err := restrict(path, Mode); err != nil {
 			_ = f.Close()
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if fi, err = f.Stat(); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		_ = f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		_ = f.Close()
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
 	}
-	return f, nil
+	return f, fi, nil
 }
 
 // CreateNew creates an empty file at path (0600) and fails if anything is

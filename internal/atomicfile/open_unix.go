@@ -3,6 +3,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -24,3 +25,7 @@ const noFollow = syscall.O_NOFOLLOW
 // nonBlock makes opening a FIFO return at once instead of waiting for its
 // other end.
 const nonBlock = syscall.O_NONBLOCK
+
+// isLoop reports whether err is the open of a symlink that O_NOFOLLOW
+// refused.
+func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }

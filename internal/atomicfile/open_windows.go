@@ -24,3 +24,7 @@ const noFollow = 0
 // nonBlock makes opening a FIFO return at once instead of waiting for its
 // other end.
 const nonBlock = 0
+
+// isLoop is false on Windows: without O_NOFOLLOW an open never refuses a
+// link (the Lstat before it does).
+func isLoop(error) bool { return false }
