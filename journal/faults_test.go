@@ -19,12 +19,7 @@ func TestAppendKeepsLinesTheJournalCannotTake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustOK(t)
 	must(j.Append(Event{Type: RunStarted, Batch: "b"}))
 	must(j.Append(Event{Type: JobFinished, Job: "a", Status: Done}))
 	data, _ := os.ReadFile(j.Path)
@@ -284,6 +279,16 @@ func TestKeptOpenJournalFollowsItsPath(t *testing.T) {
 					t.Errorf("warned %q, want once", warned)
 				}
 			})
+		}
+	}
+}
+
+// mustOK returns a check that ends the test on an error.
+func mustOK(t *testing.T) func(error) {
+	return func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }

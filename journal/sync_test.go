@@ -107,12 +107,7 @@ func TestFailedSyncKeepsTheLinesNotYetDurable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			must := func(err error) {
-				t.Helper()
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			must := mustOK(t)
 			must(j.Append(Event{Type: RunStarted, Batch: "b"}))
 			must(j.AppendLater(Event{Type: JobStarted, Job: "a", Attempt: 1}))
 			must(j.AppendLater(Event{Type: SessionProcess, Job: "a", Attempt: 1, PID: 42}))
