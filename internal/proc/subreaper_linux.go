@@ -279,7 +279,7 @@ func sweepOnce() (killed []int) {
 // adopted, running process: true when every spawn it may belong to has
 // ended. Callers hold spawns.mu.
 func ownerEnded(pid int, start uint64) bool {
-	environ, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	environ := environOf(pid, os.ReadFile, func() { time.Sleep(execPause) })
 	known := false
 	for _, m := range marksOf(environ) {
 		if m == daemonMark {
@@ -297,6 +297,43 @@ func ownerEnded(pid int, start uint64) bool {
 	}
 	ran, running := spawnsAt(start)
 	return ran && !running
+}
+
+// execPause and execTries bound how long environOf waits for an execve
+// to set up the new program's environment: microseconds in practice.
+const (
+	execPause = 200 * time.Microsecond
+	execTries = 50
+)
+
+// environOf reads pid's environment (/proc/<pid>/environ) for ownerEnded.
+// A process in the middle of an execve has, for a moment, its new memory
+// map without its arguments and environment: /proc reads both empty, and
+// a daemon caught there (setsid exec'ing its server) would look like an
+// escape that emptied its environment and be killed. A process whose
+// environment really is empty still has its arguments, so an empty
+// environment is believed once the arguments are there, or after
+// execTries reads (a program started with no arguments at all). A process
+// that is gone reads as nil at once.
+func environOf(pid int, read func(string) ([]byte, error), pause func()) []byte {
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	for try := 1; ; try++ {
+		environ, err := read(dir + "environ")
+		if err != nil || len(environ) > 0 {
+			return environ
+		}
+		args, err := read(dir + "cmdline")
+		if err != nil {
+			return nil
+		}
+		if len(args) > 0 || try >= execTries {
+			// The execve has set both, or there is no execve: read again,
+			// as the environment may have been set since the first read.
+			environ, _ = read(dir + "environ")
+			return environ
+		}
+		pause()
+	}
 }
 
 // spawnsAt reports whether any spawn was running at tick t, and whether

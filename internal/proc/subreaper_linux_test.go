@@ -3,6 +3,7 @@ package proc
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -97,7 +98,7 @@ func waitSleeping(t *testing.T, pid int) {
 	}
 }
 
-func environOf(t *testing.T, pid int) string {
+func readEnviron(t *testing.T, pid int) string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
@@ -142,7 +143,7 @@ func TestSubreaperKillsEscapedDescendants(t *testing.T) {
 			for _, pid := range left {
 				waitSleeping(t, pid)
 			}
-			if tt.emptyEnv && strings.Contains(environOf(t, left[len(left)-1]), SpawnEnv) {
+			if tt.emptyEnv && strings.Contains(readEnviron(t, left[len(left)-1]), SpawnEnv) {
 				t.Fatalf("pid %d still carries a spawn mark: the test would prove nothing", left[len(left)-1])
 			}
 			_ = Wait(cmd)
@@ -265,5 +266,60 @@ func TestSubreaperInhibitorHoldsNoEscape(t *testing.T) {
 	}
 	if !alive(inhibitor.Process.Pid) {
 		t.Errorf("the inhibitor was killed")
+	}
+}
+
+// TestEnvironOfWaitsOutAnExec: a process caught inside an execve reads
+// with no environment and no arguments for a moment; its environment is
+// the one it has once the execve is done, never the empty one (the sweep
+// then killed a reconnect's daemon as an escape). An environment that is
+// really empty is believed once the arguments are there.
+func TestEnvironOfWaitsOutAnExec(t *testing.T) {
+	gone := errors.New("no such process")
+	cases := []struct {
+		name string
+		// reads are what successive reads of each file return, in order;
+		// the last one repeats.
+		environ, cmdline []string
+		errEnviron       error
+		want             string
+		wantPauses       int
+	}{
+		{name: "a settled process", environ: []string{"A=1\x00"}, cmdline: []string{"sleep\x00"}, want: "A=1\x00"},
+		{name: "caught inside an execve", environ: []string{"", "", "", "NIGHTWATCH=x\x00"}, cmdline: []string{"", "", "sleep\x00"},
+			want: "NIGHTWATCH=x\x00", wantPauses: 2},
+		{name: "an emptied environment", environ: []string{""}, cmdline: []string{"sleep\x00300\x00"}, want: ""},
+		{name: "no arguments ever", environ: []string{""}, cmdline: []string{""}, want: "", wantPauses: execTries - 1},
+		{name: "gone", errEnviron: gone, want: ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			next := map[string]int{}
+			read := func(path string) ([]byte, error) {
+				var seq []string
+				switch {
+				case strings.HasSuffix(path, "/environ"):
+					if c.errEnviron != nil {
+						return nil, c.errEnviron
+					}
+					seq = c.environ
+				case strings.HasSuffix(path, "/cmdline"):
+					seq = c.cmdline
+				default:
+					t.Fatalf("read %s", path)
+				}
+				i := min(next[path], len(seq)-1)
+				next[path]++
+				return []byte(seq[i]), nil
+			}
+			pauses := 0
+			got := environOf(42, read, func() { pauses++ })
+			if string(got) != c.want {
+				t.Errorf("environment %q, want %q", got, c.want)
+			}
+			if pauses != c.wantPauses {
+				t.Errorf("%d pauses, want %d", pauses, c.wantPauses)
+			}
+		})
 	}
 }
