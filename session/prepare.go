@@ -36,16 +36,8 @@ func Prepare(spec Spec) (Files, error) {
 		return Files{}, err
 	}
 	b, job := spec.Batch, spec.Job
-	dir := statedir.Attempt(b.StateDir, spec.RunID, job.Name, spec.Attempt)
-	f := Files{
-		Dir:       dir,
-		Settings:  filepath.Join(dir, statedir.AttemptSettings),
-		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig),
-		Stream:    filepath.Join(dir, statedir.AttemptStream),
-		Stderr:    filepath.Join(dir, statedir.AttemptStderr),
-		Events:    statedir.Events(b.StateDir),
-		Cache:     statedir.Cache(b.StateDir),
-	}
+	f := FilesOf(spec)
+	dir := f.Dir
 	// The hook's --config takes a path list; a separator inside the path
 	// would make it read two wrong files instead of ours.
 	if strings.ContainsRune(f.MCPConfig, os.PathListSeparator) {
@@ -102,6 +94,21 @@ func Prepare(spec Spec) (Files, error) {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
 	return f, nil
+}
+
+// FilesOf are the paths of the attempt's files (Prepare writes them).
+func FilesOf(spec Spec) Files {
+	b := spec.Batch
+	dir := statedir.Attempt(b.StateDir, spec.RunID, spec.Job.Name, spec.Attempt)
+	return Files{
+		Dir:       dir,
+		Settings:  filepath.Join(dir, statedir.AttemptSettings),
+		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig),
+		Stream:    filepath.Join(dir, statedir.AttemptStream),
+		Stderr:    filepath.Join(dir, statedir.AttemptStderr),
+		Events:    statedir.Events(b.StateDir),
+		Cache:     statedir.Cache(b.StateDir),
+	}
 }
 
 // makeFolders makes dir, a folder below stateDir, one level at a time:
@@ -354,7 +361,11 @@ func hookArgs(spec Spec, f Files) []string {
 // command hook would get from hookArgs, laid over that environment as the
 // hook executable lays its flags.
 func ServedSession(spec Spec, f Files) (served.Session, error) {
-	env := commandEnviron(spec, f.Dir)
+	// What Claude Code adds to every hook's environment, the stable part
+	// (RELIABILITY.md, what a hook inherits): a reconnect command or a
+	// probed server that asks whether it runs inside a session is told so
+	// as by the command hook.
+	env := append(commandEnviron(spec, f.Dir), "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=sdk-cli", "CLAUDE_PROJECT_DIR="+spec.Job.Cwd)
 	getenv := knobs.Getenv(environ.Lookup(env))
 	home, _ := getenv("HOME")
 	if home == "" {
