@@ -92,7 +92,8 @@ jobs:
 	}
 	// The token is in the settings file only: never in the night's log.
 	if served {
-		token, _ := pre["headers"].(map[string]any)["X-Nightwatch-Token"].(string)
+		headers, _ := pre["headers"].(map[string]any)
+		token, _ := headers["X-Nightwatch-Token"].(string)
 		logs, _ := filepath.Glob(filepath.Join(b.StateDir, "logs", "*"))
 		for _, l := range logs {
 			if data, _ := os.ReadFile(l); token != "" && strings.Contains(string(data), token) {
