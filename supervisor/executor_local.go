@@ -43,8 +43,12 @@ type localExecutor struct {
 	env     []string
 	reports chan<- session.Report
 	// served is the hook the night serves (hook/served), nil when the
-	// sessions get the command hook (startServedHook).
-	served *served.Server
+	// sessions get the command hook (startServedHook). startServed makes
+	// it, at the first launch: a night that starts no session asks the
+	// agent nothing (its version) and listens on nothing.
+	served      *served.Server
+	startServed func() *served.Server
+	servedOnce  sync.Once
 	// logServed logs the registration of a session's served hook.
 	logServed func(job string, attempt int, key string)
 
@@ -72,6 +76,14 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 		Binary: e.binary, Env: e.env, Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy}
 	// The served hook knows the session before its settings name it, and
 	// until its session has ended.
+	e.servedOnce.Do(func() {
+		if e.startServed != nil {
+			srv := e.startServed()
+			e.mu.Lock()
+			e.served = srv
+			e.mu.Unlock()
+		}
+	})
 	var hookKey string
 	if e.served != nil {
 		ss, err := session.ServedSession(spec, session.FilesOf(spec))
@@ -157,3 +169,14 @@ func (e *localExecutor) StopAll(context.Context) time.Duration {
 }
 
 func (e *localExecutor) Capacity(context.Context) int { return max(e.b.MaxParallel, 1) }
+
+// closeServed stops the served hook, if one was started, once the night's
+// sessions have ended.
+func (e *localExecutor) closeServed() {
+	e.mu.Lock()
+	srv := e.served
+	e.mu.Unlock()
+	if srv != nil {
+		_ = srv.Close()
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/cluster/queue"
 	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/hook/served"
 	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/awake"
@@ -274,19 +275,19 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		// What a served hook says goes to the night's log (redacted by
 		// hook/served), as a command hook's stderr went to the CLI's.
 		logHook := func(key, line string) { n.log.Info().Str("hook", key).Msg(line) }
-		if srv := startServedHook(ctx, b, site, logHook, func(msg string) {
-			e := n.log.Info()
-			if b.HookTransport == jobs.HookHTTP && !strings.HasPrefix(msg, "the sessions' hook is served") {
-				e = n.log.Warn()
-			}
-			e.Str("hook_transport", string(b.HookTransport)).Msg(msg)
-		}); srv != nil {
-			defer srv.Close()
-			le.served = srv
-			le.logServed = func(job string, attempt int, key string) {
-				n.log.Debug().Str("job", job).Int("attempt", attempt).Str("hook", key).Msg("the session's hook is served")
-			}
+		le.startServed = func() *served.Server {
+			return startServedHook(ctx, b, site, logHook, func(msg string) {
+				e := n.log.Info()
+				if b.HookTransport == jobs.HookHTTP && !strings.HasPrefix(msg, "the sessions' hook is served") {
+					e = n.log.Warn()
+				}
+				e.Str("hook_transport", string(b.HookTransport)).Msg(msg)
+			})
 		}
+		le.logServed = func(job string, attempt int, key string) {
+			n.log.Debug().Str("job", job).Int("attempt", attempt).Str("hook", key).Msg("the session's hook is served")
+		}
+		defer le.closeServed()
 	}
 	// The night is the subreaper of everything its sessions, probes and
 	// commands start: a process that left its group (setsid, a double
