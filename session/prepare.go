@@ -376,7 +376,8 @@ func ServedSession(spec Spec, f Files) (served.Session, error) {
 		return served.Session{}, err
 	}
 	// The session's own secrets are redacted from what its hook says and
-	// writes here, as its hook process would remember them.
+	// writes here, as its hook process would remember them (the batch's
+	// were remembered when the night loaded it).
 	secrets.RememberEnviron(env)
 	return served.Session{Environ: env, Getenv: getenv, Home: home, Knobs: k}, nil
 }
