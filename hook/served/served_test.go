@@ -2,7 +2,10 @@ package served_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -309,4 +312,64 @@ func TestServedRefuses(t *testing.T) {
 	if len(logs.lines) == 0 || strings.Contains(strings.Join(logs.lines, "\n"), srv.Token()) {
 		t.Fatalf("log: %q", logs.lines)
 	}
+}
+
+// TestServedHoldEndsWithTheRequest: a call held for a server that is down
+// (its retry due within the hold) waits in the handler; when the client
+// gives up on the request, as the CLI does at the hook's timeout, the hold
+// ends with it: the events file's held line says cancelled, and the
+// handler has returned (Close waits for nothing else).
+func TestServedHoldEndsWithTheRequest(t *testing.T) {
+	down := &healthcheck.Entry{Status: healthcheck.StatusUnhealthy, LastFailureCode: healthcheck.CodeUnavailable,
+		Witness: healthcheck.WitnessProbe, LastError: "HTTP 503", FailureCount: 1,
+		NextRetryAt: healthcheck.MillisOf(time.Now().Add(time.Hour))}
+	// A repair that never ends: the call is held the whole max hold.
+	w := newWorld(t, map[string]*healthcheck.Entry{"notes": down}, []string{"NIGHTWATCH_RECONNECT_NOTES=sleep 600"})
+	w.args = append(w.args, "--max-hold", "5m")
+	var logs logLines
+	srv := startServer(t, &logs)
+	key, err := srv.Register(w.session(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := w.args[5]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL(key), strings.NewReader(pre("mcp__notes__echo", "")))
+		req.Header.Set(served.TokenHeader, srv.Token())
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			err = fmt.Errorf("answered before the request was given up: %s", body)
+		}
+		done <- err
+	}()
+	// A bound for a failing run only (the hold itself is 5 minutes).
+	giveUp := time.Now().Add(2 * time.Minute)
+	waitFor := func(what string) {
+		t.Helper()
+		for {
+			data, _ := os.ReadFile(events)
+			if strings.Contains(string(data), what) {
+				return
+			}
+			if time.Now().After(giveUp) {
+				t.Fatalf("the events file still has no %s:\n%s", what, data)
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the request ended (%v) before the events file had %s:\n%s", err, what, data)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	waitFor(`"kind":"holding"`)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the client's request: %v", err)
+	}
+	waitFor(`"outcome":"cancelled"`)
 }
