@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/claudesettings"
 	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/traps"
 )
@@ -331,15 +331,7 @@ func (e *env) claudeConfigDirs() []string {
 
 // managedSettingsDir is where Claude Code reads the organisation's managed
 // settings on this OS.
-func managedSettingsDir() string {
-	switch runtime.GOOS {
-	case "darwin":
-		return "/Library/Application Support/ClaudeCode"
-	case "windows":
-		return `C:\ProgramData\ClaudeCode`
-	}
-	return "/etc/claude-code"
-}
+func managedSettingsDir() string { return claudesettings.ManagedDir() }
 
 // settingsFiles lists every settings file Claude Code reads for a session
 // in Cwd, the user's first: user settings (following CLAUDE_CONFIG_DIR),

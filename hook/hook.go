@@ -35,6 +35,11 @@ type Env struct {
 	Now    func() time.Time
 	// Knobs are the settings after flags were applied.
 	Knobs knobs.Knobs
+	// Environ is the whole environment the probes' stdio servers and the
+	// reconnect commands start from, the one Getenv reads; nil means this
+	// process's (a command hook's is its session's). The night's served
+	// hook (hook/served) passes the session's.
+	Environ []string
 }
 
 // Run handles one hook invocation and returns the process exit code. It
@@ -105,6 +110,7 @@ func newHandler(env Env, p *Payload) *handler {
 		Getenv:  env.Getenv,
 		Timeout: k.ReconnectTimeout.V,
 		Dir:     p.Cwd,
+		Env:     env.Environ,
 		Secrets: func(string) []string { return h.secrets },
 		Warn:    h.say,
 		Observe: func(server string, res healthcheck.ReconnectResult) {
@@ -349,7 +355,7 @@ func (h *handler) probe(ctx context.Context, srv *mcpconfig.Server) probe.Result
 	ctx, cancel := context.WithTimeout(ctx, k.ProbeTimeout.V+time.Second)
 	defer cancel()
 	cwd := h.p.Cwd
-	res := probe.Probe(ctx, srv, probe.Options{Timeout: k.ProbeTimeout.V, Cwd: cwd})
+	res := probe.Probe(ctx, srv, probe.Options{Timeout: k.ProbeTimeout.V, Cwd: cwd, Environ: h.env.Environ})
 	res.Reason = h.redact(res.Reason)
 	if len(srv.Missing) > 0 {
 		res.Reason += fmt.Sprintf(" [unset variables in its config: %s]", strings.Join(srv.Missing, ", "))

@@ -4,6 +4,7 @@ package hook_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/hook/served"
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
 )
@@ -19,8 +22,9 @@ import (
 // BenchmarkHTTPHookPerCall (issue 22): what a PreToolUse hook adds to each
 // MCP call inside the real CLI. One op is, on each pinned CLI, one session
 // of benchCalls echo calls with (none) no hook, (command) the dedicated
-// nightwatch-hook answering a cache hit, and (http) an http hook served by
-// an in-test handler answering allow, interleaved. Reported per call, over
+// nightwatch-hook answering a cache hit, (http) an http hook served by
+// an in-test handler answering allow, and (served) the night's served hook
+// (hook/served) answering the same cache hit, interleaved. Reported per call, over
 // the no-hook session: wall and CPU (the session's process tree, from
 // RUSAGE_CHILDREN; the test process's own CPU, which serves the fake API
 // and the http hook, as self-CPU). Medians over the ops.
@@ -46,10 +50,31 @@ func BenchmarkHTTPHookPerCall(b *testing.B) {
 				return testkit.WriteSettings(b, map[string]any{"hooks": map[string]any{"PreToolUse": []any{
 					map[string]any{"matcher": "mcp__.*", "hooks": []any{h}}}}})
 			}
+			h, err := served.New(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv, err := served.Listen(h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			home := b.TempDir()
+			env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+			k, err := served.Knobs([]string{"--state", state}, environ.Lookup(env), home)
+			if err != nil {
+				b.Fatal(err)
+			}
+			key, err := srv.Register(served.Session{Environ: env, Getenv: environ.Lookup(env), Home: home, Knobs: k})
+			if err != nil {
+				b.Fatal(err)
+			}
 			variants := []struct{ name, settings string }{
 				{"none", testkit.WriteSettings(b, map[string]any{})},
 				{"command", pre(commandHook(testkit.BuildHook(b) + " --state " + state))},
 				{"http", pre(httpHook(ep.url("/allow"), 30))},
+				{"served", pre(map[string]any{"type": "http", "url": srv.URL(key), "timeout": 30,
+					"headers": map[string]any{served.TokenHeader: srv.Token()}})},
 			}
 			var prompt strings.Builder
 			for i := range benchCalls {
@@ -83,13 +108,15 @@ func BenchmarkHTTPHookPerCall(b *testing.B) {
 			perCall := func(m map[string][]time.Duration, v string) float64 {
 				return float64(median(m[v])-median(m["none"])) / float64(benchCalls) / float64(time.Millisecond)
 			}
-			for _, v := range []string{"command", "http"} {
+			for _, v := range []string{"command", "http", "served"} {
 				b.ReportMetric(perCall(wall, v), v+"-wall-ms/call")
 				b.ReportMetric(perCall(cpu, v), v+"-cpu-ms/call")
 				b.ReportMetric(perCall(self, v), v+"-selfcpu-ms/call")
 			}
 			b.ReportMetric(perCall(wall, "http")/perCall(wall, "command"), "http-x-command-wall")
 			b.ReportMetric((perCall(cpu, "http")+perCall(self, "http"))/(perCall(cpu, "command")+perCall(self, "command")), "http-x-command-cpu")
+			b.ReportMetric(perCall(wall, "served")/perCall(wall, "command"), "served-x-command-wall")
+			b.ReportMetric((perCall(cpu, "served")+perCall(self, "served"))/(perCall(cpu, "command")+perCall(self, "command")), "served-x-command-cpu")
 			b.ReportMetric(float64(median(wall["none"]))/float64(time.Millisecond), "none-session-wall-ms")
 		})
 	}

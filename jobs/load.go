@@ -79,7 +79,7 @@ var topFields = []string{
 	"version", "name", "schedule", "deadline", "max_parallel", "max_cost_usd",
 	"state_dir", "env_file", "env", "fail_open", "agent", "defaults", "health",
 	"servers", "jobs", "notify", "api_retries", "resume", "keep_awake", "api", "cluster",
-	"session_env",
+	"session_env", "hook_transport",
 }
 
 // loader holds the state of one Load: where the file is, the variables
@@ -285,6 +285,17 @@ func (l *loader) load() *Batch {
 	l.stateDirLine = stateLine
 	if p, ok := f["fail_open"]; ok {
 		b.FailOpen, _ = l.boolean(p.val, "fail_open")
+	}
+	b.HookTransport = HookAuto
+	if p, ok := f["hook_transport"]; ok {
+		if v, line, ok := l.str(p.val, "hook_transport"); ok {
+			switch t := HookTransport(v); t {
+			case HookAuto, HookCommand, HookHTTP:
+				b.HookTransport = t
+			default:
+				l.problem(line, "hook_transport", "%q is not one of auto, command, http", v)
+			}
+		}
 	}
 	if p, ok := f["session_env"]; ok {
 		b.SessionEnv = l.sessionEnvList(p, "session_env")

@@ -33,6 +33,22 @@ const (
 	AllowRepeat SideEffects = "allow-repeat"
 )
 
+// HookTransport is how a session's Claude Code reaches nightwatch's hook.
+type HookTransport string
+
+const (
+	// HookAuto: the night serves the hook over loopback HTTP when the
+	// agent's CLI honours onFailure "block" on an http hook (2.1.332 and
+	// later) and no allowedHttpHookUrls setting may refuse its URL; else
+	// the command hook.
+	HookAuto HookTransport = "auto"
+	// HookCommand: a hook process per call, whatever the CLI.
+	HookCommand HookTransport = "command"
+	// HookHTTP: the served hook when the CLI can use it safely; the night
+	// says why when it cannot, and uses the command hook.
+	HookHTTP HookTransport = "http"
+)
+
 // Batch is a loaded, validated batch file. Every path in it is absolute,
 // every ${VAR} resolved, every default applied.
 type Batch struct {
@@ -51,6 +67,9 @@ type Batch struct {
 	EnvFileKeys []string          // the variables env_file sets, in file order (their values are in Env unless env overrides them)
 	Env         map[string]string // env_file then env, expanded
 	FailOpen    bool              // the batch asks the hook to fail open (debugging only)
+	// HookTransport is how the sessions reach nightwatch's hook
+	// (hook_transport, default auto).
+	HookTransport HookTransport
 	// SessionEnv are the server variables (Server.Vars) every job's
 	// session keeps for its own tools (session_env); a job's own list
 	// replaces it.

@@ -13,8 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/hook/served"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
+	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/hookexe"
+	"github.com/nightwatch-dev/nightwatch/internal/knobs"
 	"github.com/nightwatch-dev/nightwatch/internal/secrets"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/text"
@@ -33,16 +36,8 @@ func Prepare(spec Spec) (Files, error) {
 		return Files{}, err
 	}
 	b, job := spec.Batch, spec.Job
-	dir := statedir.Attempt(b.StateDir, spec.RunID, job.Name, spec.Attempt)
-	f := Files{
-		Dir:       dir,
-		Settings:  filepath.Join(dir, statedir.AttemptSettings),
-		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig),
-		Stream:    filepath.Join(dir, statedir.AttemptStream),
-		Stderr:    filepath.Join(dir, statedir.AttemptStderr),
-		Events:    statedir.Events(b.StateDir),
-		Cache:     statedir.Cache(b.StateDir),
-	}
+	f := FilesOf(spec)
+	dir := f.Dir
 	// The hook's --config takes a path list; a separator inside the path
 	// would make it read two wrong files instead of ours.
 	if strings.ContainsRune(f.MCPConfig, os.PathListSeparator) {
@@ -78,20 +73,42 @@ func Prepare(spec Spec) (Files, error) {
 		}
 	}
 
-	command := hookCommand(spec, f)
+	hh := hookHandler{Type: "command", Command: hookCommand(spec, f)}
+	if h := spec.HTTPHook; h != nil {
+		// The night serves the hook (hook/served); the token is a secret,
+		// and this owner-only file in state_dir, which the deny rules keep
+		// from the model's file tools, is the only place it is written.
+		hh = hookHandler{Type: "http", URL: h.URL, Headers: map[string]string{h.TokenHeader: h.Token}}
+	}
+	hh.Timeout = b.HookTimeout(job)
 	deny := denyRules(spec)
-	settings, err := json.MarshalIndent(newSettings(command, b.HookTimeout(job), deny), "", "  ")
+	settings, err := json.MarshalIndent(newSettings(hh, deny), "", "  ")
 	if err != nil {
 		return Files{}, fmt.Errorf("job %s: encode settings: %w", job.Name, err)
 	}
 	settings = append(settings, '\n')
-	if err := checkSettings(f.Settings, settings, command, deny); err != nil {
+	if err := checkSettings(f.Settings, settings, hh, deny); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
 	if err := atomicfile.WriteFileVolatile(f.Settings, settings, atomicfile.Mode); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
 	return f, nil
+}
+
+// FilesOf are the paths of the attempt's files (Prepare writes them).
+func FilesOf(spec Spec) Files {
+	b := spec.Batch
+	dir := statedir.Attempt(b.StateDir, spec.RunID, spec.Job.Name, spec.Attempt)
+	return Files{
+		Dir:       dir,
+		Settings:  filepath.Join(dir, statedir.AttemptSettings),
+		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig),
+		Stream:    filepath.Join(dir, statedir.AttemptStream),
+		Stderr:    filepath.Join(dir, statedir.AttemptStderr),
+		Events:    statedir.Events(b.StateDir),
+		Cache:     statedir.Cache(b.StateDir),
+	}
 }
 
 // makeFolders makes dir, a folder below stateDir, one level at a time:
@@ -307,13 +324,24 @@ func checkMCPConfig(path string, want []string) error {
 // machine's numbers are the batch's one mapping (jobs.Health.Settings), so
 // the hooks decide as the night does.
 func hookCommand(spec Spec, f Files) string {
-	h := spec.Batch.Health
-	s := h.Settings()
 	// The dedicated hook executable beside nightwatch when it is there and
 	// of the same build; else `nightwatch hook` (the night said why once).
-	args := append(slices.Clone(hookexe.Choose(context.Background(), spec.Binary).Argv), "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
+	args := append(slices.Clone(hookexe.Choose(context.Background(), spec.Binary).Argv), hookArgs(spec, f)...)
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = text.ShellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// hookArgs are the hook's flags: the command hook's command line, and the
+// served hook's knobs (ServedSession), so that both decide alike.
+func hookArgs(spec Spec, f Files) []string {
+	h := spec.Batch.Health
+	s := h.Settings()
+	args := []string{"--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
 		"--ttl", s.TTL.String(), "--backoff", s.Backoff.String(), "--max-backoff", s.MaxBackoff.String(),
-		"--failure-threshold", strconv.Itoa(s.FailureThreshold), "--max-hold", spec.Batch.HoldOf(spec.Job, nil).String())
+		"--failure-threshold", strconv.Itoa(s.FailureThreshold), "--max-hold", spec.Batch.HoldOf(spec.Job, nil).String()}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
@@ -325,11 +353,33 @@ func hookCommand(spec Spec, f Files) string {
 	if spec.Batch.FailOpen {
 		args = append(args, "--fail-open")
 	}
-	quoted := make([]string, len(args))
-	for i, a := range args {
-		quoted[i] = text.ShellQuote(a)
+	return args
+}
+
+// ServedSession is what the night's served hook (hook/served) reads for
+// the attempt: the environment the session's CLI gets and the knobs its
+// command hook would get from hookArgs, laid over that environment as the
+// hook executable lays its flags.
+func ServedSession(spec Spec, f Files) (served.Session, error) {
+	// What Claude Code adds to every hook's environment, the stable part
+	// (RELIABILITY.md, what a hook inherits): a reconnect command or a
+	// probed server that asks whether it runs inside a session is told so
+	// as by the command hook.
+	env := append(commandEnviron(spec, f.Dir), "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=sdk-cli", "CLAUDE_PROJECT_DIR="+spec.Job.Cwd)
+	getenv := knobs.Getenv(environ.Lookup(env))
+	home, _ := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
 	}
-	return strings.Join(quoted, " ")
+	k, err := served.Knobs(hookArgs(spec, f), getenv, home)
+	if err != nil {
+		return served.Session{}, err
+	}
+	// The session's own secrets are redacted from what its hook says and
+	// writes here, as its hook process would remember them (the batch's
+	// were remembered when the night loaded it).
+	secrets.RememberEnviron(env)
+	return served.Session{Environ: env, Getenv: getenv, Home: home, Knobs: k}, nil
 }
 
 // hookEvents are the events the hook is registered for.
@@ -358,21 +408,24 @@ type hookMatcher struct {
 
 type hookHandler struct {
 	Type    string `json:"type"`
-	Command string `json:"command"`
-	Timeout int    `json:"timeout"`
+	Command string `json:"command,omitempty"`
+	// URL and Headers are an http hook's (the night's served hook).
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Timeout int               `json:"timeout"`
 	// OnFailure "block" makes Claude Code 2.1.332 deny the call when the
 	// hook does not answer in time, instead of sending it unchecked to a
 	// server the hook was holding it from (2.1.197 ignores the key).
 	OnFailure string `json:"onFailure,omitempty"`
 }
 
-func newSettings(command string, timeout int, deny []string) settings {
+func newSettings(handler hookHandler, deny []string) settings {
 	s := settings{Hooks: map[string][]hookMatcher{}}
 	if len(deny) > 0 {
 		s.Permissions = &permissions{Deny: deny}
 	}
 	for _, ev := range hookEvents {
-		hh := hookHandler{Type: "command", Command: command, Timeout: timeout}
+		hh := handler
 		if ev == "PreToolUse" {
 			hh.OnFailure = "block"
 		}
@@ -383,9 +436,9 @@ func newSettings(command string, timeout int, deny []string) settings {
 
 // checkSettings decodes the settings file's bytes (data, what is written
 // to path: atomicfile writes them whole or not at all) and checks the
-// hook is registered for every event with the exact command, and every
-// deny rule is there.
-func checkSettings(path string, data []byte, command string, deny []string) error {
+// hook is registered for every event exactly as written (its command, or
+// its URL and token), and every deny rule is there.
+func checkSettings(path string, data []byte, want hookHandler, deny []string) error {
 	var s settings
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("check %s: not valid JSON: %w", path, err)
@@ -395,7 +448,7 @@ func checkSettings(path string, data []byte, command string, deny []string) erro
 	}
 	for _, ev := range hookEvents {
 		m := s.Hooks[ev]
-		if len(m) != 1 || len(m[0].Hooks) != 1 || m[0].Hooks[0].Command != command {
+		if len(m) != 1 || len(m[0].Hooks) != 1 || !sameHook(m[0].Hooks[0], want) {
 			return fmt.Errorf("check %s: the %s hook is not registered as written", path, ev)
 		}
 	}
@@ -407,4 +460,11 @@ func checkSettings(path string, data []byte, command string, deny []string) erro
 		return fmt.Errorf("check %s: the permission deny rules are not as written", path)
 	}
 	return nil
+}
+
+// sameHook: got is want, but for onFailure (newSettings sets it on
+// PreToolUse only).
+func sameHook(got, want hookHandler) bool {
+	return got.Type == want.Type && got.Command == want.Command && got.URL == want.URL &&
+		maps.Equal(got.Headers, want.Headers) && got.Timeout == want.Timeout
 }

@@ -65,6 +65,18 @@ type Spec struct {
 	// once the attempt's job-started line is durable, so the opening of
 	// the logs overlaps the journal's fsync.
 	Ready func() bool
+	// HTTPHook, when set, registers the night's served hook (hook/served)
+	// as an http hook instead of the command hook: for a CLI that honours
+	// onFailure "block" on it (2.1.332 and later; the night decides).
+	HTTPHook *HTTPHook
+}
+
+// HTTPHook is where the night serves a session's hook.
+type HTTPHook struct {
+	URL string
+	// TokenHeader and Token authenticate the CLI's requests. The token is
+	// a secret: written only into the attempt's owner-only settings file.
+	TokenHeader, Token string
 }
 
 // PeersSocketEnv is the variable that tells a session's hooks where the

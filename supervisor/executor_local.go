@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/hook/served"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -41,6 +42,15 @@ type localExecutor struct {
 	binary  string
 	env     []string
 	reports chan<- session.Report
+	// served is the hook the night serves (hook/served), nil when the
+	// sessions get the command hook (startServedHook). startServed makes
+	// it, at the first launch: a night that starts no session asks the
+	// agent nothing (its version) and listens on nothing.
+	served      *served.Server
+	startServed func() *served.Server
+	servedOnce  sync.Once
+	// logServed logs the registration of a session's served hook.
+	logServed func(job string, attempt int, key string)
 
 	mu      sync.Mutex
 	running map[string]localAttempt // by job
@@ -64,8 +74,38 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 	}
 	spec := session.Spec{Batch: e.b, Job: job, RunID: e.runID, Attempt: a.Attempt,
 		Binary: e.binary, Env: e.env, Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy}
+	// The served hook knows the session before its settings name it, and
+	// until its session has ended.
+	e.servedOnce.Do(func() {
+		if e.startServed != nil {
+			srv := e.startServed()
+			e.mu.Lock()
+			e.served = srv
+			e.mu.Unlock()
+		}
+	})
+	var hookKey string
+	if e.served != nil {
+		ss, err := session.ServedSession(spec, session.FilesOf(spec))
+		if err != nil {
+			return false, fmt.Errorf("cannot prepare the session's hook: %w", err)
+		}
+		if hookKey, err = e.served.Register(ss); err != nil {
+			return false, fmt.Errorf("cannot prepare the session's hook: %w", err)
+		}
+		spec.HTTPHook = &session.HTTPHook{URL: e.served.URL(hookKey), TokenHeader: served.TokenHeader, Token: e.served.Token()}
+		if e.logServed != nil {
+			e.logServed(a.Job, a.Attempt, hookKey)
+		}
+	}
+	unregister := func() {
+		if hookKey != "" {
+			e.served.Unregister(hookKey)
+		}
+	}
 	files, err := session.Prepare(spec)
 	if err != nil {
+		unregister()
 		return false, fmt.Errorf("cannot prepare the session: %w", err)
 	}
 	// The session opens its logs while starting writes the job-started
@@ -84,6 +124,7 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 		defer close(ended)
 		obs := session.ObserverFunc(func(o session.Observation) { e.reports <- session.Report{Seen: o} })
 		out := session.Run(sctx, spec, files, obs)
+		unregister()
 		<-decided
 		if !allowed {
 			cancel(nil)
@@ -128,3 +169,14 @@ func (e *localExecutor) StopAll(context.Context) time.Duration {
 }
 
 func (e *localExecutor) Capacity(context.Context) int { return max(e.b.MaxParallel, 1) }
+
+// closeServed stops the served hook, if one was started, once the night's
+// sessions have ended.
+func (e *localExecutor) closeServed() {
+	e.mu.Lock()
+	srv := e.served
+	e.mu.Unlock()
+	if srv != nil {
+		_ = srv.Close()
+	}
+}

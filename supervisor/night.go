@@ -16,11 +16,13 @@ import (
 	"github.com/nightwatch-dev/nightwatch/cluster/queue"
 	"github.com/nightwatch-dev/nightwatch/effects"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/hook/served"
 	"github.com/nightwatch-dev/nightwatch/internal/agentlogin"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/awake"
 	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
 	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
+	"github.com/nightwatch-dev/nightwatch/internal/claudesettings"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
@@ -80,6 +82,10 @@ type NightOptions struct {
 	// RerunOf is the run this night re-runs some jobs of (`nightwatch
 	// rerun`: the batch holds only those); its run-started line says so.
 	RerunOf string
+	// ManagedSettingsDir is where Claude Code's managed settings are read
+	// from when the night chooses its hook transport ("": this OS's
+	// folder, claudesettings.ManagedDir); tests give their own.
+	ManagedSettingsDir string
 }
 
 // NightSummary is the night, for the exit code and the morning.
@@ -257,6 +263,31 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 	}
 	for _, note := range tightened {
 		n.log.Warn().Msg("state folder: " + note)
+	}
+	if le, ok := n.exec.(*localExecutor); ok {
+		site := hookSite{env: opts.Env, managedDir: claudesettings.ManagedDir()}
+		for _, j := range b.Jobs {
+			site.cwds = append(site.cwds, j.Cwd)
+		}
+		if opts.ManagedSettingsDir != "" {
+			site.managedDir = opts.ManagedSettingsDir
+		}
+		// What a served hook says goes to the night's log (redacted by
+		// hook/served), as a command hook's stderr went to the CLI's.
+		logHook := func(key, line string) { n.log.Info().Str("hook", key).Msg(line) }
+		le.startServed = func() *served.Server {
+			return startServedHook(ctx, b, site, logHook, func(msg string) {
+				e := n.log.Info()
+				if b.HookTransport == jobs.HookHTTP && !strings.HasPrefix(msg, "the sessions' hook is served") {
+					e = n.log.Warn()
+				}
+				e.Str("hook_transport", string(b.HookTransport)).Msg(msg)
+			})
+		}
+		le.logServed = func(job string, attempt int, key string) {
+			n.log.Debug().Str("job", job).Int("attempt", attempt).Str("hook", key).Msg("the session's hook is served")
+		}
+		defer le.closeServed()
 	}
 	// The night is the subreaper of everything its sessions, probes and
 	// commands start: a process that left its group (setsid, a double

@@ -30,11 +30,15 @@ import (
 // session's environment leaves out what only servers use, so its hook and
 // exec-servers learn those values from there. A file that cannot be read
 // is skipped (the process then redacts what it knows).
-func RememberProcess() {
-	env := os.Environ()
+func RememberProcess() { RememberEnviron(os.Environ()) }
+
+// RememberEnviron is RememberProcess for an environment that is not this
+// process's: a session's, whose hooks the night serves in its own process
+// (hook/served).
+func RememberEnviron(env []string) {
 	redact.RememberEnv(env)
 	rememberNamed(env)
-	if path, ok := os.LookupEnv(FileVariable); ok && path != "" {
+	if path, ok := environ.Lookup(env)(FileVariable); ok && path != "" {
 		RememberFile(path)
 	}
 }
