@@ -912,10 +912,8 @@ func TestReadyGatesTheSpawn(t *testing.T) {
 			case out := <-done:
 				t.Fatalf("the session ended without asking Ready: %s %q", out.Status, out.Reason)
 			}
-			for _, log := range []string{f.Stream, f.Stderr} {
-				if _, err := os.Lstat(log); err != nil {
-					t.Errorf("the log is not open while Ready waits: %v", err)
-				}
+			if _, err := os.Lstat(f.Stream); err != nil {
+				t.Errorf("the stream log is not open while Ready waits: %v", err)
 			}
 			if _, err := os.Lstat(marker); !os.IsNotExist(err) {
 				t.Fatalf("the agent ran before Ready answered: %v", err)
@@ -931,6 +929,64 @@ func TestReadyGatesTheSpawn(t *testing.T) {
 			}
 			if _, err := os.Lstat(f.MCPConfig); !os.IsNotExist(err) {
 				t.Errorf("the MCP config is left after the session: %v", err)
+			}
+		})
+	}
+}
+
+// The stderr log is created on the session's first byte of stderr: an
+// attempt that prints none creates no file for it (one inode fewer per
+// attempt); one that does has its log as before, owner-only; one whose log
+// is a planted symlink writes nothing through it and says so.
+func TestStderrLogOnlyWhenWritten(t *testing.T) {
+	const result = `echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0,"session_id":"s"}'` + "\n"
+	for _, tc := range []struct {
+		name, script string
+		plant        bool
+		want         string // the log's content; "-" for no file
+	}{
+		{"quiet", result, false, "-"},
+		{"speaks", "echo 'a warning' >&2\n" + result, false, "a warning\n"},
+		{"speaks and fails", "echo 'it broke' >&2\nexit 3\n", false, "it broke\n"},
+		{"a planted symlink", "echo 'a secret?' >&2\nexit 3\n", true, "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, _ := sessionTestFakeSpec(t, tc.script, time.Minute, time.Minute)
+			f, err := Prepare(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(t.TempDir(), "target")
+			if tc.plant {
+				if err := os.Symlink(target, f.Stderr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := Run(context.Background(), spec, f, nil)
+			if b, err := os.ReadFile(target); !os.IsNotExist(err) {
+				t.Errorf("written through the symlink: %q %v", b, err)
+			}
+			if tc.plant {
+				if !strings.Contains(out.Reason, "stderr was not kept") {
+					t.Errorf("the lost stderr is not said: %q", out.Reason)
+				}
+				return
+			}
+			fi, err := os.Lstat(f.Stderr)
+			if tc.want == "-" {
+				if !os.IsNotExist(err) {
+					t.Errorf("a quiet session left a stderr log: %v", err)
+				}
+				if out.Status != Done {
+					t.Errorf("outcome %s %q", out.Status, out.Reason)
+				}
+				return
+			}
+			if err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("stderr log: %v %v", fi, err)
+			}
+			if b, _ := os.ReadFile(f.Stderr); string(b) != tc.want {
+				t.Errorf("stderr log %q, want %q", b, tc.want)
 			}
 		})
 	}

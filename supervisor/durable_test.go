@@ -143,10 +143,11 @@ func TestLocalExecutorSpawnsOnlyOnceStartingSaidYes(t *testing.T) {
 	defer cancel()
 
 	started, err := e.Launch(ctx, session.Attempt{Job: "j", Attempt: 1}, func(s session.Starting) bool {
-		// Refused once the session is at its gate: its logs are open.
-		stderr := filepath.Join(s.Folder, statedir.AttemptStderr)
+		// Refused once the session is at its gate: its stream log is open
+		// (the stderr log is made on the first byte only).
+		stream := filepath.Join(s.Folder, statedir.AttemptStream)
 		for {
-			if _, err := os.Lstat(stderr); err == nil {
+			if _, err := os.Lstat(stream); err == nil {
 				return false
 			}
 			if ctx.Err() != nil {
