@@ -29,11 +29,11 @@ import (
 // cannot use: the settings as the bytes written, the MCP config read back
 // from its file the way the hook reads it.
 func Prepare(spec Spec) (Files, error) {
-	if err := checkSpec(spec); err != nil {
+	dir, err := Folder(spec)
+	if err != nil {
 		return Files{}, err
 	}
 	b, job := spec.Batch, spec.Job
-	dir := statedir.Attempt(b.StateDir, spec.RunID, job.Name, spec.Attempt)
 	f := Files{
 		Dir:       dir,
 		Settings:  filepath.Join(dir, statedir.AttemptSettings),
@@ -138,6 +138,16 @@ func makeFolders(stateDir, dir string) error {
 		}
 	}
 	return nil
+}
+
+// Folder is the attempt's folder, where Prepare writes its files, after
+// the checks Prepare makes of the spec; nothing is created. A night
+// journals the attempt's start (and its folder) while Prepare runs.
+func Folder(spec Spec) (string, error) {
+	if err := checkSpec(spec); err != nil {
+		return "", err
+	}
+	return statedir.Attempt(spec.Batch.StateDir, spec.RunID, spec.Job.Name, spec.Attempt), nil
 }
 
 func checkSpec(spec Spec) error {

@@ -3,9 +3,12 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -55,8 +58,13 @@ func newLocalExecutor(b *jobs.Batch, runID, binary string, env []string, reports
 	return &localExecutor{b: b, runID: runID, binary: binary, env: env, reports: reports, running: map[string]localAttempt{}}
 }
 
-// Launch prepares the attempt's files, then runs its session; what the
-// session sees and its end go to the reports channel, in order.
+// Launch runs the attempt's session, which prepares its files and opens
+// its logs while starting writes the job-started line and makes it
+// durable (an fsync: the disk's latency, the files' creation meanwhile);
+// the agent is spawned only once starting said yes (spec.Ready). What the
+// session sees and its end go to the reports channel, in order. Files
+// that cannot be prepared are that attempt's failure, reported as its end
+// (the journal has its start by then), and nothing is spawned.
 func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting func(session.Starting) bool) (bool, error) {
 	job := e.b.Job(a.Job)
 	if job == nil {
@@ -64,14 +72,10 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 	}
 	spec := session.Spec{Batch: e.b, Job: job, RunID: e.runID, Attempt: a.Attempt,
 		Binary: e.binary, Env: e.env, Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy}
-	files, err := session.Prepare(spec)
+	folder, err := session.Folder(spec)
 	if err != nil {
 		return false, fmt.Errorf("cannot prepare the session: %w", err)
 	}
-	// The session opens its logs while starting writes the job-started
-	// line and makes it durable (an fsync: the disk's latency); it spawns
-	// the agent only once starting said yes (spec.Ready). Its end is
-	// reported only then.
 	decided := make(chan struct{})
 	var allowed bool
 	spec.Ready = func() bool {
@@ -82,8 +86,20 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		obs := session.ObserverFunc(func(o session.Observation) { e.reports <- session.Report{Seen: o} })
-		out := session.Run(sctx, spec, files, obs)
+		var out session.Outcome
+		if files, err := session.Prepare(spec); err != nil {
+			// What was written before the failure goes: the MCP config
+			// and the secrets file hold resolved secrets.
+			for _, name := range []string{statedir.AttemptMCPConfig, statedir.AttemptSecrets} {
+				_ = os.Remove(filepath.Join(folder, name))
+			}
+			now := time.Now()
+			out = session.Outcome{Status: session.Failed, ExitCode: -1, Started: now, Ended: now,
+				Reason: "cannot prepare the session: " + err.Error()}
+		} else {
+			obs := session.ObserverFunc(func(o session.Observation) { e.reports <- session.Report{Seen: o} })
+			out = session.Run(sctx, spec, files, obs)
+		}
 		<-decided
 		if !allowed {
 			cancel(nil)
@@ -95,7 +111,7 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 		cancel(nil)
 		e.reports <- session.Report{Ended: &session.Ended{Job: a.Job, Attempt: a.Attempt, Outcome: out}}
 	}()
-	if !starting(session.Starting{Folder: files.Dir, Resume: a.Resume}) {
+	if !starting(session.Starting{Folder: folder, Resume: a.Resume}) {
 		close(decided)
 		<-ended // spawned nothing; gone before Launch returns
 		return false, nil
