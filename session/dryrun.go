@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -42,8 +41,10 @@ func DryRun(spec Spec) (Plan, error) {
 	}
 	b, job := spec.Batch, spec.Job
 	dir := statedir.Attempt(b.StateDir, spec.RunID, job.Name, spec.Attempt)
-	f := Files{Dir: dir, Settings: filepath.Join(dir, statedir.AttemptSettings),
-		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig)}
+	f := attemptFiles(spec, dir)
+	if _, _, _, err := settingsOf(spec, &f); err != nil {
+		return Plan{}, fmt.Errorf("job %s: %w", job.Name, err)
+	}
 	env := Environ(b, spec.Env)
 	cfg, err := launchConfig(spec.Binary, b, job, env) // what Prepare writes
 	if err != nil {

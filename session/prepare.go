@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,29 +24,25 @@ import (
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
-// Prepare creates the attempt's folder and writes its settings file
-// (registering nightwatch's hook) and its MCP config (the job's servers
-// only). Both are checked, because Claude Code silently ignores a
+// Prepare creates the attempt's folder and writes its MCP config (the
+// job's servers only) and the settings file (registering nightwatch's
+// hook). Both are checked, because Claude Code silently ignores a
 // settings file that is not valid JSON and silently drops an MCP entry it
 // cannot use: the settings as the bytes written, the MCP config read back
-// from its file the way the hook reads it.
+// from its file the way the hook reads it. The settings do not name the
+// attempt (its hook finds the MCP config through the session's
+// environment, commandEnviron), so the run's attempts share one file per
+// content, written by the first (statedir.Settings).
 func Prepare(spec Spec) (Files, error) {
 	dir, err := Folder(spec)
 	if err != nil {
 		return Files{}, err
 	}
 	b, job := spec.Batch, spec.Job
-	f := Files{
-		Dir:       dir,
-		Settings:  filepath.Join(dir, statedir.AttemptSettings),
-		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig),
-		Stream:    filepath.Join(dir, statedir.AttemptStream),
-		Stderr:    filepath.Join(dir, statedir.AttemptStderr),
-		Events:    statedir.Events(b.StateDir),
-		Cache:     statedir.Cache(b.StateDir),
-	}
-	// The hook's --config takes a path list; a separator inside the path
-	// would make it read two wrong files instead of ours.
+	f := attemptFiles(spec, dir)
+	// The hook's MCP config (knobs.EnvMCPConfig) is a path list; a
+	// separator inside the path would make it read two wrong files
+	// instead of ours.
 	if strings.ContainsRune(f.MCPConfig, os.PathListSeparator) {
 		return Files{}, fmt.Errorf("session files: the path %s contains %q, which the hook's --config would split at", f.MCPConfig, os.PathListSeparator)
 	}
@@ -78,20 +76,52 @@ func Prepare(spec Spec) (Files, error) {
 		}
 	}
 
-	command := hookCommand(spec, f)
-	deny := denyRules(spec)
-	settings, err := json.MarshalIndent(newSettings(command, b.HookTimeout(job), deny), "", "  ")
+	settings, command, deny, err := settingsOf(spec, &f)
 	if err != nil {
-		return Files{}, fmt.Errorf("job %s: encode settings: %w", job.Name, err)
+		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
-	settings = append(settings, '\n')
 	if err := checkSettings(f.Settings, settings, command, deny); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
-	if err := atomicfile.WriteFileVolatile(f.Settings, settings, atomicfile.Mode); err != nil {
-		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+	// Written once a night per content; again when the file there is
+	// anything but these bytes, owner-only. Not durable: a crash that
+	// loses it makes the next attempt find it different, and write it.
+	if !atomicfile.Holds(f.Settings, settings) {
+		if err := atomicfile.WriteFileVolatile(f.Settings, settings, atomicfile.Mode); err != nil {
+			return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+		}
 	}
 	return f, nil
+}
+
+// attemptFiles are the paths of the attempt whose folder is dir; the
+// settings' path depends on their content (settingsOf).
+func attemptFiles(spec Spec, dir string) Files {
+	root := spec.Batch.StateDir
+	return Files{
+		Dir:       dir,
+		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig),
+		Stream:    filepath.Join(dir, statedir.AttemptStream),
+		Stderr:    filepath.Join(dir, statedir.AttemptStderr),
+		Events:    statedir.Events(root),
+		Cache:     statedir.Cache(root),
+	}
+}
+
+// settingsOf is the session's settings file's bytes, the hook command and
+// the deny rules in it; it sets f.Settings, the run's file of that
+// content.
+func settingsOf(spec Spec, f *Files) (data []byte, command string, deny []string, err error) {
+	command = hookCommand(spec, *f)
+	deny = denyRules(spec)
+	data, err = json.MarshalIndent(newSettings(command, spec.Batch.HookTimeout(spec.Job), deny), "", "  ")
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("encode settings: %w", err)
+	}
+	data = append(data, '\n')
+	sum := sha256.Sum256(data)
+	f.Settings = statedir.Settings(spec.Batch.StateDir, spec.RunID, hex.EncodeToString(sum[:8]))
+	return data, command, deny, nil
 }
 
 // makeFolders makes dir, a folder below stateDir, one level at a time:
@@ -321,7 +351,10 @@ func hookCommand(spec Spec, f Files) string {
 	s := h.Settings()
 	// The dedicated hook executable beside nightwatch when it is there and
 	// of the same build; else `nightwatch hook` (the night said why once).
-	args := append(slices.Clone(hookexe.Choose(context.Background(), spec.Binary).Argv), "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
+	// No --config: the attempt's MCP config reaches the hook through the
+	// session's environment (knobs.EnvMCPConfig, commandEnviron), so that
+	// the settings do not change from one attempt to the next.
+	args := append(slices.Clone(hookexe.Choose(context.Background(), spec.Binary).Argv), "--state", f.Cache, "--events", f.Events,
 		"--ttl", s.TTL.String(), "--backoff", s.Backoff.String(), "--max-backoff", s.MaxBackoff.String(),
 		"--failure-threshold", strconv.Itoa(s.FailureThreshold), "--max-hold", spec.Batch.HoldOf(spec.Job, nil).String())
 	for _, d := range []struct {

@@ -216,6 +216,10 @@ func commandEnviron(spec Spec, dir string) []string {
 		// serverguard), writes its starts, restarts and losses to the
 		// night's events file, as the hook does.
 		over[knobs.EnvEvents[0]] = statedir.Events(spec.Batch.StateDir)
+		// The hook reads the attempt's MCP config by this variable, not by
+		// a flag: the settings that register it are the same for every
+		// attempt (Prepare). It overrides one the supervisor inherited.
+		over[knobs.EnvMCPConfig[0]] = filepath.Join(dir, statedir.AttemptMCPConfig)
 	}
 	for _, srv := range spec.Batch.ServersOf(spec.Job) {
 		// A server's own hold bound travels like its reconnect command.

@@ -151,7 +151,7 @@ func TestPrepareSessionWritesCheckedFiles(t *testing.T) {
 		command = m[0].Hooks[0].Command
 	}
 	got := sessionTestSplit(t, command)
-	want := []string{spec.Binary, "hook", "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
+	want := []string{spec.Binary, "hook", "--state", f.Cache, "--events", f.Events,
 		"--ttl", "2m0s", "--backoff", "2s", "--max-backoff", "1m0s", "--failure-threshold", "3", "--max-hold", "40s", "--probe-timeout", "5s"}
 	if !slices.Equal(got, want) {
 		t.Errorf("the shell splits the hook command into\n%q\nwant\n%q", got, want)
@@ -989,5 +989,82 @@ func TestStderrLogOnlyWhenWritten(t *testing.T) {
 				t.Errorf("stderr log %q, want %q", b, tc.want)
 			}
 		})
+	}
+}
+
+// The settings do not name the attempt: the run's attempts share one
+// file, written by the first and not again while it holds the same bytes
+// (one inode fewer per attempt); the hook finds the attempt's MCP config
+// through the session's environment instead. A file that was changed, or
+// a symlink put in its place, is not used: a changed file is written
+// anew, a symlink refused (its target untouched).
+func TestSettingsSharedByTheRunsAttempts(t *testing.T) {
+	b := sessionTestBatch(t)
+	specOf := func(job string, attempt int) Spec {
+		s := sessionTestSpec(b, sessionTestJob(job, "hello"), "PATH=/usr/bin:/bin")
+		s.Attempt = attempt
+		return s
+	}
+	prepare := func(s Spec) Files {
+		t.Helper()
+		f, err := Prepare(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	f1 := prepare(specOf("a", 1))
+	if filepath.Dir(f1.Settings) != filepath.Join(b.StateDir, "runs", specOf("a", 1).RunID) {
+		t.Errorf("settings at %s, want in the run's folder", f1.Settings)
+	}
+	first, err := os.Lstat(f1.Settings)
+	if err != nil || first.Mode().Perm() != 0o600 {
+		t.Fatalf("settings: %v %v", first, err)
+	}
+	data, _ := os.ReadFile(f1.Settings)
+	if strings.Contains(string(data), "attempt-") || strings.Contains(string(data), "--config") {
+		t.Errorf("the settings name an attempt:\n%s", data)
+	}
+	for _, s := range []Spec{specOf("a", 2), specOf("b", 1)} {
+		f := prepare(s)
+		if f.Settings != f1.Settings {
+			t.Errorf("%s attempt %d: settings %s, want the run's shared %s", s.Job.Name, s.Attempt, f.Settings, f1.Settings)
+		}
+		if now, err := os.Lstat(f.Settings); err != nil || !os.SameFile(first, now) {
+			t.Errorf("%s attempt %d: the settings file was written again", s.Job.Name, s.Attempt)
+		}
+		env := Command(context.Background(), s, f).Env
+		if !slices.Contains(env, "NIGHTWATCH_MCP_CONFIG="+f.MCPConfig) {
+			t.Errorf("%s attempt %d: the session's environment does not name its MCP config %s", s.Job.Name, s.Attempt, f.MCPConfig)
+		}
+	}
+
+	// Changed behind the night's back: written again.
+	if err := os.WriteFile(f1.Settings, []byte(`{"disableAllHooks": true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prepare(specOf("a", 3))
+	if got, _ := os.ReadFile(f1.Settings); string(got) != string(data) {
+		t.Errorf("a changed settings file is kept:\n%s", got)
+	}
+	// A symlink in its place: replaced, never written through.
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(f1.Settings); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, f1.Settings); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(specOf("a", 4)); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("a symlink in place of the settings: %v, want it refused", err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "{}" {
+		t.Errorf("written through the symlink: %s", got)
 	}
 }
