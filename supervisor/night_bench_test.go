@@ -124,10 +124,11 @@ jobs:
 // createCost is the mean time to create (and close) one empty file in a
 // new folder beside the night's state, in milliseconds: what an attempt
 // pays for each file and folder it makes, which the disk's state decides
-// (on ext4 without a journal, every inode allocated first steps over the
-// inodes of its group freed in the last minutes: 0.03 ms on a quiet
-// folder of this VM, 0.3-0.9 ms in its /tmp). The files are left for the
-// benchmark's cleanup: a deletion now would slow the night's creations.
+// (on ext4 without a journal, as on this VM, every inode allocated first
+// steps over the inodes of its group freed in the last minutes: 0.02 ms on
+// a fresh journaled ext4, 0.05-0.9 ms in this VM's /tmp). The files are
+// left for the benchmark's cleanup: a deletion now would slow the night's
+// creations.
 func createCost(b *testing.B, dir string) float64 {
 	const n = 200
 	folder := filepath.Join(dir, "create-cost")
@@ -156,10 +157,12 @@ func createCost(b *testing.B, dir string) float64 {
 // night, or the loop) is reported too, per job, and its difference:
 // steadier than the walls on a loaded machine, but blind to waiting (an
 // fsync costs the night its disk's latency, little CPU).
-// fs-create-ms/file is what creating one file costs there (createCost):
-// an instant job's attempt creates five (two folders, the settings and MCP
-// config, the stream log), so this figure, not the night's code, moves its
-// overhead most from one run to the next on this VM.
+// fs-create-ms/file is what creating one file cost there just before the
+// night (createCost): a rough sign of the disk's state, which moves the
+// night's overhead more than its code does on a disk that makes a file
+// slowly (an instant job's attempt makes four inodes: two folders, the MCP
+// config, the stream log; the bare loop none). Set TMPDIR to measure
+// elsewhere than /tmp.
 // bench/night-vs.sh runs it against an earlier revision, in turn.
 //
 //	go test -run '^$' -bench NightVsBareLoop -benchtime 1x ./supervisor/
