@@ -44,7 +44,7 @@ func Prepare(spec Spec) (Files, error) {
 	// separator inside the path would make it read two wrong files
 	// instead of ours.
 	if strings.ContainsRune(f.MCPConfig, os.PathListSeparator) {
-		return Files{}, fmt.Errorf("session files: the path %s contains %q, which the hook's --config would split at", f.MCPConfig, os.PathListSeparator)
+		return Files{}, fmt.Errorf("session files: the path %s contains %q, which the hook would split its MCP config path at", f.MCPConfig, os.PathListSeparator)
 	}
 	if err := makeFolders(b.StateDir, dir); err != nil {
 		return Files{}, err
