@@ -40,6 +40,12 @@ func Prepare(spec Spec) (Files, error) {
 	}
 	b, job := spec.Batch, spec.Job
 	f := attemptFiles(spec, dir)
+	env := Environ(b, spec.Env)
+	mcpJSON, err := launchConfig(spec.Binary, b, job, env)
+	if err != nil {
+		return Files{}, fmt.Errorf("job %s: MCP config: %w", job.Name, err)
+	}
+	mcpConfigFile(spec, &f, mcpJSON)
 	// The hook's MCP config (knobs.EnvMCPConfig) is a path list; a
 	// separator inside the path would make it read two wrong files
 	// instead of ours.
@@ -49,16 +55,14 @@ func Prepare(spec Spec) (Files, error) {
 	if err := makeFolders(b.StateDir, dir); err != nil {
 		return Files{}, err
 	}
-
-	env := Environ(b, spec.Env)
-	mcpJSON, err := launchConfig(spec.Binary, b, job, env)
-	if err != nil {
-		return Files{}, fmt.Errorf("job %s: MCP config: %w", job.Name, err)
-	}
-	// Both files are written again before every attempt and read only by
-	// it (the MCP config is removed at its end): atomic, not durable.
-	if err := atomicfile.WriteFileVolatile(f.MCPConfig, mcpJSON, atomicfile.Mode); err != nil {
-		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+	// The attempt's MCP config is written before every attempt and read
+	// only by it (removed at its end): atomic, not durable. The run's
+	// (SharedMCPConfig) is written when it is not already there, like the
+	// settings below.
+	if !f.SharedMCPConfig || !atomicfile.Holds(f.MCPConfig, mcpJSON) {
+		if err := atomicfile.WriteFileVolatile(f.MCPConfig, mcpJSON, atomicfile.Mode); err != nil {
+			return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+		}
 	}
 	if err := checkMCPConfig(f.MCPConfig, job.Servers); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
@@ -106,6 +110,20 @@ func attemptFiles(spec Spec, dir string) Files {
 		Events:    statedir.Events(root),
 		Cache:     statedir.Cache(root),
 	}
+}
+
+// mcpConfigFile sets where the attempt's MCP config (data) goes: in its
+// folder, removed when the session ends, as it holds the servers'
+// resolved secrets; for a job without servers, whose config names none
+// and holds nothing secret, the run's one file of that content
+// (statedir.MCPConfig), shared by its attempts and kept.
+func mcpConfigFile(spec Spec, f *Files, data []byte) {
+	if len(spec.Job.Servers) > 0 {
+		return
+	}
+	sum := sha256.Sum256(data)
+	f.MCPConfig = statedir.MCPConfig(spec.Batch.StateDir, spec.RunID, hex.EncodeToString(sum[:8]))
+	f.SharedMCPConfig = true
 }
 
 // settingsOf is the session's settings file's bytes, the hook command and

@@ -57,7 +57,7 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 	// runs with the session's environment.
 	cmd := proc.Command(ctx, nil, grace, b.Agent.Command, args...)
 	cmd.Dir = job.Cwd
-	cmd.Env = commandEnviron(spec, f.Dir)
+	cmd.Env = commandEnviron(spec, f)
 	if viaStdin {
 		cmd.Stdin = strings.NewReader(prompt)
 	}
@@ -111,7 +111,10 @@ func Run(ctx context.Context, spec Spec, f Files, obs Observer) Outcome {
 	out.Ended = time.Now()
 	// The MCP config holds the servers' resolved secrets (API keys in env,
 	// bearer tokens in headers); only the session and its hook need it.
-	_ = os.Remove(f.MCPConfig)
+	// The run's shared one, of a job without servers, holds none.
+	if !f.SharedMCPConfig {
+		_ = os.Remove(f.MCPConfig)
+	}
 	// So do the values the session's environment left out for its servers.
 	if f.Dir != "" {
 		_ = os.Remove(filepath.Join(f.Dir, statedir.AttemptSecrets))

@@ -927,8 +927,10 @@ func TestReadyGatesTheSpawn(t *testing.T) {
 			case !allow && (!os.IsNotExist(err) || out.Status != Failed || out.KilledBy != KilledStopped || !strings.Contains(out.Reason, "not started")):
 				t.Errorf("refused: agent ran: %v; outcome %s %q killed by %q", err, out.Status, out.Reason, out.KilledBy)
 			}
-			if _, err := os.Lstat(f.MCPConfig); !os.IsNotExist(err) {
-				t.Errorf("the MCP config is left after the session: %v", err)
+			// A job without servers shares the run's MCP config, which
+			// holds nothing secret (TestMCPConfigSharedOnlyWithoutServers).
+			if _, err := os.Lstat(f.MCPConfig); !f.SharedMCPConfig || err != nil {
+				t.Errorf("the run's MCP config of a job without servers: shared %v, %v", f.SharedMCPConfig, err)
 			}
 		})
 	}
@@ -1066,5 +1068,57 @@ func TestSettingsSharedByTheRunsAttempts(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(target); string(got) != "{}" {
 		t.Errorf("written through the symlink: %s", got)
+	}
+}
+
+// A job without servers gets the run's MCP config (it names no server and
+// holds no secret): one file for all its attempts and the other such
+// jobs, kept when a session ends. A job with servers gets its own in the
+// attempt's folder, with their resolved secrets, removed when the session
+// ends. Either way the session's environment names the one it got.
+func TestMCPConfigSharedOnlyWithoutServers(t *testing.T) {
+	const result = `echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0,"session_id":"s"}'` + "\n"
+	notes := sessionTestStdio("notes", "/usr/local/bin/notes-mcp")
+	notes.MCP.Env = map[string]string{"NOTES_TOKEN": "s3cret"}
+	b := sessionTestBatch(t, notes)
+	b.Agent.Command = sessionTestAgent(t, result)
+	run := func(job *jobs.Job, attempt int) Files {
+		t.Helper()
+		spec := sessionTestSpec(b, job, "PATH=/usr/bin:/bin")
+		spec.Binary, spec.Attempt = "/bin/true", attempt
+		f, err := Prepare(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env := Command(context.Background(), spec, f).Env; !slices.Contains(env, "NIGHTWATCH_MCP_CONFIG="+f.MCPConfig) {
+			t.Errorf("%s: the session's environment does not name its MCP config %s", job.Name, f.MCPConfig)
+		}
+		if out := Run(context.Background(), spec, f, nil); out.Status != Done {
+			t.Fatalf("%s: %s %q", job.Name, out.Status, out.Reason)
+		}
+		return f
+	}
+
+	a1 := run(sessionTestJob("a", "hello"), 1)
+	if !a1.SharedMCPConfig || filepath.Dir(a1.MCPConfig) != filepath.Dir(a1.Settings) {
+		t.Fatalf("a job without servers: MCP config %s (shared %v), want the run's", a1.MCPConfig, a1.SharedMCPConfig)
+	}
+	first, err := os.Lstat(a1.MCPConfig)
+	if err != nil || first.Mode().Perm() != 0o600 {
+		t.Fatalf("the run's MCP config after the session: %v %v", first, err)
+	}
+	for _, f := range []Files{run(sessionTestJob("a", "hello"), 2), run(sessionTestJob("b", "hello"), 1)} {
+		now, err := os.Lstat(f.MCPConfig)
+		if f.MCPConfig != a1.MCPConfig || err != nil || !os.SameFile(first, now) {
+			t.Errorf("%s: MCP config %s (%v), want %s, not written again", f.Dir, f.MCPConfig, err, a1.MCPConfig)
+		}
+	}
+
+	withServer := run(sessionTestJob("c", "hello", "notes"), 1)
+	if withServer.SharedMCPConfig || filepath.Dir(withServer.MCPConfig) != withServer.Dir {
+		t.Errorf("a job with servers: MCP config %s (shared %v), want its attempt's own", withServer.MCPConfig, withServer.SharedMCPConfig)
+	}
+	if _, err := os.Lstat(withServer.MCPConfig); !os.IsNotExist(err) {
+		t.Errorf("the MCP config with the servers' secrets is left after the session: %v", err)
 	}
 }

@@ -10,6 +10,7 @@
 //	  runs/<run>.jsonl              the run's journal
 //	  runs/<run>/<job>/attempt-<n>/ one attempt's MCP config, stream, stderr and final message
 //	  runs/<run>/settings+<sum>.json the sessions' settings (hook, deny rules), one file per content
+//	  runs/<run>/mcp+<sum>.json     the MCP config of the run's jobs without servers, one per content
 //	  runs/<run>/<job>/effects.json the job's side-effect ledger (package effects), and its .lock
 //	  logs/<run>.log                the night's log lines
 //	  reports/                      morning reports
@@ -57,6 +58,12 @@ func Attempt(root, runID, job string, attempt int) string {
 // name, so it is no job's folder.
 func Settings(root, runID, sum string) string {
 	return filepath.Join(Runs(root), runID, "settings+"+sum+".json")
+}
+
+// MCPConfig is the MCP config, of digest sum, that a run's attempts of
+// jobs without servers share: it names no server and holds no secret.
+func MCPConfig(root, runID, sum string) string {
+	return filepath.Join(Runs(root), runID, "mcp+"+sum+".json")
 }
 
 // Effects is the side-effect ledger of a job in a run: the calls its
