@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -42,12 +41,15 @@ func DryRun(spec Spec) (Plan, error) {
 	}
 	b, job := spec.Batch, spec.Job
 	dir := statedir.Attempt(b.StateDir, spec.RunID, job.Name, spec.Attempt)
-	f := Files{Dir: dir, Settings: filepath.Join(dir, statedir.AttemptSettings),
-		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig)}
+	f := attemptFiles(spec, dir)
 	env := Environ(b, spec.Env)
 	cfg, err := launchConfig(spec.Binary, b, job, env) // what Prepare writes
 	if err != nil {
 		return Plan{}, fmt.Errorf("job %s: MCP config: %w", job.Name, err)
+	}
+	mcpConfigFile(spec, &f, cfg)
+	if _, _, _, err := settingsOf(spec, &f); err != nil {
+		return Plan{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
 	var secrets []string
 	for _, srv := range b.ServersOf(job) {

@@ -65,7 +65,10 @@ func TestServedSessionKnobs(t *testing.T) {
 	b.FailOpen = true
 	b.Health.ProbeTimeout = 7 * time.Second
 	spec := sessionTestSpec(b, sessionTestJob("j", "x"), "NIGHTWATCH_TTL=9m")
-	f := FilesOf(spec)
+	f, err := Prepare(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ss, err := ServedSession(spec, f)
 	if err != nil {
 		t.Fatal(err)

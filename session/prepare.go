@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,37 +27,45 @@ import (
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 )
 
-// Prepare creates the attempt's folder and writes its settings file
-// (registering nightwatch's hook) and its MCP config (the job's servers
-// only). Both are checked, because Claude Code silently ignores a
+// Prepare creates the attempt's folder and writes its MCP config (the
+// job's servers only) and the settings file (registering nightwatch's
+// hook). Both are checked, because Claude Code silently ignores a
 // settings file that is not valid JSON and silently drops an MCP entry it
 // cannot use: the settings as the bytes written, the MCP config read back
-// from its file the way the hook reads it.
+// from its file the way the hook reads it. The settings do not name the
+// attempt (its hook finds the MCP config through the session's
+// environment, commandEnviron), so the run's attempts share one file per
+// content, written by the first (statedir.Settings).
 func Prepare(spec Spec) (Files, error) {
-	if err := checkSpec(spec); err != nil {
+	dir, err := Folder(spec)
+	if err != nil {
 		return Files{}, err
 	}
 	b, job := spec.Batch, spec.Job
-	f := FilesOf(spec)
-	dir := f.Dir
-	// The hook's --config takes a path list; a separator inside the path
-	// would make it read two wrong files instead of ours.
-	if strings.ContainsRune(f.MCPConfig, os.PathListSeparator) {
-		return Files{}, fmt.Errorf("session files: the path %s contains %q, which the hook's --config would split at", f.MCPConfig, os.PathListSeparator)
-	}
-	if err := makeFolders(b.StateDir, dir); err != nil {
-		return Files{}, err
-	}
-
+	f := attemptFiles(spec, dir)
 	env := Environ(b, spec.Env)
 	mcpJSON, err := launchConfig(spec.Binary, b, job, env)
 	if err != nil {
 		return Files{}, fmt.Errorf("job %s: MCP config: %w", job.Name, err)
 	}
-	// Both files are written again before every attempt and read only by
-	// it (the MCP config is removed at its end): atomic, not durable.
-	if err := atomicfile.WriteFileVolatile(f.MCPConfig, mcpJSON, atomicfile.Mode); err != nil {
-		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+	mcpConfigFile(spec, &f, mcpJSON)
+	// The hook's MCP config (knobs.EnvMCPConfig) is a path list; a
+	// separator inside the path would make it read two wrong files
+	// instead of ours.
+	if strings.ContainsRune(f.MCPConfig, os.PathListSeparator) {
+		return Files{}, fmt.Errorf("session files: the path %s contains %q, which the hook would split its MCP config path at", f.MCPConfig, os.PathListSeparator)
+	}
+	if err := makeFolders(b.StateDir, dir); err != nil {
+		return Files{}, err
+	}
+	// The attempt's MCP config is written before every attempt and read
+	// only by it (removed at its end): atomic, not durable. The run's
+	// (SharedMCPConfig) is written when it is not already there, like the
+	// settings below.
+	if !f.SharedMCPConfig || !atomicfile.Holds(f.MCPConfig, mcpJSON) {
+		if err := atomicfile.WriteFileVolatile(f.MCPConfig, mcpJSON, atomicfile.Mode); err != nil {
+			return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+		}
 	}
 	if err := checkMCPConfig(f.MCPConfig, job.Servers); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
@@ -73,42 +83,74 @@ func Prepare(spec Spec) (Files, error) {
 		}
 	}
 
-	hh := hookHandler{Type: "command", Command: hookCommand(spec, f)}
-	if h := spec.HTTPHook; h != nil {
-		// The night serves the hook (hook/served); the token is a secret,
-		// and this owner-only file in state_dir, which the deny rules keep
-		// from the model's file tools, is the only place it is written.
-		hh = hookHandler{Type: "http", URL: h.URL, Headers: map[string]string{h.TokenHeader: h.Token}}
-	}
-	hh.Timeout = b.HookTimeout(job)
-	deny := denyRules(spec)
-	settings, err := json.MarshalIndent(newSettings(hh, deny), "", "  ")
+	settings, hook, deny, err := settingsOf(spec, &f)
 	if err != nil {
-		return Files{}, fmt.Errorf("job %s: encode settings: %w", job.Name, err)
-	}
-	settings = append(settings, '\n')
-	if err := checkSettings(f.Settings, settings, hh, deny); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
 	}
-	if err := atomicfile.WriteFileVolatile(f.Settings, settings, atomicfile.Mode); err != nil {
+	if err := checkSettings(f.Settings, settings, hook, deny); err != nil {
 		return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+	}
+	// Written once a night per content; again when the file there is
+	// anything but these bytes, owner-only. Not durable: a crash that
+	// loses it makes the next attempt find it different, and write it.
+	if !atomicfile.Holds(f.Settings, settings) {
+		if err := atomicfile.WriteFileVolatile(f.Settings, settings, atomicfile.Mode); err != nil {
+			return Files{}, fmt.Errorf("job %s: %w", job.Name, err)
+		}
 	}
 	return f, nil
 }
 
-// FilesOf are the paths of the attempt's files (Prepare writes them).
-func FilesOf(spec Spec) Files {
-	b := spec.Batch
-	dir := statedir.Attempt(b.StateDir, spec.RunID, spec.Job.Name, spec.Attempt)
+// attemptFiles are the paths of the attempt whose folder is dir; the
+// settings' path depends on their content (settingsOf).
+func attemptFiles(spec Spec, dir string) Files {
+	root := spec.Batch.StateDir
 	return Files{
 		Dir:       dir,
-		Settings:  filepath.Join(dir, statedir.AttemptSettings),
 		MCPConfig: filepath.Join(dir, statedir.AttemptMCPConfig),
 		Stream:    filepath.Join(dir, statedir.AttemptStream),
 		Stderr:    filepath.Join(dir, statedir.AttemptStderr),
-		Events:    statedir.Events(b.StateDir),
-		Cache:     statedir.Cache(b.StateDir),
+		Events:    statedir.Events(root),
+		Cache:     statedir.Cache(root),
 	}
+}
+
+// mcpConfigFile sets where the attempt's MCP config (data) goes: in its
+// folder, removed when the session ends, as it holds the servers'
+// resolved secrets; for a job without servers, whose config names none
+// and holds nothing secret, the run's one file of that content
+// (statedir.MCPConfig), shared by its attempts and kept.
+func mcpConfigFile(spec Spec, f *Files, data []byte) {
+	if len(spec.Job.Servers) > 0 {
+		return
+	}
+	sum := sha256.Sum256(data)
+	f.MCPConfig = statedir.MCPConfig(spec.Batch.StateDir, spec.RunID, hex.EncodeToString(sum[:8]))
+	f.SharedMCPConfig = true
+}
+
+// settingsOf is the session's settings file's bytes, the hook in it and
+// the deny rules; it sets f.Settings, the run's file of that content. A
+// served hook's URL names the attempt, so its settings are the attempt's
+// own.
+func settingsOf(spec Spec, f *Files) (data []byte, hook hookHandler, deny []string, err error) {
+	hook = hookHandler{Type: "command", Command: hookCommand(spec, *f)}
+	if h := spec.HTTPHook; h != nil {
+		// The night serves the hook (hook/served); the token is a secret,
+		// and this owner-only file in state_dir, which the deny rules keep
+		// from the model's file tools, is the only place it is written.
+		hook = hookHandler{Type: "http", URL: h.URL, Headers: map[string]string{h.TokenHeader: h.Token}}
+	}
+	hook.Timeout = spec.Batch.HookTimeout(spec.Job)
+	deny = denyRules(spec)
+	data, err = json.MarshalIndent(newSettings(hook, deny), "", "  ")
+	if err != nil {
+		return nil, hookHandler{}, nil, fmt.Errorf("encode settings: %w", err)
+	}
+	data = append(data, '\n')
+	sum := sha256.Sum256(data)
+	f.Settings = statedir.Settings(spec.Batch.StateDir, spec.RunID, hex.EncodeToString(sum[:8]))
+	return data, hook, deny, nil
 }
 
 // makeFolders makes dir, a folder below stateDir, one level at a time:
@@ -155,6 +197,16 @@ func makeFolders(stateDir, dir string) error {
 		}
 	}
 	return nil
+}
+
+// Folder is the attempt's folder, where Prepare writes its files, after
+// the checks Prepare makes of the spec; nothing is created. A night
+// journals the attempt's start (and its folder) while Prepare runs.
+func Folder(spec Spec) (string, error) {
+	if err := checkSpec(spec); err != nil {
+		return "", err
+	}
+	return statedir.Attempt(spec.Batch.StateDir, spec.RunID, spec.Job.Name, spec.Attempt), nil
 }
 
 func checkSpec(spec Spec) error {
@@ -339,7 +391,10 @@ func hookCommand(spec Spec, f Files) string {
 func hookArgs(spec Spec, f Files) []string {
 	h := spec.Batch.Health
 	s := h.Settings()
-	args := []string{"--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
+	// No --config: the attempt's MCP config reaches the hook through the
+	// session's environment (knobs.EnvMCPConfig, commandEnviron), so that
+	// the settings do not change from one attempt to the next.
+	args := []string{"--state", f.Cache, "--events", f.Events,
 		"--ttl", s.TTL.String(), "--backoff", s.Backoff.String(), "--max-backoff", s.MaxBackoff.String(),
 		"--failure-threshold", strconv.Itoa(s.FailureThreshold), "--max-hold", spec.Batch.HoldOf(spec.Job, nil).String()}
 	for _, d := range []struct {
@@ -365,7 +420,7 @@ func ServedSession(spec Spec, f Files) (served.Session, error) {
 	// (RELIABILITY.md, what a hook inherits): a reconnect command or a
 	// probed server that asks whether it runs inside a session is told so
 	// as by the command hook.
-	env := append(commandEnviron(spec, f.Dir), "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=sdk-cli", "CLAUDE_PROJECT_DIR="+spec.Job.Cwd)
+	env := append(commandEnviron(spec, f), "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=sdk-cli", "CLAUDE_PROJECT_DIR="+spec.Job.Cwd)
 	getenv := knobs.Getenv(environ.Lookup(env))
 	home, _ := getenv("HOME")
 	if home == "" {

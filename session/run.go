@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,7 +57,7 @@ func Command(ctx context.Context, spec Spec, f Files) *exec.Cmd {
 	// runs with the session's environment.
 	cmd := proc.Command(ctx, nil, grace, b.Agent.Command, args...)
 	cmd.Dir = job.Cwd
-	cmd.Env = commandEnviron(spec, f.Dir)
+	cmd.Env = commandEnviron(spec, f)
 	if viaStdin {
 		cmd.Stdin = strings.NewReader(prompt)
 	}
@@ -110,7 +111,15 @@ func Run(ctx context.Context, spec Spec, f Files, obs Observer) Outcome {
 	out.Ended = time.Now()
 	// The MCP config holds the servers' resolved secrets (API keys in env,
 	// bearer tokens in headers); only the session and its hook need it.
-	_ = os.Remove(f.MCPConfig)
+	// The run's shared one, of a job without servers, holds none.
+	if !f.SharedMCPConfig {
+		_ = os.Remove(f.MCPConfig)
+	}
+	// A served hook's settings hold the night's hook token and name this
+	// attempt alone (its key is in the URL): no other attempt shares them.
+	if spec.HTTPHook != nil {
+		_ = os.Remove(f.Settings)
+	}
 	// So do the values the session's environment left out for its servers.
 	if f.Dir != "" {
 		_ = os.Remove(filepath.Join(f.Dir, statedir.AttemptSecrets))
@@ -130,12 +139,15 @@ func run(ctx context.Context, spec Spec, f Files, obs Observer, out *Outcome) {
 		return
 	}
 	defer streamFile.Close()
-	stderrFile, err := atomicfile.OpenLog(f.Stderr)
-	if err != nil {
-		fail("cannot open the stderr log: %v", err)
-		return
-	}
-	defer stderrFile.Close()
+	// Most sessions print nothing on stderr: its log is created on its
+	// first byte, not before the spawn (a file created is an inode
+	// allocated, the costliest step of an attempt on some disks).
+	stderrFile := &lazyLog{path: f.Stderr}
+	defer func() {
+		if err := stderrFile.Close(); err != nil && out.Status != Done {
+			out.Reason += " (" + err.Error() + ")"
+		}
+	}()
 	stream := &cappedLog{w: streamFile, max: maxStreamLog}
 	stderr := &cappedLog{w: stderrFile, max: maxStderrLog}
 
@@ -379,6 +391,42 @@ func cannotResume(out Outcome, f Files) bool {
 		}
 	}
 	return false
+}
+
+// lazyLog is a log file created (atomicfile.OpenLog: owner-only, never
+// through a symlink, a regular file only) when the first byte is written
+// to it. A log that cannot be opened drops what it is given, so the child
+// writing it is never blocked nor killed by a closed pipe; Close says why.
+type lazyLog struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	err  error
+}
+
+func (l *lazyLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil && l.err == nil && len(p) > 0 {
+		if l.f, l.err = atomicfile.OpenLog(l.path); l.err != nil {
+			l.err = fmt.Errorf("the session's stderr was not kept: %w", l.err)
+		}
+	}
+	if l.f == nil {
+		return len(p), nil
+	}
+	return l.f.Write(p)
+}
+
+// Close closes the file if it was made; the error is the open's, if it
+// failed.
+func (l *lazyLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		_ = l.f.Close()
+	}
+	return l.err
 }
 
 // A session's logs are bounded on disk: a session that prints a GiB must

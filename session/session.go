@@ -109,7 +109,13 @@ func (s Spec) prompt() string {
 // Files are the paths of one attempt. Dir, Settings, MCPConfig,
 // Stream and Stderr belong to the attempt; Cache and Events are shared by
 // every session of the batch (the hook writes them).
-type Files struct{ Dir, Settings, MCPConfig, Stream, Stderr, Events, Cache string }
+type Files struct {
+	Dir, Settings, MCPConfig, Stream, Stderr, Events, Cache string
+	// SharedMCPConfig says MCPConfig is the run's, not the attempt's (a
+	// job without servers): it holds no secret and stays when the
+	// session ends.
+	SharedMCPConfig bool
+}
 
 // The attempt's status in Outcome.Status.
 const (
@@ -177,9 +183,10 @@ const reconnectVariable = "NIGHTWATCH_RECONNECT_"
 // command gets it as NIGHTWATCH_RECONNECT_<SERVER>, which the hook reads,
 // so that a call blocked inside the session reconnects at once instead of
 // waiting for the supervisor's maintenance; the command goes by the
-// environment, never by a command line. dir is the attempt's folder.
+// environment, never by a command line. f.Dir is the attempt's folder.
 // The variables only the batch's servers use are left out (serverOnly).
-func commandEnviron(spec Spec, dir string) []string {
+func commandEnviron(spec Spec, f Files) []string {
+	dir := f.Dir
 	env := Environ(spec.Batch, spec.Env)
 	// What only the servers use stays out of the CLI's environment: the
 	// MCP config carries it to them (issue 21).
@@ -228,6 +235,10 @@ func commandEnviron(spec Spec, dir string) []string {
 		// serverguard), writes its starts, restarts and losses to the
 		// night's events file, as the hook does.
 		over[knobs.EnvEvents[0]] = statedir.Events(spec.Batch.StateDir)
+		// The hook reads the attempt's MCP config by this variable, not by
+		// a flag: the settings that register it are the same for every
+		// attempt (Prepare). It overrides one the supervisor inherited.
+		over[knobs.EnvMCPConfig[0]] = f.MCPConfig
 	}
 	for _, srv := range spec.Batch.ServersOf(spec.Job) {
 		// A server's own hold bound travels like its reconnect command.

@@ -151,7 +151,7 @@ func TestPrepareSessionWritesCheckedFiles(t *testing.T) {
 		command = m[0].Hooks[0].Command
 	}
 	got := sessionTestSplit(t, command)
-	want := []string{spec.Binary, "hook", "--state", f.Cache, "--config", f.MCPConfig, "--events", f.Events,
+	want := []string{spec.Binary, "hook", "--state", f.Cache, "--events", f.Events,
 		"--ttl", "2m0s", "--backoff", "2s", "--max-backoff", "1m0s", "--failure-threshold", "3", "--max-hold", "40s", "--probe-timeout", "5s"}
 	if !slices.Equal(got, want) {
 		t.Errorf("the shell splits the hook command into\n%q\nwant\n%q", got, want)
@@ -912,10 +912,8 @@ func TestReadyGatesTheSpawn(t *testing.T) {
 			case out := <-done:
 				t.Fatalf("the session ended without asking Ready: %s %q", out.Status, out.Reason)
 			}
-			for _, log := range []string{f.Stream, f.Stderr} {
-				if _, err := os.Lstat(log); err != nil {
-					t.Errorf("the log is not open while Ready waits: %v", err)
-				}
+			if _, err := os.Lstat(f.Stream); err != nil {
+				t.Errorf("the stream log is not open while Ready waits: %v", err)
 			}
 			if _, err := os.Lstat(marker); !os.IsNotExist(err) {
 				t.Fatalf("the agent ran before Ready answered: %v", err)
@@ -929,9 +927,198 @@ func TestReadyGatesTheSpawn(t *testing.T) {
 			case !allow && (!os.IsNotExist(err) || out.Status != Failed || out.KilledBy != KilledStopped || !strings.Contains(out.Reason, "not started")):
 				t.Errorf("refused: agent ran: %v; outcome %s %q killed by %q", err, out.Status, out.Reason, out.KilledBy)
 			}
-			if _, err := os.Lstat(f.MCPConfig); !os.IsNotExist(err) {
-				t.Errorf("the MCP config is left after the session: %v", err)
+			// A job without servers shares the run's MCP config, which
+			// holds nothing secret (TestMCPConfigSharedOnlyWithoutServers).
+			if _, err := os.Lstat(f.MCPConfig); !f.SharedMCPConfig || err != nil {
+				t.Errorf("the run's MCP config of a job without servers: shared %v, %v", f.SharedMCPConfig, err)
 			}
 		})
+	}
+}
+
+// The stderr log is created on the session's first byte of stderr: an
+// attempt that prints none creates no file for it (one inode fewer per
+// attempt); one that does has its log as before, owner-only; one whose log
+// is a planted symlink writes nothing through it and says so.
+func TestStderrLogOnlyWhenWritten(t *testing.T) {
+	const result = `echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0,"session_id":"s"}'` + "\n"
+	for _, tc := range []struct {
+		name, script string
+		plant        bool
+		want         string // the log's content; "-" for no file
+	}{
+		{"quiet", result, false, "-"},
+		{"speaks", "echo 'a warning' >&2\n" + result, false, "a warning\n"},
+		{"speaks and fails", "echo 'it broke' >&2\nexit 3\n", false, "it broke\n"},
+		{"a planted symlink", "echo 'a secret?' >&2\nexit 3\n", true, "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, _ := sessionTestFakeSpec(t, tc.script, time.Minute, time.Minute)
+			f, err := Prepare(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(t.TempDir(), "target")
+			if tc.plant {
+				if err := os.Symlink(target, f.Stderr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := Run(context.Background(), spec, f, nil)
+			if b, err := os.ReadFile(target); !os.IsNotExist(err) {
+				t.Errorf("written through the symlink: %q %v", b, err)
+			}
+			if tc.plant {
+				if !strings.Contains(out.Reason, "stderr was not kept") {
+					t.Errorf("the lost stderr is not said: %q", out.Reason)
+				}
+				return
+			}
+			fi, err := os.Lstat(f.Stderr)
+			if tc.want == "-" {
+				if !os.IsNotExist(err) {
+					t.Errorf("a quiet session left a stderr log: %v", err)
+				}
+				if out.Status != Done {
+					t.Errorf("outcome %s %q", out.Status, out.Reason)
+				}
+				return
+			}
+			if err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("stderr log: %v %v", fi, err)
+			}
+			if b, _ := os.ReadFile(f.Stderr); string(b) != tc.want {
+				t.Errorf("stderr log %q, want %q", b, tc.want)
+			}
+		})
+	}
+}
+
+// The settings do not name the attempt: the run's attempts share one
+// file, written by the first and not again while it holds the same bytes
+// (one inode fewer per attempt); the hook finds the attempt's MCP config
+// through the session's environment instead. A file that was changed, or
+// a symlink put in its place, is not used: a changed file is written
+// anew, a symlink refused (its target untouched).
+func TestSettingsSharedByTheRunsAttempts(t *testing.T) {
+	b := sessionTestBatch(t)
+	specOf := func(job string, attempt int) Spec {
+		s := sessionTestSpec(b, sessionTestJob(job, "hello"), "PATH=/usr/bin:/bin")
+		s.Attempt = attempt
+		return s
+	}
+	prepare := func(s Spec) Files {
+		t.Helper()
+		f, err := Prepare(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	f1 := prepare(specOf("a", 1))
+	if filepath.Dir(f1.Settings) != filepath.Join(b.StateDir, "runs", specOf("a", 1).RunID) {
+		t.Errorf("settings at %s, want in the run's folder", f1.Settings)
+	}
+	first, err := os.Lstat(f1.Settings)
+	if err != nil || first.Mode().Perm() != 0o600 {
+		t.Fatalf("settings: %v %v", first, err)
+	}
+	data, _ := os.ReadFile(f1.Settings)
+	if strings.Contains(string(data), "attempt-") || strings.Contains(string(data), "--config") {
+		t.Errorf("the settings name an attempt:\n%s", data)
+	}
+	for _, s := range []Spec{specOf("a", 2), specOf("b", 1)} {
+		f := prepare(s)
+		if f.Settings != f1.Settings {
+			t.Errorf("%s attempt %d: settings %s, want the run's shared %s", s.Job.Name, s.Attempt, f.Settings, f1.Settings)
+		}
+		if now, err := os.Lstat(f.Settings); err != nil || !os.SameFile(first, now) {
+			t.Errorf("%s attempt %d: the settings file was written again", s.Job.Name, s.Attempt)
+		}
+		env := Command(context.Background(), s, f).Env
+		if !slices.Contains(env, "NIGHTWATCH_MCP_CONFIG="+f.MCPConfig) {
+			t.Errorf("%s attempt %d: the session's environment does not name its MCP config %s", s.Job.Name, s.Attempt, f.MCPConfig)
+		}
+	}
+
+	// Changed behind the night's back: written again.
+	if err := os.WriteFile(f1.Settings, []byte(`{"disableAllHooks": true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prepare(specOf("a", 3))
+	if got, _ := os.ReadFile(f1.Settings); string(got) != string(data) {
+		t.Errorf("a changed settings file is kept:\n%s", got)
+	}
+	// A symlink in its place: replaced, never written through.
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(f1.Settings); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, f1.Settings); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(specOf("a", 4)); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("a symlink in place of the settings: %v, want it refused", err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "{}" {
+		t.Errorf("written through the symlink: %s", got)
+	}
+}
+
+// A job without servers gets the run's MCP config (it names no server and
+// holds no secret): one file for all its attempts and the other such
+// jobs, kept when a session ends. A job with servers gets its own in the
+// attempt's folder, with their resolved secrets, removed when the session
+// ends. Either way the session's environment names the one it got.
+func TestMCPConfigSharedOnlyWithoutServers(t *testing.T) {
+	const result = `echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0,"session_id":"s"}'` + "\n"
+	notes := sessionTestStdio("notes", "/usr/local/bin/notes-mcp")
+	notes.MCP.Env = map[string]string{"NOTES_TOKEN": "s3cret"}
+	b := sessionTestBatch(t, notes)
+	b.Agent.Command = sessionTestAgent(t, result)
+	run := func(job *jobs.Job, attempt int) Files {
+		t.Helper()
+		spec := sessionTestSpec(b, job, "PATH=/usr/bin:/bin")
+		spec.Binary, spec.Attempt = "/bin/true", attempt
+		f, err := Prepare(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env := Command(context.Background(), spec, f).Env; !slices.Contains(env, "NIGHTWATCH_MCP_CONFIG="+f.MCPConfig) {
+			t.Errorf("%s: the session's environment does not name its MCP config %s", job.Name, f.MCPConfig)
+		}
+		if out := Run(context.Background(), spec, f, nil); out.Status != Done {
+			t.Fatalf("%s: %s %q", job.Name, out.Status, out.Reason)
+		}
+		return f
+	}
+
+	a1 := run(sessionTestJob("a", "hello"), 1)
+	if !a1.SharedMCPConfig || filepath.Dir(a1.MCPConfig) != filepath.Dir(a1.Settings) {
+		t.Fatalf("a job without servers: MCP config %s (shared %v), want the run's", a1.MCPConfig, a1.SharedMCPConfig)
+	}
+	first, err := os.Lstat(a1.MCPConfig)
+	if err != nil || first.Mode().Perm() != 0o600 {
+		t.Fatalf("the run's MCP config after the session: %v %v", first, err)
+	}
+	for _, f := range []Files{run(sessionTestJob("a", "hello"), 2), run(sessionTestJob("b", "hello"), 1)} {
+		now, err := os.Lstat(f.MCPConfig)
+		if f.MCPConfig != a1.MCPConfig || err != nil || !os.SameFile(first, now) {
+			t.Errorf("%s: MCP config %s (%v), want %s, not written again", f.Dir, f.MCPConfig, err, a1.MCPConfig)
+		}
+	}
+
+	withServer := run(sessionTestJob("c", "hello", "notes"), 1)
+	if withServer.SharedMCPConfig || filepath.Dir(withServer.MCPConfig) != withServer.Dir {
+		t.Errorf("a job with servers: MCP config %s (shared %v), want its attempt's own", withServer.MCPConfig, withServer.SharedMCPConfig)
+	}
+	if _, err := os.Lstat(withServer.MCPConfig); !os.IsNotExist(err) {
+		t.Errorf("the MCP config with the servers' secrets is left after the session: %v", err)
 	}
 }

@@ -143,10 +143,11 @@ func TestLocalExecutorSpawnsOnlyOnceStartingSaidYes(t *testing.T) {
 	defer cancel()
 
 	started, err := e.Launch(ctx, session.Attempt{Job: "j", Attempt: 1}, func(s session.Starting) bool {
-		// Refused once the session is at its gate: its logs are open.
-		stderr := filepath.Join(s.Folder, statedir.AttemptStderr)
+		// Refused once the session is at its gate: its stream log is open
+		// (the stderr log is made on the first byte only).
+		stream := filepath.Join(s.Folder, statedir.AttemptStream)
 		for {
-			if _, err := os.Lstat(stderr); err == nil {
+			if _, err := os.Lstat(stream); err == nil {
 				return false
 			}
 			if ctx.Err() != nil {
@@ -180,5 +181,55 @@ func TestLocalExecutorSpawnsOnlyOnceStartingSaidYes(t *testing.T) {
 	}
 	if b, err := os.ReadFile(marker); err != nil || strings.Count(string(b), "\n") != 1 {
 		t.Errorf("the allowed attempt's agent ran %q (%v), want once", b, err)
+	}
+}
+
+// The attempt's files are prepared while its start is journaled: a
+// preparation that fails after that (here a symlink planted where the
+// job's folder goes) is the attempt's end, reported as any other, and
+// nothing is spawned; the job-started line was told the attempt's folder
+// before the folder was made.
+func TestLocalExecutorPreparesWhileStarting(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "spawned")
+	agent := filepath.Join(dir, "agent")
+	script := "#!/bin/sh\ntouch " + text.ShellQuote(marker) + "\n"
+	if err := os.WriteFile(agent, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b := testkit.LoadBatch(t, dir, fmt.Sprintf("version: 1\nname: prep\nstate_dir: ./state\nkeep_awake: false\nagent: {command: %s}\njobs:\n  - {name: j, prompt: hello}\n", jsonString(agent)))
+	const run = "20260101T020000Z-0000"
+	elsewhere := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(statedir.Runs(b.StateDir), run), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(filepath.Join(statedir.Runs(b.StateDir), run), "j")); err != nil {
+		t.Fatal(err)
+	}
+	reports := make(chan session.Report, 16)
+	e := newLocalExecutor(b, run, "/bin/true", os.Environ(), reports)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var folder string
+	started, err := e.Launch(ctx, session.Attempt{Job: "j", Attempt: 1}, func(s session.Starting) bool {
+		folder = s.Folder
+		return true
+	})
+	if !started || err != nil {
+		t.Fatalf("started %v, %v; want the failure as the attempt's end", started, err)
+	}
+	if want := statedir.Attempt(b.StateDir, run, "j", 1); folder != want {
+		t.Errorf("the job-started line's folder %q, want %q", folder, want)
+	}
+	r := <-reports
+	if r.Ended == nil || r.Ended.Outcome.Status != session.Failed || !strings.Contains(r.Ended.Outcome.Reason, "cannot prepare the session") ||
+		!strings.Contains(r.Ended.Outcome.Reason, "symlink") {
+		t.Fatalf("report %+v, want the attempt's end: cannot prepare", r)
+	}
+	if _, err := os.Lstat(marker); !os.IsNotExist(err) {
+		t.Errorf("the agent ran: %v", err)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("written through the symlink: %v", entries)
 	}
 }

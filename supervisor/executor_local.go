@@ -3,10 +3,13 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/hook/served"
+	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/session"
 )
@@ -42,6 +45,7 @@ type localExecutor struct {
 	binary  string
 	env     []string
 	reports chan<- session.Report
+
 	// served is the hook the night serves (hook/served), nil when the
 	// sessions get the command hook (startServedHook). startServed makes
 	// it, at the first launch: a night that starts no session asks the
@@ -65,8 +69,13 @@ func newLocalExecutor(b *jobs.Batch, runID, binary string, env []string, reports
 	return &localExecutor{b: b, runID: runID, binary: binary, env: env, reports: reports, running: map[string]localAttempt{}}
 }
 
-// Launch prepares the attempt's files, then runs its session; what the
-// session sees and its end go to the reports channel, in order.
+// Launch runs the attempt's session, which prepares its files and opens
+// its logs while starting writes the job-started line and makes it
+// durable (an fsync: the disk's latency, the files' creation meanwhile);
+// the agent is spawned only once starting said yes (spec.Ready). What the
+// session sees and its end go to the reports channel, in order. Files
+// that cannot be prepared are that attempt's failure, reported as its end
+// (the journal has its start by then), and nothing is spawned.
 func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting func(session.Starting) bool) (bool, error) {
 	job := e.b.Job(a.Job)
 	if job == nil {
@@ -74,8 +83,13 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 	}
 	spec := session.Spec{Batch: e.b, Job: job, RunID: e.runID, Attempt: a.Attempt,
 		Binary: e.binary, Env: e.env, Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy}
-	// The served hook knows the session before its settings name it, and
-	// until its session has ended.
+	folder, err := session.Folder(spec)
+	if err != nil {
+		return false, fmt.Errorf("cannot prepare the session: %w", err)
+	}
+	// The served hook's key is in the session's settings, so it is made
+	// first; the session it serves is bound once Prepare knows its files,
+	// before the agent is spawned, and dropped when the session has ended.
 	e.servedOnce.Do(func() {
 		if e.startServed != nil {
 			srv := e.startServed()
@@ -86,11 +100,7 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 	})
 	var hookKey string
 	if e.served != nil {
-		ss, err := session.ServedSession(spec, session.FilesOf(spec))
-		if err != nil {
-			return false, fmt.Errorf("cannot prepare the session's hook: %w", err)
-		}
-		if hookKey, err = e.served.Register(ss); err != nil {
+		if hookKey, err = e.served.Reserve(); err != nil {
 			return false, fmt.Errorf("cannot prepare the session's hook: %w", err)
 		}
 		spec.HTTPHook = &session.HTTPHook{URL: e.served.URL(hookKey), TokenHeader: served.TokenHeader, Token: e.served.Token()}
@@ -98,20 +108,18 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 			e.logServed(a.Job, a.Attempt, hookKey)
 		}
 	}
-	unregister := func() {
-		if hookKey != "" {
-			e.served.Unregister(hookKey)
+	prepare := func() (session.Files, error) {
+		files, err := session.Prepare(spec)
+		if err != nil || hookKey == "" {
+			return files, err
 		}
+		ss, err := session.ServedSession(spec, files)
+		if err != nil {
+			return files, fmt.Errorf("the session's hook: %w", err)
+		}
+		e.served.Bind(hookKey, ss)
+		return files, nil
 	}
-	files, err := session.Prepare(spec)
-	if err != nil {
-		unregister()
-		return false, fmt.Errorf("cannot prepare the session: %w", err)
-	}
-	// The session opens its logs while starting writes the job-started
-	// line and makes it durable (an fsync: the disk's latency); it spawns
-	// the agent only once starting said yes (spec.Ready). Its end is
-	// reported only then.
 	decided := make(chan struct{})
 	var allowed bool
 	spec.Ready = func() bool {
@@ -122,9 +130,23 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		obs := session.ObserverFunc(func(o session.Observation) { e.reports <- session.Report{Seen: o} })
-		out := session.Run(sctx, spec, files, obs)
-		unregister()
+		var out session.Outcome
+		if files, err := prepare(); err != nil {
+			// What was written before the failure goes: the MCP config
+			// and the secrets file hold resolved secrets.
+			for _, name := range []string{statedir.AttemptMCPConfig, statedir.AttemptSecrets} {
+				_ = os.Remove(filepath.Join(folder, name))
+			}
+			now := time.Now()
+			out = session.Outcome{Status: session.Failed, ExitCode: -1, Started: now, Ended: now,
+				Reason: "cannot prepare the session: " + err.Error()}
+		} else {
+			obs := session.ObserverFunc(func(o session.Observation) { e.reports <- session.Report{Seen: o} })
+			out = session.Run(sctx, spec, files, obs)
+		}
+		if hookKey != "" {
+			e.served.Unregister(hookKey)
+		}
 		<-decided
 		if !allowed {
 			cancel(nil)
@@ -136,7 +158,7 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 		cancel(nil)
 		e.reports <- session.Report{Ended: &session.Ended{Job: a.Job, Attempt: a.Attempt, Outcome: out}}
 	}()
-	if !starting(session.Starting{Folder: files.Dir, Resume: a.Resume}) {
+	if !starting(session.Starting{Folder: folder, Resume: a.Resume}) {
 		close(decided)
 		<-ended // spawned nothing; gone before Launch returns
 		return false, nil

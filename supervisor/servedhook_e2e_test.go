@@ -11,6 +11,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/clirange"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 )
 
 // TestNightServedHook: on Claude Code 2.1.332 the night serves its
@@ -19,8 +20,9 @@ import (
 // hook. Either way the hook decides the same: the HTTP server dies under
 // the first call (one failure opens it here), and the second call to it is
 // blocked with nightwatch's reason, which the model reads. Which path ran
-// is proven twice: the attempt's settings file (type http with the token
-// header and onFailure "block", or the command), and the hook processes
+// is proven twice: the settings file the agent was given (type http with
+// the token header and onFailure "block", removed with the session, or
+// the command), and the hook processes
 // that ran (every nightwatch and nightwatch-hook process appends its peak
 // memory to NIGHTWATCH_REPORT_PEAK_RSS on exit: none on 2.1.332).
 func TestNightServedHook(t *testing.T) {
@@ -30,6 +32,17 @@ func TestNightServedHook(t *testing.T) {
 func testNightServedHook(t *testing.T, version string) {
 	f := newNightFixture(t)
 	rss := filepath.Join(f.dir, "hook-processes")
+	// The agent keeps a copy of the settings it is given: a served hook's
+	// settings hold the token and are removed when the session ends.
+	seen := filepath.Join(f.dir, "settings-seen.json")
+	agent := filepath.Join(f.dir, "agent.sh")
+	script := `#!/bin/sh
+for a in "$@"; do if [ "$prev" = --settings ]; then cp -p "$a" ` + text.ShellQuote(seen) + `; fi; prev=$a; done
+exec ` + text.ShellQuote(testkit.ClaudeBinOf(t, version)) + ` "$@"
+`
+	if err := os.WriteFile(agent, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	f.env = append(f.env, "NIGHTWATCH_REPORT_PEAK_RSS="+rss)
 	web := startHTTPTestServer(t, testkit.BuildTestServer(t))
 	b := f.load(fmt.Sprintf(`version: 1
@@ -42,7 +55,7 @@ servers:
   web: {type: http, url: %s}
 jobs:
   - {name: j1, servers: [web], allowed_tools: [mcp__web], on_unhealthy: run, prompt: %s}
-`, jsonString(testkit.ClaudeBinOf(t, version)), jsonString(web),
+`, jsonString(agent), jsonString(web),
 		jsonString(prompt("j1", `mcp__web__die {}`, `mcp__web__echo {"message":"after the death"}`))))
 
 	s := f.runWith(b, 0)
@@ -51,10 +64,11 @@ jobs:
 		t.Fatalf("the call after the death was not blocked by nightwatch: %+v (jobs %+v)", results, s.Jobs)
 	}
 
-	data, err := os.ReadFile(filepath.Join(statedir.Attempt(b.StateDir, s.RunID, "j1", 1), statedir.AttemptSettings))
+	data, err := os.ReadFile(seen)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the agent was given no settings file: %v", err)
 	}
+	left, _ := filepath.Glob(statedir.Settings(b.StateDir, s.RunID, "*"))
 	var settings struct {
 		Hooks map[string][]struct {
 			Hooks []map[string]any `json:"hooks"`
@@ -87,7 +101,13 @@ jobs:
 			t.Errorf("no hook process ran on %s, which must keep the command hook", version)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(statedir.Attempt(b.StateDir, s.RunID, "j1", 1), statedir.AttemptSettings)); err != nil || fi.Mode().Perm()&0o077 != 0 {
+	if served && len(left) > 0 {
+		t.Errorf("the served hook's settings, which hold the token, outlived the session: %v", left)
+	}
+	if !served && len(left) != 1 {
+		t.Errorf("settings files of the run: %v, want the command hook's one", left)
+	}
+	if fi, err := os.Stat(seen); err != nil || fi.Mode().Perm()&0o077 != 0 {
 		t.Errorf("the settings file, which holds the token, is not owner-only: %v %v", fi.Mode(), err)
 	}
 	// The token is in the settings file only: never in the night's log.

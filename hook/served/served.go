@@ -108,14 +108,30 @@ func (h *Handler) Token() string { return string(h.token) }
 // Register adds a session and returns its key, random and unguessable, for
 // its hook's URL (PathPrefix + key).
 func (h *Handler) Register(s Session) (string, error) {
+	key, err := h.Reserve()
+	if err != nil {
+		return "", err
+	}
+	h.Bind(key, s)
+	return key, nil
+}
+
+// Reserve makes a key for a session not known yet (the night writes the
+// session's settings, which name the key, before the files the session's
+// knobs name): its requests are refused until Bind.
+func (h *Handler) Reserve() (string, error) {
 	key, err := randomHex(16)
 	if err != nil {
 		return "", fmt.Errorf("served hook: make a session key: %w", err)
 	}
+	return key, nil
+}
+
+// Bind serves s under key (from Reserve).
+func (h *Handler) Bind(key string, s Session) {
 	h.mu.Lock()
 	h.sessions[key] = s
 	h.mu.Unlock()
-	return key, nil
 }
 
 // Unregister removes a session: its hooks are refused from then on.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 )
 
 // ErrNotRegular is returned by Read for a path that is not a regular file:
@@ -98,4 +99,31 @@ func OpenRegular(path string) (*os.File, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
 	}
 	return f, nil
+}
+
+// Holds says whether path is already what WriteFile(path, data, Mode)
+// would leave there: a regular file, not a symlink, with no permission
+// for group or others (on Windows, where ACLs carry the permission, the
+// file is one of ours by its folder), holding exactly data. A caller that
+// writes the same bytes again and again skips the write (a new inode and
+// a rename) when it does; anything else, and any error, is false.
+func Holds(path string, data []byte) bool {
+	before, err := os.Lstat(path)
+	if err != nil || !before.Mode().IsRegular() || before.Size() != int64(len(data)) ||
+		(runtime.GOOS != "windows" && !ownerOnly(before.Mode())) {
+		return false
+	}
+	f, err := openNonblocking(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	// The file opened is the one checked: not a link or another file
+	// swapped in since.
+	if fi, err := f.Stat(); err != nil || !os.SameFile(before, fi) {
+		return false
+	}
+	got := make([]byte, len(data)+1)
+	n, _ := io.ReadFull(f, got)
+	return n == len(data) && bytes.Equal(got[:n], data)
 }

@@ -60,3 +60,31 @@ type readCase struct {
 	limit int64
 	want  error // nil = read succeeds
 }
+
+// Holds compares the bytes on every platform: a file written by WriteFile
+// holds them; another content, another length or no file does not.
+func TestHoldsTheBytesWritten(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	data := []byte(`{"hooks": {}}` + "\n")
+	if Holds(path, data) {
+		t.Error("a missing file holds the bytes")
+	}
+	if err := WriteFileVolatile(path, data, Mode); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"the bytes written", data, true},
+		{"another content", []byte(`{"hooks": []}` + "\n"), false},
+		{"fewer bytes", data[:len(data)-1], false},
+		{"more bytes", append(append([]byte{}, data...), ' '), false},
+	} {
+		if got := Holds(path, tc.data); got != tc.want {
+			t.Errorf("%s: Holds = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

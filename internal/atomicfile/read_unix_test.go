@@ -87,3 +87,46 @@ func TestOpenRegularRefusesAFIFOAtOnce(t *testing.T) {
 	}
 	f.Close()
 }
+
+// Holds is true only for a regular, owner-only file of exactly the bytes:
+// a link to such a file, a loose one, a FIFO, another content or length,
+// or nothing at all, is written again.
+func TestHolds(t *testing.T) {
+	dir := t.TempDir()
+	data := []byte(`{"hooks": {}}` + "\n")
+	write := func(name string, b []byte, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	same := write("same", data, 0o600)
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(same, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		want       bool
+	}{
+		{"the same bytes, owner-only", same, true},
+		{"another content of the same length", write("other", []byte(`{"hooks": []}`+"\n"), 0o600), false},
+		{"a longer file", write("longer", append(append([]byte{}, data...), ' '), 0o600), false},
+		{"readable by others", write("loose", data, 0o644), false},
+		{"a symlink to the same bytes", link, false},
+		{"a FIFO", fifo, false},
+		{"missing", filepath.Join(dir, "missing"), false},
+	} {
+		if got := Holds(tc.path, data); got != tc.want {
+			t.Errorf("%s: Holds = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -8,7 +8,9 @@
 //	  events.jsonl                  state changes and blocked calls, appended by the hooks
 //	  <batch>.lock, <batch>.lock.pid  the batch's run lock and its holder
 //	  runs/<run>.jsonl              the run's journal
-//	  runs/<run>/<job>/attempt-<n>/ one attempt's settings, MCP config, stream, stderr and final message
+//	  runs/<run>/<job>/attempt-<n>/ one attempt's MCP config, stream, stderr and final message
+//	  runs/<run>/settings+<sum>.json the sessions' settings (hook, deny rules), one file per content
+//	  runs/<run>/mcp+<sum>.json     the MCP config of the run's jobs without servers, one per content
 //	  runs/<run>/<job>/effects.json the job's side-effect ledger (package effects), and its .lock
 //	  logs/<run>.log                the night's log lines
 //	  reports/                      morning reports
@@ -51,6 +53,19 @@ func Attempt(root, runID, job string, attempt int) string {
 	return filepath.Join(Runs(root), runID, job, fmt.Sprintf("attempt-%d", attempt))
 }
 
+// Settings is the settings file of a run's sessions whose content has
+// the digest sum: the attempts of one night share it. '+' is in no job's
+// name, so it is no job's folder.
+func Settings(root, runID, sum string) string {
+	return filepath.Join(Runs(root), runID, "settings+"+sum+".json")
+}
+
+// MCPConfig is the MCP config, of digest sum, that a run's attempts of
+// jobs without servers share: it names no server and holds no secret.
+func MCPConfig(root, runID, sum string) string {
+	return filepath.Join(Runs(root), runID, "mcp+"+sum+".json")
+}
+
 // Effects is the side-effect ledger of a job in a run: the calls its
 // attempts made that changed something (package effects).
 func Effects(root, runID, job string) string {
@@ -87,7 +102,6 @@ const AttemptSecrets = "secrets.json"
 
 // The files of an attempt folder.
 const (
-	AttemptSettings  = "settings.json"
 	AttemptMCPConfig = "mcp.json"
 	AttemptStream    = "stream.jsonl"
 	AttemptStderr    = "stderr.log"
