@@ -38,7 +38,10 @@ func testHookKnowsEveryEnvFileValue(t *testing.T, version string) {
 	}
 	alpha := filepath.Join(dir, "alpha-server")
 	// The hook's probe: parent nightwatch-hook, or nightwatch with the
-	// command line "... hook".
+	// command line "... hook", or, where the night serves the hook (Claude
+	// Code 2.1.332), the night itself once the session has started the
+	// server (the marker); before that, the night's probe is preflight's.
+	started := filepath.Join(dir, "session-started")
 	writeFile(t, alpha, fmt.Sprintf(`#!/bin/sh
 pp=$PPID
 parent=$(cat /proc/$pp/comm 2>/dev/null)
@@ -52,15 +55,16 @@ fi
 hook=
 if [ "$parent" = nightwatch-hook ]; then parent=nightwatch; hook=1; fi
 if [ "$parent" = nightwatch ]; then
-  if [ -n "$hook" ] || tr '\0' ' ' < /proc/$pp/cmdline | grep -q ' hook'; then
-    echo "config region path is %s" >&2
+  if [ -n "$hook" ] || tr '\0' ' ' < /proc/$pp/cmdline | grep -q ' hook' || [ -e %[3]q ]; then
+    echo "config region path is %[1]s" >&2
   else
     echo "preflight crash" >&2
   fi
   exit 1
 fi
-exec %q
-`, region, server), 0o700)
+: > %[3]q
+exec %[2]q
+`, region, server, started), 0o700)
 	writeFile(t, filepath.Join(dir, "night.env"), "REGION_STORE_PATH="+region+"\n", 0o600)
 	batch := filepath.Join(dir, "night.yaml")
 	writeFile(t, batch, fmt.Sprintf(`version: 1
