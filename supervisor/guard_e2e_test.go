@@ -12,7 +12,9 @@ import (
 )
 
 // TestNightStdioServerRestartedMidSession: the job's stdio server exits
-// right after answering the first of three calls. exec-server starts it
+// right after answering the first of three calls (as soon as its answer is
+// written, not after a delay: a busy machine's next call could otherwise
+// reach the old process and get the restart error). exec-server starts it
 // again under Claude Code and replays the handshake, so the next two calls
 // are answered by the new process: the job is done in one attempt with all
 // three answers, and the journal has nightwatch's server-restarted line.
@@ -33,7 +35,7 @@ servers:
 jobs:
   - {name: g1, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
 `, jsonString(testkit.ClaudeBinOf(t, version)), jsonString(server),
-		jsonString(prompt("g1", `mcp__notes__quit {"ms":100}`, `mcp__notes__echo {"message":"two"}`, `mcp__notes__echo {"message":"three"}`))))
+		jsonString(prompt("g1", `mcp__notes__quit {"after_answer":true}`, `mcp__notes__echo {"message":"two"}`, `mcp__notes__echo {"message":"three"}`))))
 
 	s := f.run(b)
 	if !s.AllDone() || s.Done != 1 {

@@ -26,6 +26,11 @@ type Options struct {
 	// tool writes a fault into it, so the server stays down until someone
 	// (a reconnect command in the tests) writes it healthy again.
 	ControlFile string
+	// ExitAfterAnswer, when the transport can tell (stdio), ends the
+	// process with code right after the next message is written: the quit
+	// tool's answer, so the process is gone before any later call can
+	// reach it, whatever the load.
+	ExitAfterAnswer func(code int)
 }
 
 type breakIn struct {
@@ -66,6 +71,9 @@ type fileIn struct {
 type quitIn struct {
 	Code int `json:"code,omitempty" jsonschema:"exit status, default 3"`
 	Ms   int `json:"ms,omitempty" jsonschema:"milliseconds between the answer and the exit, default 200"`
+	// AfterAnswer exits as soon as the answer is written (stdio only),
+	// instead of after Ms.
+	AfterAnswer bool `json:"after_answer,omitempty" jsonschema:"exit right after the answer is written (stdio)"`
 }
 
 // NewServer returns an MCP server with the test tools:
@@ -145,6 +153,11 @@ func NewServer(opts Options) *mcp.Server {
 			code, ms := in.Code, in.Ms
 			if code == 0 {
 				code = 3
+			}
+			if in.AfterAnswer && opts.ExitAfterAnswer != nil {
+				fmt.Fprintf(os.Stderr, "nwtestserver: quit: exiting with status %d after this answer\n", code)
+				opts.ExitAfterAnswer(code)
+				return text(fmt.Sprintf("bye (exiting with status %d after this answer)", code)), nil, nil
 			}
 			if ms <= 0 {
 				ms = 200

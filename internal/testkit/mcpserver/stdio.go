@@ -64,7 +64,8 @@ func ServeStdio(ctx context.Context, cfg StdioConfig) error {
 	}
 
 	toServer, fromFilter := io.Pipe()
-	srv := NewServer(Options{Exit: cfg.Exit, ControlFile: cfg.ControlFile})
+	srv := NewServer(Options{Exit: cfg.Exit, ControlFile: cfg.ControlFile,
+		ExitAfterAnswer: func(code int) { out.exitAfterNextWrite(func() { _ = exit(cfg, code) }) }})
 	served := make(chan error, 1)
 	go func() {
 		served <- srv.Run(ctx, &mcp.IOTransport{Reader: toServer, Writer: nopCloser{out}})
@@ -194,12 +195,27 @@ func exit(cfg StdioConfig, code int) error {
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+	// then runs once, right after the next Write (held under mu: nothing
+	// else is written in between).
+	then func()
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if then := l.then; then != nil {
+		l.then = nil
+		then()
+	}
+	return n, err
+}
+
+// exitAfterNextWrite makes f run right after the next message is written.
+func (l *lockedWriter) exitAfterNextWrite(f func()) {
+	l.mu.Lock()
+	l.then = f
+	l.mu.Unlock()
 }
 
 type nopCloser struct{ io.Writer }
