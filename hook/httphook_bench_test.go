@@ -50,11 +50,7 @@ func BenchmarkHTTPHookPerCall(b *testing.B) {
 				return testkit.WriteSettings(b, map[string]any{"hooks": map[string]any{"PreToolUse": []any{
 					map[string]any{"matcher": "mcp__.*", "hooks": []any{h}}}}})
 			}
-			h, err := served.New(nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv, err := served.Listen(h)
+			srv, err := served.Start(nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -145,11 +145,7 @@ func startServedHook(ctx context.Context, b *jobs.Batch, site hookSite, log func
 	if why := servedHookVersion(v); why != "" {
 		return fallback(why)
 	}
-	h, err := served.New(log)
-	if err != nil {
-		return fallback(err.Error())
-	}
-	srv, err := served.Listen(h)
+	srv, err := served.Start(log)
 	if err != nil {
 		return fallback(err.Error())
 	}

@@ -37,11 +37,7 @@ func BenchmarkServedHook(b *testing.B) {
 	article := filepath.Join(testkit.ModuleRoot(b), "bench", "article-hook.js")
 	nodeEnv := append(slices.Clone(env), "ECC_MCP_HEALTH_STATE_PATH="+state)
 
-	h, err := served.New(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := served.Listen(h)
+	srv, err := served.Start(nil)
 	if err != nil {
 		b.Fatal(err)
 	}

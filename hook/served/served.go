@@ -230,6 +230,15 @@ func Listen(h *Handler) (*Server, error) {
 	return s, nil
 }
 
+// Start makes a Handler (New) and serves it on loopback (Listen).
+func Start(log func(key, line string)) (*Server, error) {
+	h, err := New(log)
+	if err != nil {
+		return nil, err
+	}
+	return Listen(h)
+}
+
 // URL is the hook URL of the session registered as key.
 func (s *Server) URL(key string) string {
 	return "http://" + s.ln.Addr().String() + PathPrefix + key

@@ -105,11 +105,7 @@ func (l *logLines) log(key, line string) {
 
 func startServer(t *testing.T, logs *logLines) *served.Server {
 	t.Helper()
-	h, err := served.New(logs.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := served.Listen(h)
+	s, err := served.Start(logs.log)
 	if err != nil {
 		t.Fatal(err)
 	}
