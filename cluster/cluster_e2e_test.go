@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
+	"github.com/nightwatch-dev/nightwatch/hook/served"
+	"github.com/nightwatch-dev/nightwatch/internal/clirange"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit/fakeapi"
@@ -313,6 +315,18 @@ func testClusterNightTwoWorkers(t *testing.T, version string) {
 	}
 	if !sawOutage {
 		t.Errorf("no server-state line says host-b's hook saw fragile go down")
+	}
+	// The workers serve their sessions' hook on a CLI that blocks when it
+	// cannot reach it (2.1.332), and keep the command hook otherwise: the
+	// outage above was seen by the one each host chose.
+	want := "the sessions get the command hook"
+	if clirange.Compare(version, served.Since) >= 0 {
+		want = "the sessions' hook is served over loopback http"
+	}
+	for _, host := range []string{"host-a", "host-b"} {
+		if b, _ := os.ReadFile(filepath.Join(f.dir, host+"-worker.log")); !strings.Contains(string(b), want) {
+			t.Errorf("%s's worker log does not say %q:\n%s", host, want, tail(string(b), 3000))
+		}
 	}
 	if evs[0].Type != journal.RunStarted || evs[0].Host != "host-c" {
 		t.Errorf("the run-started line %+v does not name the coordinator's host", evs[0])

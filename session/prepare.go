@@ -523,3 +523,57 @@ func sameHook(got, want hookHandler) bool {
 	return got.Type == want.Type && got.Command == want.Command && got.URL == want.URL &&
 		maps.Equal(got.Headers, want.Headers) && got.Timeout == want.Timeout
 }
+
+// ServedHook is a session's hook served by the night's (or a cluster
+// worker's) hook/served server.
+type ServedHook struct {
+	srv *served.Server
+	key string
+}
+
+// ServeHook gives spec the hook srv serves, as an http hook: a key is
+// made for the session first (its settings name it); Bind serves the
+// session under it once Prepare has written the attempt's files, before
+// anything is spawned; Release drops it when the session has ended. With
+// no server (nil) the session keeps the command hook, and the returned
+// nil ServedHook does nothing.
+func ServeHook(spec *Spec, srv *served.Server) (*ServedHook, error) {
+	if srv == nil {
+		return nil, nil
+	}
+	key, err := srv.Reserve()
+	if err != nil {
+		return nil, fmt.Errorf("the session's hook: %w", err)
+	}
+	spec.HTTPHook = &HTTPHook{URL: srv.URL(key), TokenHeader: served.TokenHeader, Token: srv.Token()}
+	return &ServedHook{srv: srv, key: key}, nil
+}
+
+// Key is the session's key in the served hook's URL (and in what the
+// served hook logs).
+func (h *ServedHook) Key() string {
+	if h == nil {
+		return ""
+	}
+	return h.key
+}
+
+// Bind serves the session of spec, whose files Prepare wrote (f).
+func (h *ServedHook) Bind(spec Spec, f Files) error {
+	if h == nil {
+		return nil
+	}
+	ss, err := ServedSession(spec, f)
+	if err != nil {
+		return fmt.Errorf("the session's hook: %w", err)
+	}
+	h.srv.Bind(h.key, ss)
+	return nil
+}
+
+// Release stops serving the session: its hook's requests are refused.
+func (h *ServedHook) Release() {
+	if h != nil {
+		h.srv.Unregister(h.key)
+	}
+}

@@ -98,27 +98,19 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 			e.mu.Unlock()
 		}
 	})
-	var hookKey string
-	if e.served != nil {
-		if hookKey, err = e.served.Reserve(); err != nil {
-			return false, fmt.Errorf("cannot prepare the session's hook: %w", err)
-		}
-		spec.HTTPHook = &session.HTTPHook{URL: e.served.URL(hookKey), TokenHeader: served.TokenHeader, Token: e.served.Token()}
-		if e.logServed != nil {
-			e.logServed(a.Job, a.Attempt, hookKey)
-		}
+	hook, err := session.ServeHook(&spec, e.served)
+	if err != nil {
+		return false, fmt.Errorf("cannot prepare the session: %w", err)
+	}
+	if hook != nil && e.logServed != nil {
+		e.logServed(a.Job, a.Attempt, hook.Key())
 	}
 	prepare := func() (session.Files, error) {
 		files, err := session.Prepare(spec)
-		if err != nil || hookKey == "" {
+		if err != nil {
 			return files, err
 		}
-		ss, err := session.ServedSession(spec, files)
-		if err != nil {
-			return files, fmt.Errorf("the session's hook: %w", err)
-		}
-		e.served.Bind(hookKey, ss)
-		return files, nil
+		return files, hook.Bind(spec, files)
 	}
 	decided := make(chan struct{})
 	var allowed bool
@@ -144,9 +136,7 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 			obs := session.ObserverFunc(func(o session.Observation) { e.reports <- session.Report{Seen: o} })
 			out = session.Run(sctx, spec, files, obs)
 		}
-		if hookKey != "" {
-			e.served.Unregister(hookKey)
-		}
+		hook.Release()
 		<-decided
 		if !allowed {
 			cancel(nil)

@@ -22,7 +22,6 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/awake"
 	"github.com/nightwatch-dev/nightwatch/internal/batchlock"
 	"github.com/nightwatch-dev/nightwatch/internal/batchsecrets"
-	"github.com/nightwatch-dev/nightwatch/internal/claudesettings"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
@@ -265,20 +264,14 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		n.log.Warn().Msg("state folder: " + note)
 	}
 	if le, ok := n.exec.(*localExecutor); ok {
-		site := hookSite{env: opts.Env, managedDir: claudesettings.ManagedDir()}
-		for _, j := range b.Jobs {
-			site.cwds = append(site.cwds, j.Cwd)
-		}
-		if opts.ManagedSettingsDir != "" {
-			site.managedDir = opts.ManagedSettingsDir
-		}
+		site := served.SiteOf(b, opts.Env, opts.ManagedSettingsDir)
 		// What a served hook says goes to the night's log (redacted by
 		// hook/served), as a command hook's stderr went to the CLI's.
 		logHook := func(key, line string) { n.log.Info().Str("hook", key).Msg(line) }
 		le.startServed = func() *served.Server {
-			return startServedHook(ctx, b, site, logHook, func(msg string) {
+			return served.StartFor(ctx, b, site, logHook, func(msg string, fellBack bool) {
 				e := n.log.Info()
-				if b.HookTransport == jobs.HookHTTP && !strings.HasPrefix(msg, "the sessions' hook is served") {
+				if fellBack && b.HookTransport == jobs.HookHTTP {
 					e = n.log.Warn()
 				}
 				e.Str("hook_transport", string(b.HookTransport)).Msg(msg)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nightwatch-dev/nightwatch/hook/served"
 	"github.com/nightwatch-dev/nightwatch/internal/clirange"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
 	"github.com/nightwatch-dev/nightwatch/internal/testkit"
@@ -80,7 +81,7 @@ jobs:
 	pre := settings.Hooks["PreToolUse"][0].Hooks[0]
 	processes, _ := os.ReadFile(rss)
 	ran := strings.Count(string(processes), "\n")
-	served := clirange.Compare(version, ServedHookSince) >= 0
+	served := clirange.Compare(version, served.Since) >= 0
 	if served {
 		headers, _ := pre["headers"].(map[string]any)
 		url, _ := pre["url"].(string)

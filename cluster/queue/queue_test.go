@@ -232,7 +232,9 @@ func TestStoppedWorkerEndsItsAttemptsStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "night.yaml")
-	yaml := "version: 1\nname: b\nstate_dir: ./state\ncluster: {}\nagent: {command: " + agent + "}\njobs:\n  - {name: slow, prompt: hi}\n"
+	// hook_transport: command: the stand-in agent would take `--version`
+	// for a session (the transport is not what this tests).
+	yaml := "version: 1\nname: b\nstate_dir: ./state\ncluster: {}\nhook_transport: command\nagent: {command: " + agent + "}\njobs:\n  - {name: slow, prompt: hi}\n"
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

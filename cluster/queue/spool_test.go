@@ -81,7 +81,9 @@ func newOutageFixture(t *testing.T) *outageFixture {
 		t.Fatal(err)
 	}
 	path := filepath.Join(f.dir, "night.yaml")
-	yaml := "version: 1\nname: b\nstate_dir: ./state\ncluster: {}\nagent: {command: " + agent + "}\njobs:\n  - {name: j, prompt: hi}\n"
+	// hook_transport: command: the stand-in agent would take `--version`
+	// for a session (the transport is not what this tests).
+	yaml := "version: 1\nname: b\nstate_dir: ./state\ncluster: {}\nhook_transport: command\nagent: {command: " + agent + "}\njobs:\n  - {name: j, prompt: hi}\n"
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/nightwatch-dev/nightwatch/cluster/clusterdb"
 	"github.com/nightwatch-dev/nightwatch/cluster/healthsync"
 	"github.com/nightwatch-dev/nightwatch/healthcheck"
+	"github.com/nightwatch-dev/nightwatch/hook/served"
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/proc"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
@@ -82,6 +83,13 @@ type Worker struct {
 	// ("" without one).
 	PeersSocket string
 	Log         zerolog.Logger
+
+	// served is the hook this worker serves to its sessions (hook/served),
+	// nil when they get the command hook; made at the first attempt (a
+	// worker that runs nothing asks the agent nothing), closed at the
+	// worker's end.
+	served     *served.Server
+	servedOnce sync.Once
 
 	id      string
 	lastRun string // the run of the newest attempt started (mu)
@@ -188,6 +196,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.stopAll(nil)
 	err = client.StopAndCancel(stopCtx)
 	wg.Wait()
+	w.closeServed()
 	w.deliverSpooled(delivery)
 	if serr := w.DB.StopWorker(stopCtx, w.id); serr != nil && err == nil {
 		err = serr
@@ -471,11 +480,58 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 	spec := session.Spec{Batch: w.Batch, Job: bj, RunID: a.Run, Attempt: a.Attempt, Binary: w.Binary, Env: w.Env,
 		Feedback: a.Feedback, Resume: a.Resume, ResumeWhy: a.ResumeWhy, PeersSocket: w.PeersSocket, DieWithParent: true}
 	w.prepareEffects(ctx, a)
-	files, err := session.Prepare(spec)
-	if err != nil {
-		return w.finish(k, session.Outcome{Status: session.Failed, ExitCode: -1,
-			Reason: fmt.Sprintf("host %s cannot prepare the session: %v", w.Host, err)})
+	hook, err := session.ServeHook(&spec, w.servedHook())
+	if err == nil {
+		defer hook.Release()
+		var files session.Files
+		if files, err = session.Prepare(spec); err == nil {
+			err = hook.Bind(spec, files)
+		}
+		if err == nil {
+			return w.runSession(ctx, k, a, spec, files)
+		}
 	}
+	return w.finish(k, session.Outcome{Status: session.Failed, ExitCode: -1,
+		Reason: fmt.Sprintf("host %s cannot prepare the session: %v", w.Host, err)})
+}
+
+// servedHook is the hook this worker serves, started at its first call
+// (nil: the sessions keep the command hook, and the log says why).
+func (w *Worker) servedHook() *served.Server {
+	w.servedOnce.Do(func() {
+		site := served.SiteOf(w.Batch, w.Env, "")
+		srv := served.StartFor(context.Background(), w.Batch, site,
+			func(key, line string) { w.Log.Info().Str("hook", key).Msg(line) },
+			func(msg string, fellBack bool) {
+				e := w.Log.Info()
+				if fellBack && w.Batch.HookTransport == jobs.HookHTTP {
+					e = w.Log.Warn()
+				}
+				e.Str("hook_transport", string(w.Batch.HookTransport)).Msg(msg)
+			})
+		w.mu.Lock()
+		w.served = srv
+		w.mu.Unlock()
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.served
+}
+
+// closeServed stops the served hook, if one was started, after the
+// worker's last session.
+func (w *Worker) closeServed() {
+	w.mu.Lock()
+	srv := w.served
+	w.mu.Unlock()
+	if srv != nil {
+		_ = srv.Close()
+	}
+}
+
+// runSession runs the attempt's session, prepared (files), and records its
+// end.
+func (w *Worker) runSession(ctx context.Context, k attemptKey, a AttemptArgs, spec session.Spec, files session.Files) error {
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	w.mu.Lock()

@@ -1,4 +1,4 @@
-package supervisor
+package served
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nightwatch-dev/nightwatch/hook/served"
 	"github.com/nightwatch-dev/nightwatch/internal/atomicfile"
 	"github.com/nightwatch-dev/nightwatch/internal/claudesettings"
 	"github.com/nightwatch-dev/nightwatch/internal/clirange"
@@ -19,24 +18,27 @@ import (
 	"github.com/nightwatch-dev/nightwatch/jobs"
 )
 
-// ServedHookSince is the oldest Claude Code that gets the hook the night
+// Since is the oldest Claude Code that gets the hook the night
 // serves over loopback HTTP (hook/served): the first that honours
 // onFailure "block" on an http hook. Older CLIs fail open when an http
 // hook cannot be reached (RELIABILITY.md, "HTTP hooks"), so their
 // sessions keep the command hook.
-const ServedHookSince = "2.1.332"
+const Since = "2.1.332"
 
-// versionTimeout bounds `claude --version`.
-const versionTimeout = 30 * time.Second
+// versionTimeout bounds `claude --version`, which the real CLI answers in
+// well under a second: an agent that takes longer (a wrapper that runs a
+// session whatever its arguments) keeps the command hook, and the first
+// session waits no longer than this for the choice.
+const versionTimeout = 10 * time.Second
 
-// hookSite is what the night reads to choose its sessions' hook
+// Site is what the night reads to choose its sessions' hook
 // transport: the agent's environment and where Claude Code's settings
 // are.
-type hookSite struct {
-	env        []string
-	managedDir string
-	// cwds are the jobs' folders, whose project settings the CLI reads.
-	cwds []string
+type Site struct {
+	Env        []string
+	ManagedDir string
+	// Cwds are the jobs' folders, whose project settings the CLI reads.
+	Cwds []string
 }
 
 // cliVersion is the agent's `--version`, parsed; "" when it cannot be
@@ -49,14 +51,14 @@ func cliVersion(ctx context.Context, agent string, env []string) (string, error)
 	return clirange.Parse(string(res.Stdout)), nil
 }
 
-// servedHookVersion says why a CLI of version v cannot have the served
+// versionWhy says why a CLI of version v cannot have the served
 // hook ("" when it can).
-func servedHookVersion(v string) string {
+func versionWhy(v string) string {
 	switch {
 	case v == "":
 		return "the agent's version is unknown"
-	case clirange.Compare(v, ServedHookSince) < 0:
-		return fmt.Sprintf("Claude Code %s fails open when an http hook cannot be reached (onFailure \"block\" needs %s or later)", v, ServedHookSince)
+	case clirange.Compare(v, Since) < 0:
+		return fmt.Sprintf("Claude Code %s fails open when an http hook cannot be reached (onFailure \"block\" needs %s or later)", v, Since)
 	}
 	return ""
 }
@@ -64,15 +66,15 @@ func servedHookVersion(v string) string {
 // settingsFiles are the settings files whose allowedHttpHookUrls would
 // apply to the sessions: the managed ones, the user's (CLAUDE_CONFIG_DIR
 // or ~/.claude), and each job's project settings.
-func (s hookSite) settingsFiles() []string {
-	getenv := environ.Lookup(s.env)
-	files := claudesettings.ManagedFiles(s.managedDir)
+func (s Site) settingsFiles() []string {
+	getenv := environ.Lookup(s.Env)
+	files := claudesettings.ManagedFiles(s.ManagedDir)
 	if d, ok := getenv("CLAUDE_CONFIG_DIR"); ok && d != "" {
 		files = append(files, filepath.Join(d, "settings.json"))
 	} else if home, ok := getenv("HOME"); ok && home != "" {
 		files = append(files, filepath.Join(home, ".claude", "settings.json"))
 	}
-	for _, cwd := range s.cwds {
+	for _, cwd := range s.Cwds {
 		files = append(files, filepath.Join(cwd, ".claude", "settings.json"), filepath.Join(cwd, ".claude", "settings.local.json"))
 	}
 	return files
@@ -82,7 +84,7 @@ func (s hookSite) settingsFiles() []string {
 // url ("" when no file sets it, or every file that does has a pattern that
 // matches it). A file that cannot be read or parsed but names the key
 // counts as refusing: the night cannot prove the contrary.
-func (s hookSite) urlRefused(urls ...string) string {
+func (s Site) urlRefused(urls ...string) string {
 	for _, path := range s.settingsFiles() {
 		data, err := atomicfile.Read(path, 4<<20)
 		if err != nil {
@@ -127,25 +129,40 @@ func anyPatternMatches(patterns []string, url string) bool {
 	return false
 }
 
-// startServedHook starts the hook the night serves when the batch and the
-// agent allow it, and returns nil (having said why) when the sessions
-// keep the command hook. The caller closes the server after the night.
-func startServedHook(ctx context.Context, b *jobs.Batch, site hookSite, log func(key, line string), note func(msg string)) *served.Server {
+// SiteOf is the site of batch b's sessions: env is the agent's
+// environment; managedDir overrides where the managed settings are ("":
+// the platform's folder).
+func SiteOf(b *jobs.Batch, env []string, managedDir string) Site {
+	site := Site{Env: env, ManagedDir: claudesettings.ManagedDir()}
+	if managedDir != "" {
+		site.ManagedDir = managedDir
+	}
+	for _, j := range b.Jobs {
+		site.Cwds = append(site.Cwds, j.Cwd)
+	}
+	return site
+}
+
+// StartFor starts the hook a night or a cluster worker serves to the
+// sessions of batch b when the batch and the agent allow it, and returns
+// nil (having said why, fellBack true) when the sessions keep the command
+// hook. The caller closes the server after its last session.
+func StartFor(ctx context.Context, b *jobs.Batch, site Site, log func(key, line string), note func(msg string, fellBack bool)) *Server {
 	if b.HookTransport == jobs.HookCommand {
 		return nil
 	}
-	fallback := func(why string) *served.Server {
-		note("the sessions get the command hook, not the served http hook: " + why)
+	fallback := func(why string) *Server {
+		note("the sessions get the command hook, not the served http hook: "+why, true)
 		return nil
 	}
-	v, err := cliVersion(ctx, b.Agent.Command, site.env)
+	v, err := cliVersion(ctx, b.Agent.Command, site.Env)
 	if err != nil {
 		return fallback(err.Error())
 	}
-	if why := servedHookVersion(v); why != "" {
+	if why := versionWhy(v); why != "" {
 		return fallback(why)
 	}
-	srv, err := served.Start(log)
+	srv, err := Start(log)
 	if err != nil {
 		return fallback(err.Error())
 	}
@@ -155,6 +172,6 @@ func startServedHook(ctx context.Context, b *jobs.Batch, site hookSite, log func
 		_ = srv.Close()
 		return fallback(why)
 	}
-	note(fmt.Sprintf("the sessions' hook is served over loopback http by the night (Claude Code %s)", v))
+	note(fmt.Sprintf("the sessions' hook is served over loopback http (Claude Code %s)", v), false)
 	return srv
 }

@@ -1,4 +1,4 @@
-package supervisor
+package served
 
 import (
 	"context"
@@ -18,7 +18,7 @@ func TestServedHookVersion(t *testing.T) {
 		v  string
 		ok bool
 	}{{"", false}, {"2.1.197", false}, {"2.1.331", false}, {"2.1.332", true}, {"2.2.0", true}, {"3.0.0", true}} {
-		if why := servedHookVersion(tt.v); (why == "") != tt.ok {
+		if why := versionWhy(tt.v); (why == "") != tt.ok {
 			t.Errorf("%q: %q", tt.v, why)
 		}
 	}
@@ -57,8 +57,8 @@ func TestURLRefused(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			site := hookSite{env: []string{"HOME=" + filepath.Join(dir, "home")}, managedDir: filepath.Join(dir, "managed"),
-				cwds: []string{filepath.Join(dir, "work")}}
+			site := Site{Env: []string{"HOME=" + filepath.Join(dir, "home")}, ManagedDir: filepath.Join(dir, "managed"),
+				Cwds: []string{filepath.Join(dir, "work")}}
 			why := site.urlRefused(url0, url1)
 			if (why != "") != tt.refused {
 				t.Fatalf("refused = %q, want refused %v", why, tt.refused)
@@ -70,10 +70,10 @@ func TestURLRefused(t *testing.T) {
 	}
 }
 
-// TestStartServedHookFallsBack: hook_transport command starts nothing and
+// TestStartForFallsBack: hook_transport command starts nothing and
 // asks the CLI nothing; an agent whose version cannot be read keeps the
 // command hook and the night says why.
-func TestStartServedHookFallsBack(t *testing.T) {
+func TestStartForFallsBack(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the stand-in agent is a shell script")
 	}
@@ -96,8 +96,8 @@ func TestStartServedHookFallsBack(t *testing.T) {
 			_ = os.Remove(marker)
 			b := &jobs.Batch{HookTransport: tt.transport, Agent: jobs.Agent{Command: agent}}
 			var notes []string
-			srv := startServedHook(context.Background(), b, hookSite{env: []string{"PATH=/usr/bin:/bin"}, managedDir: dir}, nil,
-				func(msg string) { notes = append(notes, msg) })
+			srv := StartFor(context.Background(), b, Site{Env: []string{"PATH=/usr/bin:/bin"}, ManagedDir: dir}, nil,
+				func(msg string, _ bool) { notes = append(notes, msg) })
 			if srv != nil {
 				_ = srv.Close()
 				t.Fatal("a served hook was started")
