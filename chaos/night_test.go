@@ -841,10 +841,12 @@ servers:
 	// Every job ended done or skipped with a reason, done at most once.
 	// One exception is the night's own rule, not a loss: a job whose
 	// sessions found a faulted server unusable at their start more than
-	// plan.MaxBounces times fails, saying so ("could not use their
-	// servers"). The gamma windows come one after another as jobs end;
-	// a night fast enough to probe gamma healthy between them and start
-	// the same job in each can meet that rule (RELIABILITY.md).
+	// plan.MaxBounces times, with the night's probe finding it healthy
+	// after each (a bounce the probe found down for is an outage and does
+	// not count), fails, saying so ("could not use their servers"). The
+	// gamma windows come one after another as jobs end; a night fast
+	// enough to probe gamma healthy between them and start the same job
+	// in each can meet that rule (README, "could not use").
 	final := map[string]journal.Status{}
 	bounced := map[string]string{}
 	doneCount := map[string]int{}

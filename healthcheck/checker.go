@@ -510,6 +510,15 @@ func Reachable(srv *mcpconfig.Server, res probe.Result) bool {
 	return res.Verdict.Reachable()
 }
 
+// ConfirmsOutage says whether a probe's result proves srv down: it is not
+// reachable by Reachable's rule, and the probe could tell (a transport it
+// can probe, and not a stdio start cut shorter than Claude Code's own
+// start-up wait, which cannot tell a slow server from a dead one).
+func (c *Checker) ConfirmsOutage(srv *mcpconfig.Server, res probe.Result) bool {
+	return res.Verdict != probe.Unsupported && !Reachable(srv, res) &&
+		!slowStart(srv, res, c.Settings.withDefaults().ClientStartup)
+}
+
 func (c *Checker) policy(code FailureCode, server string) Action {
 	if c.Reconnect == nil {
 		return ActionWait

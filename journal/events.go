@@ -57,6 +57,12 @@ const (
 	// Attempt of Job (Reason why): the attempt is stopped and the job
 	// waits for the server, as for a server lost at the session's start.
 	ServerLost Type = "server-lost"
+	// OutageConfirmed: the night's own probe found Server down after
+	// Attempt of Job had been stopped because its session could not use
+	// Server (a job-deferred line with that Attempt): the attempt met an
+	// outage, and it does not count towards the attempts a job may lose
+	// to a server that probes healthy but that no session can use.
+	OutageConfirmed Type = "outage-confirmed"
 	// CallHeld: a hook held a call of Tool to Server that was down but
 	// being repaired, for Seconds, with Outcome (HeldAnswered, …).
 	CallHeld Type = "call-held"
@@ -108,7 +114,7 @@ const (
 
 // Types is every type this release writes.
 var Types = []Type{RunStarted, RunResumed, JobStarted, SessionProcess, JobDeferred, JobRetried,
-	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, CallHeld, ServerRestarted, ServerLost, Maintenance, NightPaused, NightResumed, NightStopped,
+	JobFinished, JobSkipped, ToolUnavailable, ServerState, CallBlocked, CallHeld, ServerRestarted, ServerLost, OutageConfirmed, Maintenance, NightPaused, NightResumed, NightStopped,
 	ServerFinal, APITrialStarted, APITrialEnded, RunClosed, RunFinished, NotifyFailed, SideEffect, TaskLost}
 
 // Status is a job's end (done, failed, skipped) or a server's state

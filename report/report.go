@@ -131,6 +131,9 @@ type Job struct {
 	Budget *journal.Budget `json:"budget,omitempty"`
 
 	tries []attempt // for the timeline and the notes; not part of the API
+	// bounced is, by attempt, its deferral's index in Deferrals: an
+	// outage-confirmed line of that attempt is said there.
+	bounced map[int]int
 }
 
 // SideEffect is one successful call of a job to a tool that is not
@@ -388,9 +391,20 @@ func fromEvents(events []journal.Event) *Night {
 				b.endTry(ev, "stopped")
 				j.Unusable = addNew(j.Unusable, ev.Unusable...)
 			}
+			if ev.Attempt > 0 {
+				if j.bounced == nil {
+					j.bounced = map[int]int{}
+				}
+				j.bounced[ev.Attempt] = len(j.Deferrals)
+			}
 			j.Deferrals = append(j.Deferrals, Deferral{At: ev.Time, Reason: clean(ev.Reason)})
 			if j.Status == "" {
 				j.Status = StatusUnfinished
+			}
+		case journal.OutageConfirmed:
+			j := b.job(ev.Job)
+			if i, ok := j.bounced[ev.Attempt]; ok {
+				j.Deferrals[i].Reason += "; an outage: " + clean(ev.Reason)
 			}
 		case journal.JobRetried:
 			j := b.endTry(ev, "retried")

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,84 @@ func TestInitOutageReachesTheJournalAndTheReport(t *testing.T) {
 				t.Errorf("job a = %+v, want failed: it could not use its server", s.Jobs[0])
 			}
 		})
+	}
+}
+
+// A server that flaps: each session finds it failed at its start, and the
+// night's next probe finds it down too (an outage, confirmed), then up.
+// Those bounces do not count towards plan.MaxBounces: the job runs again
+// each time the server is back and is done at its sixth attempt, where a
+// server that only sessions cannot use fails it at the fourth
+// (TestInitOutageReachesTheJournalAndTheReport).
+func TestFlappingServerBouncesDoNotFailTheJob(t *testing.T) {
+	server := testkit.BuildTestServer(t)
+	dir := t.TempDir()
+	mark, count := filepath.Join(dir, "down-once"), filepath.Join(dir, "attempts")
+	// The server is down for exactly one probe after each bounce: a probe
+	// starts a stdio server twice when the first exits (server/discover,
+	// then the legacy initialize), so the mark holds two failed starts.
+	wrapper := filepath.Join(dir, "server")
+	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf(`#!/bin/sh
+if [ -e %[1]s ]; then
+  if [ "$(cat %[1]s)" = 2 ]; then echo 1 > %[1]s; else rm -f %[1]s; fi
+  echo down >&2; exit 1
+fi
+exec %[2]s "$@"
+`, jsonString(mark), jsonString(server))), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const bounces = plan.MaxBounces + 2
+	agent := filepath.Join(dir, "agent")
+	if err := os.WriteFile(agent, []byte(fmt.Sprintf(`#!/bin/sh
+case "$1" in auth|--version) exit 0;; esac
+n=$(cat %[1]s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]s
+status=connected
+if [ $n -le %[3]d ]; then status=failed; echo 2 > %[2]s; fi
+echo '{"type":"system","subtype":"init","session_id":"s1","mcp_servers":[{"name":"notes","status":"'$status'","source":"dynamic"}]}'
+echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.01,"session_id":"s1"}'
+`, jsonString(count), jsonString(mark), bounces)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	yaml := fmt.Sprintf("version: 1\nname: flap\nstate_dir: ./state\nagent: {command: %s}\n"+
+		"health: {backoff: 1s, max_backoff: 2s}\n"+
+		"servers:\n  notes: {command: %s}\njobs:\n  - {name: a, servers: [notes], prompt: a}\n",
+		jsonString(agent), jsonString(wrapper))
+	b := testkit.LoadBatch(t, dir, yaml)
+	s := runScripted(t, b, nil)
+	events, err := journal.Read(s.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var confirmed []int
+	for _, ev := range events {
+		if ev.Type == journal.OutageConfirmed {
+			if ev.Job != "a" || ev.Server != "notes" || !strings.Contains(ev.Reason, "found notes down") {
+				t.Errorf("outage-confirmed line = %+v", ev)
+			}
+			confirmed = append(confirmed, ev.Attempt)
+		}
+	}
+	if want := []int{1, 2, 3, 4, 5}; !slices.Equal(confirmed, want) {
+		t.Errorf("outages confirmed after attempts %v, want %v", confirmed, want)
+	}
+	if j := jobResult(s, "a"); j.Status != StatusDone || j.Attempts != bounces+1 {
+		t.Errorf("job a = %+v, want done at attempt %d", j, bounces+1)
+	}
+	// The morning report says which stops were outages.
+	night, err := report.Build(s.Journal, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outages := 0
+	for _, j := range night.Jobs {
+		for _, d := range j.Deferrals {
+			if strings.Contains(d.Reason, "could not be used") && strings.Contains(d.Reason, "; an outage: the night's probe found notes down") {
+				outages++
+			}
+		}
+	}
+	if outages != bounces {
+		t.Errorf("the report says %d of the job's stops were outages, want %d", outages, bounces)
 	}
 }
 

@@ -148,8 +148,21 @@ func (n *night) do(ctx context.Context, acts []plan.Action) (finished bool) {
 		case plan.Finish:
 			finished = true
 		}
+		acts = append(n.outagesSeen(), acts...)
 	}
 	return finished
+}
+
+// outagesSeen tells the plan of each server the night's own probes found
+// down since it last asked (n.probe), and returns what the plan does
+// about it: a job's bounce on that server was an outage.
+func (n *night) outagesSeen() []plan.Action {
+	var acts []plan.Action
+	for _, d := range n.probedDown {
+		acts = append(acts, n.plan.Step(n.now(), d)...)
+	}
+	n.probedDown = n.probedDown[:0]
+	return acts
 }
 
 // mayWait says whether doing a may wait on something outside the night

@@ -10,11 +10,13 @@ import (
 	"github.com/nightwatch-dev/nightwatch/internal/environ"
 	"github.com/nightwatch-dev/nightwatch/internal/redact"
 	"github.com/nightwatch-dev/nightwatch/internal/statedir"
+	"github.com/nightwatch-dev/nightwatch/internal/text"
 	"github.com/nightwatch-dev/nightwatch/jobs"
 	"github.com/nightwatch-dev/nightwatch/journal"
 	"github.com/nightwatch-dev/nightwatch/mcpconfig"
 	"github.com/nightwatch-dev/nightwatch/reconnect"
 	"github.com/nightwatch-dev/nightwatch/session"
+	"github.com/nightwatch-dev/nightwatch/supervisor/plan"
 )
 
 // maintain runs between jobs and while jobs wait: reconnect and re-probe
@@ -108,6 +110,9 @@ func (n *night) probe(ctx context.Context, srv *mcpconfig.Server) probe.Result {
 	res := probe.Probe(ctx, srv, probe.Options{Timeout: n.b.Health.ProbeTimeout, Cwd: cwd,
 		Environ: n.sessionEnviron()})
 	res.Reason = redact.String(res.Reason, srv.Secrets()...)
+	if n.checker != nil && n.checker.ConfirmsOutage(srv, res) {
+		n.probedDown = append(n.probedDown, plan.ServerDown{Server: srv.Name, Reason: text.OneLine(res.Reason, 160)})
+	}
 	return res
 }
 

@@ -171,6 +171,10 @@ type night struct {
 	// httpRestarts are the HTTP servers' restarts already journaled (a
 	// hook's server-restarted, once per outage).
 	httpRestarts map[httpRestart]bool
+	// probedDown are the servers the night's own probes found down since
+	// the plan was last told (outagesSeen). Only the loop's goroutine
+	// probes through n.probe.
+	probedDown []plan.ServerDown
 }
 
 func (n *night) now() time.Time {

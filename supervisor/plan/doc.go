@@ -23,7 +23,10 @@
 //   - the session could not use a server the job needs: back to deferred,
 //     as if the server had been down at the start (skipped for
 //     on_unhealthy: skip; failed after MaxBounces such attempts, for a
-//     server that probes healthy but no session can use);
+//     server that probes healthy but no session can use: an attempt
+//     after which the night's probe found the server down met an outage
+//     (ServerDown, outage-confirmed) and does not count, up to
+//     MaxBouncesInAll in all);
 //   - anything else (verify included): retried while retries last, the
 //     next prompt told what verify said.
 //

@@ -87,7 +87,12 @@ func (p *Plan) Apply(ev journal.Event) {
 		p.setPhase(jp, phaseRunning)
 		jp.startedAt = ev.Time
 		jp.deferring, jp.resume, jp.resumeWhy = "", "", ""
-		jp.deferringOn, jp.lost = nil, nil
+		jp.deferringOn, jp.lost, jp.bouncedOn = nil, nil, nil
+	case journal.OutageConfirmed:
+		if ev.Attempt == jp.attempts && slices.Contains(jp.bouncedOn, ev.Server) {
+			jp.outages++
+			jp.bouncedOn = nil
+		}
 	case journal.ServerLost:
 		if jp.phase == phaseRunning && ev.Attempt == jp.attempts && !slices.Contains(jp.lost, ev.Server) {
 			jp.lost = append(jp.lost, ev.Server)
@@ -177,8 +182,13 @@ func (p *Plan) attemptOver(jp *jobPlan, ev journal.Event) {
 		jp.chargedOutage = ev.Outage
 		p.outages = max(p.outages, ev.Outage)
 	}
+	// Only the last attempt's bounce may be found an outage: every end
+	// (one whose attempt had no job-started line included) forgets the
+	// one before.
+	jp.bouncedOn = nil
 	if ev.Bounce || ev.Type == journal.JobDeferred {
 		jp.bounces++
+		jp.bouncedOn = slices.Clone(ev.Unusable)
 	}
 	jp.resume, jp.resumeWhy = "", ""
 	if r := ev.Result; p.rules.resume && r != nil && r.SessionID != "" && !(ev.Type == journal.JobFinished && ev.Status == journal.Done) {

@@ -146,6 +146,11 @@ func (d *foldDriver) randomStep() {
 		d.health[job] = []string{"", "", "server notes is down since 02:00:00 (connect ECONNREFUSED)",
 			"server notes is down since 02:03:00 (401)"}[rng.IntN(4)]
 	case 4:
+		if rng.IntN(2) == 0 {
+			// The night's probe found a server down.
+			d.do(d.live.Step(d.now, ServerDown{Server: []string{"notes", "other"}[rng.IntN(2)], Reason: "connect ECONNREFUSED"}))
+			return
+		}
 		d.apiDown = !d.apiDown
 	case 5:
 		// A running session hears from the model: a trial is over.
@@ -274,6 +279,8 @@ type jobFacts struct {
 	name                                string
 	phase                               phase
 	attempts, bounces, free, costed     int
+	outages                             int
+	bouncedOn                           string
 	chargedOutage, deferrals            int
 	reason, feedback, resume, resumeWhy string
 	deferring                           string
@@ -335,7 +342,7 @@ func journalFacts(p *Plan) planFacts {
 	for _, name := range p.order {
 		jp := p.jobs[name]
 		f.jobs = append(f.jobs, jobFacts{name: name, phase: jp.phase, attempts: jp.attempts, bounces: jp.bounces, free: jp.free,
-			costed: jp.costed, chargedOutage: jp.chargedOutage, deferrals: jp.deferrals, reason: jp.reason, feedback: jp.feedback,
+			outages: jp.outages, bouncedOn: strings.Join(jp.bouncedOn, ","), costed: jp.costed, chargedOutage: jp.chargedOutage, deferrals: jp.deferrals, reason: jp.reason, feedback: jp.feedback,
 			resume: jp.resume, resumeWhy: jp.resumeWhy, deferring: jp.deferring,
 			notBefore: ns(jp.notBefore), deferredSince: ns(jp.deferredSince), startedAt: ns(jp.startedAt)})
 	}

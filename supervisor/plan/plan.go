@@ -78,8 +78,13 @@ type jobPlan struct {
 	queued bool
 	ranOn  string
 	// bounces are attempts stopped because a server was unusable: they do
-	// not count against retries.
-	bounces int
+	// not count against retries. outages are those of them the night's
+	// probe then found the server down for (outage-confirmed): they do
+	// not count towards MaxBounces either. bouncedOn are the servers the
+	// last bounce could not use, until a probe confirms one or the next
+	// attempt starts.
+	bounces, outages int
+	bouncedOn        []string
 	// free are attempts that failed on the API and do not count against
 	// retries (apirules.go); chargedOutage is the last outage one of its
 	// attempts was counted in.
@@ -100,9 +105,18 @@ type jobPlan struct {
 	lost []string
 }
 
-// MaxBounces is how many attempts of a job may be stopped for an unusable
-// server before the job fails.
+// MaxBounces is how many attempts of a job may be stopped for a server
+// that no session could use, and that the night's probe did not then find
+// down, before the job fails: a server that probes healthy but that no
+// session can use. A bounce whose outage a probe confirmed (a server
+// that flaps) is not counted, up to MaxBouncesInAll bounces of a job in
+// all.
 const MaxBounces = 3
+
+// MaxBouncesInAll bounds the attempts of one job stopped for unusable
+// servers, confirmed outages included: a server that flaps all night does
+// not start sessions for one job without end.
+const MaxBouncesInAll = 12
 
 // Event is what happened, told to the plan.
 type Event interface{ isEvent() }
@@ -137,10 +151,19 @@ type AttemptEnded struct {
 	TasksLost []string
 }
 
+// ServerDown says the night's own probe found Server down (by
+// healthcheck's ConfirmsOutage): the bounces of jobs whose last session
+// could not use it were an outage.
+type ServerDown struct {
+	Server string
+	Reason string
+}
+
 func (Wake) isEvent()         {}
 func (Tick) isEvent()         {}
 func (Health) isEvent()       {}
 func (AttemptEnded) isEvent() {}
+func (ServerDown) isEvent()   {}
 
 // Action is what the loop must do.
 type Action interface{ isAction() }
@@ -345,6 +368,8 @@ func (p *Plan) Step(now time.Time, ev Event) []Action {
 		return append(acts, p.scanReady(now)...)
 	case AttemptEnded:
 		return p.attemptEnded(now, ev)
+	case ServerDown:
+		return p.outageConfirmed(now, ev)
 	case Tick:
 		return []Action{Maintain{}}
 	case ModelTurn:
@@ -549,9 +574,18 @@ func (p *Plan) attemptEnded(now time.Time, ev AttemptEnded) []Action {
 		case jp.job.OnUnhealthy == jobs.Skip:
 			base.Type, base.Status, base.Reason = journal.JobSkipped, journal.Skipped, out.Reason
 			rec = p.record(now, base, LogWarn, "skipped")
-		case bounces > MaxBounces:
+		case bounces-jp.outages > MaxBounces:
 			base.Type, base.Status = journal.JobFinished, journal.Failed
-			base.Reason = fmt.Sprintf("%d attempts could not use their servers: %s", bounces, out.Reason)
+			base.Reason = fmt.Sprintf("%d attempts could not use their servers while the night's probe found them up: %s",
+				bounces-jp.outages, out.Reason)
+			if jp.outages > 0 {
+				base.Reason += fmt.Sprintf(" (%d more met an outage the probe confirmed)", jp.outages)
+			}
+			rec = p.record(now, base, LogError, "failed")
+		case bounces > MaxBouncesInAll:
+			base.Type, base.Status = journal.JobFinished, journal.Failed
+			base.Reason = fmt.Sprintf("%d attempts could not use their servers (%d of them in outages the night's probe confirmed): %s",
+				bounces, jp.outages, out.Reason)
 			rec = p.record(now, base, LogError, "failed")
 		default:
 			base.Type, base.Reason = journal.JobDeferred, out.Reason
@@ -570,6 +604,26 @@ func (p *Plan) attemptEnded(now time.Time, ev AttemptEnded) []Action {
 	}
 	// Between jobs is when maintenance runs.
 	return []Action{rec, Maintain{}}
+}
+
+// outageConfirmed excuses the last bounce of every job whose session
+// could not use ev.Server: the night's probe found it down since, so the
+// attempt met an outage, not a server that only sessions cannot use.
+func (p *Plan) outageConfirmed(now time.Time, ev ServerDown) []Action {
+	var acts []Action
+	for _, name := range p.order {
+		jp := p.jobs[name]
+		if jp.phase != phaseDeferred || !slices.Contains(jp.bouncedOn, ev.Server) {
+			continue
+		}
+		reason := fmt.Sprintf("the night's probe found %s down after attempt %d could not use it", ev.Server, jp.attempts)
+		if ev.Reason != "" {
+			reason += " (" + ev.Reason + ")"
+		}
+		acts = append(acts, p.record(now, journal.Event{Type: journal.OutageConfirmed, Job: name, Attempt: jp.attempts,
+			Server: ev.Server, Reason: reason}, LogInfo, "an outage, not counted towards the job's bounce limit"))
+	}
+	return acts
 }
 
 // unusableAtStart says whether a server of job was failed or needed auth

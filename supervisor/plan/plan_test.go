@@ -157,6 +157,17 @@ func (d *planDriver) phases() map[string]string {
 	return out
 }
 
+// recordsOf are the records of one type.
+func (d *planDriver) recordsOf(typ journal.Type) []journal.Event {
+	var out []journal.Event
+	for _, ev := range d.records {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 // recorded is "type job: reason" per journal line.
 func (d *planDriver) recorded() []string {
 	var out []string
@@ -507,6 +518,76 @@ func TestPlanRules(t *testing.T) {
 				}
 			},
 			launches: []string{"a#1", "a#2", "a#3", "a#4"},
+			phases:   map[string]string{"a": "failed"},
+			finished: true,
+		},
+		{
+			name:  "unusable: a bounce the night's probe then found an outage does not count towards MaxBounces",
+			batch: planBatch(nil, planJob("a", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				for range MaxBounces + 2 {
+					d.health["a"] = down // the session said so: the cache has it down
+					d.endWith("a", planUnusable)
+					d.feed(ServerDown{Server: "other"}) // not the one it could not use
+					d.feed(ServerDown{Server: "notes", Reason: "connect ECONNREFUSED"})
+					d.feed(ServerDown{Server: "notes"}) // a second probe excuses nothing more
+					d.health["a"] = ""
+					d.wake(10 * time.Second)
+				}
+				if jp := d.p.jobs["a"]; jp.bounces != MaxBounces+2 || jp.outages != MaxBounces+2 {
+					d.t.Errorf("%d bounces, %d outages", jp.bounces, jp.outages)
+				}
+				d.end("a", session.Done, 0)
+			},
+			launches: []string{"a#1", "a#2", "a#3", "a#4", "a#5", "a#6"},
+			phases:   map[string]string{"a": "done"},
+			finished: true,
+		},
+		{
+			name:  "unusable: only unconfirmed bounces count; a probe during the next attempt confirms nothing",
+			batch: planBatch(nil, planJob("a", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				d.health["a"] = down
+				d.endWith("a", planUnusable)
+				d.feed(ServerDown{Server: "notes"})
+				d.health["a"] = ""
+				d.wake(10 * time.Second)
+				for range MaxBounces + 1 {
+					d.feed(ServerDown{Server: "notes"}) // it runs: not a bounce's outage
+					d.endWith("a", planUnusable)
+				}
+				if n := len(d.recordsOf(journal.OutageConfirmed)); n != 1 {
+					d.t.Errorf("%d outage-confirmed lines, want 1", n)
+				}
+				last := d.records[len(d.records)-1]
+				if !strings.Contains(last.Reason, "4 attempts could not use their servers while the night's probe found them up") ||
+					!strings.Contains(last.Reason, "1 more met an outage the probe confirmed") {
+					d.t.Errorf("the failure says %q", last.Reason)
+				}
+			},
+			launches: []string{"a#1", "a#2", "a#3", "a#4", "a#5"},
+			phases:   map[string]string{"a": "failed"},
+			finished: true,
+		},
+		{
+			name:  "unusable: a server that flaps all night fails the job after MaxBouncesInAll bounces",
+			batch: planBatch(nil, planJob("a", nil)),
+			script: func(d *planDriver) {
+				d.wake(0)
+				for d.p.jobs["a"].phase == phaseRunning {
+					d.health["a"] = down
+					d.endWith("a", planUnusable)
+					d.feed(ServerDown{Server: "notes"})
+					d.health["a"] = ""
+					d.wake(10 * time.Second)
+				}
+				if last := d.records[len(d.records)-1]; last.Attempt != MaxBouncesInAll+1 ||
+					!strings.Contains(last.Reason, fmt.Sprintf("%d attempts could not use their servers (%d of them in outages", MaxBouncesInAll+1, MaxBouncesInAll)) {
+					d.t.Errorf("the last line: attempt %d, %q", last.Attempt, last.Reason)
+				}
+			},
 			phases:   map[string]string{"a": "failed"},
 			finished: true,
 		},
