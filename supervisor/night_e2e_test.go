@@ -254,6 +254,7 @@ jobs:
 
 	s := f.runWith(b, time.Hour)
 	if got, _ := os.ReadFile(repaired); !strings.Contains(string(got), "notes") {
+		logNight(t, b.StateDir, s.Journal)
 		t.Fatalf("the reconnect command did not run inside the session (%q); jobs %+v", got, s.Jobs)
 	}
 	results := f.api.SessionToolResults("j1")
