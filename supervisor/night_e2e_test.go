@@ -225,7 +225,13 @@ jobs:
 // which repairs it, so the job's next call in the same session works. The
 // supervisor's maintenance is too slow to have done it (its interval is
 // longer than the night), and the backoff too long for a retry probe.
+// On 2.1.332 the night serves the hook, so the reconnect runs in the
+// night's process; on 2.1.197 in the hook's.
 func TestNightSessionHookReconnectsAtOnce(t *testing.T) {
+	testkit.ForEachClaude(t, testNightSessionHookReconnectsAtOnce)
+}
+
+func testNightSessionHookReconnectsAtOnce(t *testing.T, version string) {
 	f := newNightFixture(t)
 	server := testkit.BuildTestServer(t)
 	control := filepath.Join(f.dir, "notes.mode")
@@ -248,7 +254,7 @@ servers:
     reconnect: %s
 jobs:
   - {name: j1, servers: [notes], allowed_tools: [mcp__notes], on_unhealthy: run, prompt: %s}
-`, jsonString(testkit.ClaudeBin(t)), jsonString(server), jsonString(control),
+`, jsonString(testkit.ClaudeBinOf(t, version)), jsonString(server), jsonString(control),
 		jsonString(repair+" "+control+" {server} "+repaired),
 		jsonString(prompt("j1", `mcp__notes__break {}`, `mcp__notes__echo {"message":"right after the break"}`))))
 
