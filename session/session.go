@@ -169,6 +169,17 @@ func Environ(b *jobs.Batch, base []string) []string {
 	return out
 }
 
+// connectWait bounds how long Claude Code's first turn waits for the MCP
+// servers to connect (with MCP_CONNECTION_NONBLOCKING=0), in ms.
+const connectWait = "MCP_CONNECT_TIMEOUT_MS"
+
+// positiveInteger says whether s is a whole number above zero, as Claude
+// Code reads a timeout in ms.
+func positiveInteger(s string) bool {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return err == nil && n > 0
+}
+
 // disableMCPTasks turns the MCP tasks extension off in Claude Code
 // 2.1.304 and later.
 const disableMCPTasks = "CLAUDE_CODE_DISABLE_MCP_TASKS"
@@ -205,6 +216,21 @@ func commandEnviron(spec Spec, f Files) []string {
 	}
 	if t := spec.Job.MCPTimeout; t > 0 {
 		over["MCP_TIMEOUT"] = strconv.FormatInt(t.Milliseconds(), 10)
+	}
+	// The first turn waits for the servers as long as each may take to
+	// connect. Claude Code 2.1.197 waits (MCP_CONNECTION_NONBLOCKING=0)
+	// only MCP_CONNECT_TIMEOUT_MS, 5 s by default, then starts without
+	// the tools of a server still connecting, and the night would take a
+	// server slower than that to start for one the session cannot use;
+	// 2.1.332 waits up to the per-server MCP_TIMEOUT (30 s by default).
+	if _, set := environ.Lookup(env)(connectWait); !set {
+		wait := strconv.FormatInt(jobs.DefaultMCPTimeout.Milliseconds(), 10)
+		if v, ok := over["MCP_TIMEOUT"]; ok {
+			wait = v
+		} else if v, ok := environ.Lookup(env)("MCP_TIMEOUT"); ok && positiveInteger(v) {
+			wait = v
+		}
+		over[connectWait] = wait
 	}
 	// No call of a `claude -p` session becomes an MCP task (reference
 	// in-flight §2): without the variable a CLI whose tasks gate is on

@@ -269,7 +269,10 @@ func TestCommandEnviron(t *testing.T) {
 	cmd := Command(context.Background(), spec, Files{Settings: "/s", MCPConfig: "/m"})
 	get := func(k string) string { v, _ := lookup(cmd.Env, k); return v }
 	for k, want := range map[string]string{
-		"MCP_TIMEOUT":                          "45000",
+		"MCP_TIMEOUT": "45000",
+		// The first turn waits for the servers as long as each may take
+		// (2.1.197's own wait is 5 s).
+		"MCP_CONNECT_TIMEOUT_MS":               "45000",
 		"NIGHTWATCH_RECONNECT_NOTES":           "pm2 restart notes --token-file /run/t",
 		"NIGHTWATCH_RECONNECT_AGENT_MEMORY_V2": "systemctl restart mem",
 		"NIGHTWATCH_RECONNECT_COMMAND":         "", // would apply to every server
@@ -290,10 +293,13 @@ func TestCommandEnviron(t *testing.T) {
 			t.Errorf("a reconnect command is on the command line: %q", cmd.Args)
 		}
 	}
-	// The batch's own value of the tasks switch stands.
-	cmd = Command(context.Background(), sessionTestSpec(b, job, "CLAUDE_CODE_DISABLE_MCP_TASKS=0"), Files{Settings: "/s", MCPConfig: "/m"})
+	// The batch's own value of the tasks switch stands, and its own wait.
+	cmd = Command(context.Background(), sessionTestSpec(b, job, "CLAUDE_CODE_DISABLE_MCP_TASKS=0", "MCP_CONNECT_TIMEOUT_MS=1234"), Files{Settings: "/s", MCPConfig: "/m"})
 	if got := get("CLAUDE_CODE_DISABLE_MCP_TASKS"); got != "0" {
 		t.Errorf("CLAUDE_CODE_DISABLE_MCP_TASKS = %q, want the batch's 0", got)
+	}
+	if got := get("MCP_CONNECT_TIMEOUT_MS"); got != "1234" {
+		t.Errorf("MCP_CONNECT_TIMEOUT_MS = %q, want the batch's 1234", got)
 	}
 	// Another job of the batch does not get these servers' commands.
 	job2 := sessionTestJob("k", "hi", "plain")

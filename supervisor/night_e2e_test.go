@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -322,5 +323,44 @@ jobs:
 		if proc.StartID(pid) != "" && !isZombie(pid) {
 			t.Errorf("MCP server pid %d outlived its session", pid)
 		}
+	}
+}
+
+// TestNightWaitsForASlowServer: a stdio server that takes 10 s to start,
+// with nothing in the night's environment about how long the first turn
+// waits for it. Claude Code 2.1.197 waits 5 s by default, then starts
+// without the tools of a server still connecting, and the night took that
+// for a server the session could not use: every attempt stopped, the job
+// failed at the fourth. The session's environment now bounds the wait by
+// the job's mcp_timeout (MCP_CONNECT_TIMEOUT_MS), as 2.1.332 does on its
+// own: done in one attempt, the call answered.
+func TestNightWaitsForASlowServer(t *testing.T) {
+	testkit.ForEachClaude(t, testNightWaitsForASlowServer)
+}
+
+func testNightWaitsForASlowServer(t *testing.T, version string) {
+	f := newNightFixture(t)
+	f.env = slices.DeleteFunc(f.env, func(kv string) bool { return strings.HasPrefix(kv, "MCP_CONNECT_TIMEOUT_MS=") })
+	server := testkit.BuildTestServer(t)
+	b := f.load(fmt.Sprintf(`version: 1
+name: slowstart
+state_dir: ./state
+agent: {command: %s}
+defaults: {timeout: 3m, stall_timeout: 2m, retries: 0}
+health: {probe_timeout: 20s, prewarm_timeout: 30s}
+servers:
+  notes: {command: %s, args: ["--mode", "slow-start=10s"]}
+jobs:
+  - {name: j1, servers: [notes], allowed_tools: [mcp__notes], prompt: %s}
+`, jsonString(testkit.ClaudeBinOf(t, version)), jsonString(server),
+		jsonString(prompt("j1", `mcp__notes__echo {"message":"after a slow start"}`))))
+	s := f.run(b)
+	if j := jobResult(s, "j1"); j.Status != StatusDone || j.Attempts != 1 {
+		logNight(t, b.StateDir, s.Journal)
+		t.Fatalf("j1 = %+v, want done in one attempt", j)
+	}
+	results := f.api.SessionToolResults("j1")
+	if len(results) != 1 || results[0].IsError || !strings.Contains(results[0].Content, "after a slow start") {
+		t.Errorf("the call did not reach the server: %+v", results)
 	}
 }
