@@ -50,9 +50,8 @@ type localExecutor struct {
 	// sessions get the command hook (startServedHook). startServed makes
 	// it, at the first launch: a night that starts no session asks the
 	// agent nothing (its version) and listens on nothing.
-	served      *served.Server
+	served      served.Lazy
 	startServed func() *served.Server
-	servedOnce  sync.Once
 	// logServed logs the registration of a session's served hook.
 	logServed func(job string, attempt int, key string)
 
@@ -90,15 +89,7 @@ func (e *localExecutor) Launch(ctx context.Context, a session.Attempt, starting 
 	// The served hook's key is in the session's settings, so it is made
 	// first; the session it serves is bound once Prepare knows its files,
 	// before the agent is spawned, and dropped when the session has ended.
-	e.servedOnce.Do(func() {
-		if e.startServed != nil {
-			srv := e.startServed()
-			e.mu.Lock()
-			e.served = srv
-			e.mu.Unlock()
-		}
-	})
-	hook, err := session.ServeHook(&spec, e.served)
+	hook, err := session.ServeHook(&spec, e.served.Get(e.startServed))
 	if err != nil {
 		return false, fmt.Errorf("cannot prepare the session: %w", err)
 	}
@@ -181,14 +172,3 @@ func (e *localExecutor) StopAll(context.Context) time.Duration {
 }
 
 func (e *localExecutor) Capacity(context.Context) int { return max(e.b.MaxParallel, 1) }
-
-// closeServed stops the served hook, if one was started, once the night's
-// sessions have ended.
-func (e *localExecutor) closeServed() {
-	e.mu.Lock()
-	srv := e.served
-	e.mu.Unlock()
-	if srv != nil {
-		_ = srv.Close()
-	}
-}

@@ -284,7 +284,7 @@ func RunNight(ctx context.Context, b *jobs.Batch, opts NightOptions) (*NightSumm
 		le.logServed = func(job string, attempt int, key string) {
 			n.log.Debug().Str("job", job).Int("attempt", attempt).Str("hook", key).Msg("the session's hook is served")
 		}
-		defer le.closeServed()
+		defer le.served.Close() // once the night's sessions have ended
 	}
 	// The night is the subreaper of everything its sessions, probes and
 	// commands start: a process that left its group (setsid, a double

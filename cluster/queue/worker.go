@@ -88,8 +88,7 @@ type Worker struct {
 	// nil when they get the command hook; made at the first attempt (a
 	// worker that runs nothing asks the agent nothing), closed at the
 	// worker's end.
-	served     *served.Server
-	servedOnce sync.Once
+	served served.Lazy
 
 	id      string
 	lastRun string // the run of the newest attempt started (mu)
@@ -196,7 +195,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.stopAll(nil)
 	err = client.StopAndCancel(stopCtx)
 	wg.Wait()
-	w.closeServed()
+	w.served.Close() // after the worker's last session
 	w.deliverSpooled(delivery)
 	if serr := w.DB.StopWorker(stopCtx, w.id); serr != nil && err == nil {
 		err = serr
@@ -498,9 +497,9 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[AttemptArgs]) 
 // servedHook is the hook this worker serves, started at its first call
 // (nil: the sessions keep the command hook, and the log says why).
 func (w *Worker) servedHook() *served.Server {
-	w.servedOnce.Do(func() {
+	return w.served.Get(func() *served.Server {
 		site := served.SiteOf(w.Batch, w.Env, "")
-		srv := served.StartFor(context.Background(), w.Batch, site,
+		return served.StartFor(context.Background(), w.Batch, site,
 			func(key, line string) { w.Log.Info().Str("hook", key).Msg(line) },
 			func(msg string, fellBack bool) {
 				e := w.Log.Info()
@@ -509,24 +508,7 @@ func (w *Worker) servedHook() *served.Server {
 				}
 				e.Str("hook_transport", string(w.Batch.HookTransport)).Msg(msg)
 			})
-		w.mu.Lock()
-		w.served = srv
-		w.mu.Unlock()
 	})
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.served
-}
-
-// closeServed stops the served hook, if one was started, after the
-// worker's last session.
-func (w *Worker) closeServed() {
-	w.mu.Lock()
-	srv := w.served
-	w.mu.Unlock()
-	if srv != nil {
-		_ = srv.Close()
-	}
 }
 
 // runSession runs the attempt's session, prepared (files), and records its
